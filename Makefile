@@ -1,0 +1,44 @@
+# Every target creates .venv and installs what it needs, so a fresh clone needs nothing else.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: test demo lint typecheck unit bench-intake schema clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch is pinned for the dev/CI install: a CPU build lies on the CI machine's disk, and an
+# unpinned resolve would pull a multi-GB CUDA build.
+$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[demo]"
+	touch $@
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev-installed
+	$(BIN)/mypy
+
+unit: $(VENV)/.dev-installed
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+demo: $(VENV)/.demo-installed
+	$(BIN)/python -m orchestrator.demo
+
+bench-intake: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.intake
+
+schema: $(VENV)/.dev-installed
+	$(BIN)/framefleet schema --output docs/job.schema.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo

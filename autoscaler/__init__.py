@@ -1,0 +1,1 @@
+"""FrameFleet autoscaler: market data, demand forecast, purchase policy, EC2 actuation."""

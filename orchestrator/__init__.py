@@ -1,0 +1,1 @@
+"""FrameFleet control plane: job protocol, durable store, SQS intake, CLI."""

@@ -1,0 +1,79 @@
+"""Composition root: builds the control plane's object graph from settings.
+
+No module-level state anywhere else: tests build the same graph with their own settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import aioboto3
+from botocore.config import Config as BotoConfig
+from prometheus_client import CollectorRegistry
+
+from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsJobQueue
+from orchestrator.config import Settings
+from orchestrator.domain.clock import Clock, SystemClock
+from orchestrator.intake.loop import IntakeLoop
+from orchestrator.intake.metrics import IntakeMetrics
+from orchestrator.store.engine import make_engine, redact_url
+from orchestrator.store.job_store import JobStore
+from orchestrator.store.migrate import upgrade_to_head
+
+log = logging.getLogger(__name__)
+
+
+def boto_config() -> BotoConfig:
+    return BotoConfig(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
+
+
+def build_store(settings: Settings, clock: Clock) -> JobStore:
+    url = settings.database_url.get_secret_value()
+    engine = make_engine(url)
+    if settings.auto_migrate:
+        upgrade_to_head(engine)
+    log.info("store at %s", redact_url(url))
+    return JobStore(engine, clock)
+
+
+@dataclass
+class ControlPlane:
+    store: JobStore
+    intake: IntakeLoop
+    intake_metrics: IntakeMetrics
+    registry: CollectorRegistry
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.intake.run(stop)
+
+
+@asynccontextmanager
+async def control_plane(
+    settings: Settings, clock: Clock | None = None
+) -> AsyncIterator[ControlPlane]:
+    clock = clock or SystemClock()
+    jobs_url, dead_letter_url = settings.require_queues()
+    store = build_store(settings, clock)
+    registry = CollectorRegistry()
+    metrics = IntakeMetrics(registry)
+    session = aioboto3.Session(region_name=settings.region)
+    try:
+        async with session.client(
+            "sqs", endpoint_url=settings.endpoint_url, config=boto_config()
+        ) as sqs:
+            intake = IntakeLoop(
+                queue=SqsJobQueue(sqs, jobs_url),
+                dead_letters=SqsDeadLetterQueue(sqs, dead_letter_url),
+                sink=store,
+                clock=clock,
+                metrics=metrics,
+                settings=settings.intake.to_settings(settings.max_message_bytes),
+                source_queue=jobs_url,
+            )
+            yield ControlPlane(store=store, intake=intake, intake_metrics=metrics, registry=registry)
+    finally:
+        store.dispose()

@@ -1,0 +1,1 @@
+"""Thin AWS adapters (aioboto3). botocore exceptions never leave this package."""

@@ -1,0 +1,182 @@
+"""`framefleet` command line: serve, submit, jobs, job, schema, db upgrade.
+
+Every failure FrameFleet expects prints one line on stderr and exits 2; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import start_http_server
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator.app import build_store, control_plane
+from orchestrator.client import submit_job
+from orchestrator.config import Settings, load_settings
+from orchestrator.domain.clock import SystemClock
+from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.job_record import JobRecord
+from orchestrator.domain.job_spec import job_json_schema
+from orchestrator.domain.job_state import JobState
+from orchestrator.store.job_store import JobStore
+
+log = logging.getLogger("framefleet")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="framefleet", description=__doc__)
+    parser.add_argument("--config", type=Path, help="TOML settings file (FRAMEFLEET_CONFIG)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("serve", help="run the control plane (SQS intake)")
+
+    jobs = commands.add_parser("jobs", help="list jobs as a table")
+    jobs.add_argument("--state", choices=[s.value for s in JobState])
+    jobs.add_argument("--limit", type=int, default=200)
+
+    job = commands.add_parser("job", help="one job: spec, state, history")
+    job.add_argument("job_id")
+
+    submit = commands.add_parser("submit", help="send a job to the jobs queue")
+    submit.add_argument("--file", type=Path, help="job JSON file (flags override its fields)")
+    for flag in ("job-id", "model", "prompt", "negative-prompt", "output", "deadline"):
+        submit.add_argument(f"--{flag}")
+    for flag in ("width", "height", "num-frames", "fps", "steps", "seed", "priority"):
+        submit.add_argument(f"--{flag}", type=int)
+    submit.add_argument("--guidance", type=float)
+
+    schema = commands.add_parser("schema", help="print or write the job JSON Schema")
+    schema.add_argument("--output", type=Path)
+
+    db = commands.add_parser("db", help="database maintenance")
+    db.add_argument("action", choices=["upgrade"])
+    return parser
+
+
+def _job_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    job: dict[str, Any] = {}
+    if args.file:
+        try:
+            job = json.loads(args.file.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise FrameFleetError(f"cannot read job file {args.file}: {error}") from None
+    job.setdefault("schema", "framefleet.job/v1")
+    for name in ("job_id", "model", "prompt", "negative_prompt", "output", "deadline", "width",
+                 "height", "num_frames", "fps", "steps", "seed", "priority", "guidance"):
+        value = getattr(args, name)
+        if value is not None:
+            job[name] = value
+    return job
+
+
+def _jobs_table(records: Sequence[JobRecord]) -> Table:
+    table = Table(title=f"jobs ({len(records)})")
+    for column in ("job_id", "state", "attempt", "priority", "model", "size", "deadline", "team"):
+        table.add_column(column)
+    for record in records:
+        spec = record.spec
+        table.add_row(
+            record.job_id,
+            record.state.value,
+            str(record.attempt),
+            str(record.priority),
+            spec.model,
+            f"{spec.width}x{spec.height}x{spec.num_frames}",
+            record.deadline.isoformat() if record.deadline else "-",
+            spec.tags.team or "-",
+        )
+    return table
+
+
+def _show_job(store: JobStore, job_id: str, console: Console) -> None:
+    record = store.get(job_id)
+    console.print(f"[bold]{record.job_id}[/] state={record.state.value} "
+                  f"version={record.version} attempt={record.attempt}")
+    console.print_json(record.spec.canonical_json())
+    history = Table(title="history")
+    for column in ("at", "from", "to", "attempt", "actor", "reason"):
+        history.add_column(column)
+    for event in store.history(job_id):
+        history.add_row(
+            event.at.isoformat(),
+            event.from_state.value if event.from_state else "-",
+            event.to_state.value,
+            str(event.attempt),
+            event.actor,
+            event.reason,
+        )
+    console.print(history)
+
+
+async def _serve(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with control_plane(settings, SystemClock()) as plane:
+        if settings.metrics_port:
+            start_http_server(settings.metrics_port, registry=plane.registry)
+        log.info("control plane running; SIGTERM drains in-flight batches and stops")
+        await plane.run(stop)
+        log.info("stopped cleanly")
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console()
+    settings = load_settings(args.config)
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    if args.command == "serve":
+        asyncio.run(_serve(settings))
+    elif args.command == "schema":
+        text = json.dumps(job_json_schema(), indent=2, sort_keys=True) + "\n"
+        if args.output:
+            args.output.write_text(text)
+        else:
+            sys.stdout.write(text)
+    elif args.command == "submit":
+        jobs_url, _ = settings.require_queues()
+        message_id = submit_job(
+            _job_from_args(args),
+            queue_url=jobs_url,
+            region=settings.region,
+            endpoint_url=settings.endpoint_url,
+            max_message_bytes=settings.max_message_bytes,
+        )
+        console.print(f"submitted, message id {message_id}")
+    else:
+        store = build_store(settings, SystemClock())
+        try:
+            if args.command == "jobs":
+                state = JobState(args.state) if args.state else None
+                console.print(_jobs_table(store.list_jobs(state, limit=args.limit)))
+            elif args.command == "job":
+                _show_job(store, args.job_id, console)
+            # "db upgrade" is done by build_store.
+        finally:
+            store.dispose()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        code = run(argv)
+    except FrameFleetError as error:
+        print(f"framefleet: error: {error}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

@@ -1,0 +1,98 @@
+"""Settings from environment variables (FRAMEFLEET_*) and an optional TOML file.
+
+Precedence: explicit arguments, then environment, then the TOML file named by
+FRAMEFLEET_CONFIG (or `framefleet --config FILE`), then defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from orchestrator.domain.errors import ConfigurationError
+from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES
+from orchestrator.intake.loop import IntakeSettings
+
+CONFIG_FILE_ENV = "FRAMEFLEET_CONFIG"
+
+
+class IntakeConfig(BaseModel):
+    concurrency: int = Field(default=4, ge=1, le=64)
+    batch_size: int = Field(default=10, ge=1, le=10)
+    wait_seconds: int = Field(default=20, ge=0, le=20)
+    visibility_timeout: int = Field(default=60, ge=2, le=43200)
+
+    def to_settings(self, max_message_bytes: int) -> IntakeSettings:
+        return IntakeSettings(
+            concurrency=self.concurrency,
+            batch_size=self.batch_size,
+            wait_seconds=self.wait_seconds,
+            visibility_timeout=self.visibility_timeout,
+            max_message_bytes=max_message_bytes,
+        )
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="FRAMEFLEET_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    region: str = "us-east-1"
+    endpoint_url: str | None = Field(default=None, description="AWS endpoint (moto, LocalStack)")
+    jobs_queue_url: str | None = None
+    dead_letter_queue_url: str | None = None
+    # May carry a password: SecretStr keeps it out of reprs and logs.
+    database_url: SecretStr = SecretStr("sqlite:///framefleet.db")
+    max_message_bytes: int = Field(default=DEFAULT_MAX_MESSAGE_BYTES, ge=1024, le=1024 * 1024)
+    auto_migrate: bool = True
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    log_level: str = "INFO"
+    intake: IntakeConfig = Field(default_factory=IntakeConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        config_file = os.environ.get(CONFIG_FILE_ENV)
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if config_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_file)))
+        return tuple(sources)
+
+    def require_queues(self) -> tuple[str, str]:
+        if not self.jobs_queue_url or not self.dead_letter_queue_url:
+            raise ConfigurationError(
+                "set FRAMEFLEET_JOBS_QUEUE_URL and FRAMEFLEET_DEAD_LETTER_QUEUE_URL "
+                "(or jobs_queue_url / dead_letter_queue_url in the config file)"
+            )
+        return self.jobs_queue_url, self.dead_letter_queue_url
+
+
+def load_settings(config_file: Path | None = None) -> Settings:
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigurationError(f"config file {config_file} does not exist")
+        os.environ[CONFIG_FILE_ENV] = str(config_file)
+    try:
+        return Settings()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in error.errors(include_input=False)
+        )
+        raise ConfigurationError(f"invalid settings: {problems}") from None
+    except (OSError, ValueError) as error:
+        raise ConfigurationError(f"cannot read settings: {error}") from None

@@ -1,0 +1,63 @@
+"""Read-only snapshots of stored jobs, handed to policies and the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from orchestrator.domain.job_spec import JobSpec
+from orchestrator.domain.job_state import JobState
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    job_id: str
+    state: JobState
+    version: int
+    attempt: int
+    priority: int
+    deadline: datetime | None
+    spec: JobSpec
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One line of a job's append-only history: who moved it, why, and when."""
+
+    job_id: str
+    at: datetime
+    from_state: JobState | None
+    to_state: JobState
+    version: int
+    attempt: int
+    actor: str
+    reason: str
+
+
+class AcceptOutcome(StrEnum):
+    ACCEPTED = "accepted"
+    # Same job_id, same spec: a redelivery or a producer retry; nothing to do.
+    DUPLICATE = "duplicate"
+    # Same job_id, different spec: a producer bug; dead-lettered so nobody loses the second spec.
+    CONFLICT = "conflict"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A validated job together with the message that carried it."""
+
+    spec: JobSpec
+    message_id: str
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a message was not accepted; becomes a dead-letter entry."""
+
+    message_id: str
+    reason: str
+    errors: tuple[str, ...]
+    body: str

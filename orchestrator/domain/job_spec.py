@@ -1,0 +1,175 @@
+"""The job message protocol `framefleet.job/v1`, validated at the boundary with pydantic.
+
+`job_id` is the idempotency key. Identifiers that later become S3 keys or file paths (job id,
+model name) are restricted here, once, so no downstream code has to sanitise them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from orchestrator.domain.errors import JobValidationError
+
+JOB_SCHEMA_TAG = "framefleet.job/v1"
+DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024
+
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
+MODEL_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}(/[a-z0-9][a-z0-9_.-]{0,63})?$"
+TAG_VALUE_PATTERN = r"^[A-Za-z0-9 _.:/=+@-]{1,128}$"
+# Bucket names per the S3 naming rules; the key prefix keeps to characters S3 documents as safe.
+S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>[A-Za-z0-9!_.*'()/-]{0,900})$")
+
+
+class GpuFamily(StrEnum):
+    """NVIDIA GPU models offered by EC2 GPU instance families."""
+
+    T4 = "t4"  # g4dn
+    A10G = "a10g"  # g5
+    L4 = "l4"  # g6
+    L40S = "l40s"  # g6e
+    V100 = "v100"  # p3
+    A100 = "a100"  # p4d, p4de
+    H100 = "h100"  # p5
+    H200 = "h200"  # p5e, p5en
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class GpuNeeds(_Strict):
+    min_vram_gib: float = Field(default=16.0, ge=1, le=1024, description="Minimum GPU memory")
+    families: tuple[GpuFamily, ...] = Field(
+        default=(), max_length=16, description="Allowed GPU families; empty means any"
+    )
+
+
+TagValue = Annotated[str, Field(pattern=TAG_VALUE_PATTERN)]
+
+
+class CostTags(_Strict):
+    """Who pays: copied onto every cost line of the job."""
+
+    team: TagValue | None = None
+    customer: TagValue | None = None
+    project: TagValue | None = None
+
+
+class JobSpec(_Strict):
+    """One text-to-video job as a producer submits it (the SQS message body)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        str_strip_whitespace=True,
+        populate_by_name=True,
+        title="FrameFleet job (framefleet.job/v1)",
+    )
+
+    schema_tag: Literal["framefleet.job/v1"] = Field(alias="schema")
+    job_id: str = Field(pattern=JOB_ID_PATTERN, description="Idempotency key")
+    model: str = Field(pattern=MODEL_NAME_PATTERN, description="Name in the model registry")
+    prompt: str = Field(min_length=1, max_length=4000)
+    negative_prompt: str = Field(default="", max_length=4000)
+    width: int = Field(ge=16, le=4096, multiple_of=16)
+    height: int = Field(ge=16, le=4096, multiple_of=16)
+    num_frames: int = Field(ge=1, le=2049)
+    fps: int = Field(default=16, ge=1, le=120)
+    steps: int = Field(ge=1, le=1000)
+    guidance: float = Field(default=5.0, ge=0, le=50)
+    seed: int = Field(ge=0, le=2**63 - 1)
+    priority: int = Field(default=5, ge=0, le=9, description="0 lowest, 9 most urgent")
+    deadline: AwareDatetime | None = Field(default=None, description="Finish by (ISO 8601)")
+    gpu: GpuNeeds = Field(default_factory=GpuNeeds)
+    output: str = Field(description="s3://bucket/prefix/ where the MP4 and metadata go")
+    tags: CostTags = Field(default_factory=CostTags)
+
+    @field_validator("model")
+    @classmethod
+    def _no_dot_segments(cls, value: str) -> str:
+        if any(part in {".", ".."} or part.endswith(".") for part in value.split("/")):
+            raise ValueError("model name segments may not be '.' or '..' or end with '.'")
+        return value
+
+    @field_validator("output")
+    @classmethod
+    def _s3_uri(cls, value: str) -> str:
+        match = S3_URI_RE.match(value)
+        if match is None:
+            raise ValueError("must be s3://bucket/prefix with a valid bucket name")
+        if ".." in match["bucket"] or "//" in match["prefix"] or "/../" in f"/{match['prefix']}":
+            raise ValueError("must not contain empty or '..' path segments")
+        return value
+
+    @field_validator("deadline")
+    @classmethod
+    def _deadline_in_future(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        # Only checked at intake (the caller passes `now`): a stored job whose deadline has
+        # since passed must still load.
+        now = info.context.get("now") if isinstance(info.context, dict) else None
+        if value is not None and now is not None and value <= now:
+            raise ValueError(f"deadline {value.isoformat()} is not in the future")
+        return value
+
+    @property
+    def output_bucket(self) -> str:
+        match = S3_URI_RE.match(self.output)
+        assert match is not None  # guaranteed by the validator
+        return match["bucket"]
+
+    @property
+    def output_prefix(self) -> str:
+        match = S3_URI_RE.match(self.output)
+        assert match is not None
+        return match["prefix"]
+
+    def canonical_json(self) -> str:
+        """A stable serialisation: equal specs give equal bytes (used for duplicate detection)."""
+        return self.model_dump_json(by_alias=True, exclude_none=False)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+def format_validation_errors(error: ValidationError) -> tuple[str, ...]:
+    """'loc: message' lines without echoing the input values back (they may be large)."""
+    lines = []
+    for item in error.errors(include_input=False, include_url=False):
+        loc = ".".join(str(part) for part in item["loc"]) or "(message)"
+        lines.append(f"{loc}: {item['msg']}")
+    return tuple(lines)
+
+
+def parse_job(data: str | bytes | dict[str, Any], *, now: datetime | None) -> JobSpec:
+    """Validate one job; raises JobValidationError with one line per problem.
+
+    `now` enables the deadline-in-the-future check (pass it for new submissions).
+    """
+    context = {"now": now} if now is not None else {}
+    try:
+        if isinstance(data, dict):
+            return JobSpec.model_validate(data, context=context)
+        return JobSpec.model_validate_json(data, context=context)
+    except ValidationError as error:
+        raise JobValidationError(format_validation_errors(error)) from None
+
+
+def job_json_schema() -> dict[str, Any]:
+    schema = JobSpec.model_json_schema(by_alias=True)
+    schema["$id"] = "https://framefleet.dev/schemas/framefleet.job.v1.json"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

@@ -1,0 +1,182 @@
+"""The intake loop: long-poll batches, store jobs, dead-letter the rest, delete last.
+
+Guarantee: a message is deleted only after its outcome is durable (the job committed, or the
+rejection recorded and sent to the dead-letter queue). A crash anywhere before the delete brings
+the message back after the visibility timeout, and the store makes the second pass a no-op.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.errors import FrameFleetError, MessageTooLarge
+from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
+from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES
+from orchestrator.intake.decode import conflicting_duplicate, decode_message
+from orchestrator.intake.metrics import IntakeMetrics
+from orchestrator.intake.ports import DeadLetterQueue, JobQueue, JobSink, ReceivedMessage
+
+log = logging.getLogger(__name__)
+
+ATTR_PREFIX = "framefleet-"
+MAX_ERRORS_ATTRIBUTE_CHARS = 4096
+# Room left for attributes when a rejected body has to be shortened to fit the DLQ.
+TRUNCATED_BODY_CHARS = 200 * 1024
+
+
+@dataclass(frozen=True)
+class IntakeSettings:
+    concurrency: int = 4
+    batch_size: int = 10
+    wait_seconds: int = 20
+    visibility_timeout: int = 60
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_backoff_seconds: float = 30.0
+
+
+class IntakeLoop:
+    def __init__(
+        self,
+        queue: JobQueue,
+        dead_letters: DeadLetterQueue,
+        sink: JobSink,
+        clock: Clock,
+        metrics: IntakeMetrics,
+        settings: IntakeSettings,
+        source_queue: str = "",
+    ) -> None:
+        self._queue = queue
+        self._dead_letters = dead_letters
+        self._sink = sink
+        self._clock = clock
+        self._metrics = metrics
+        self._settings = settings
+        self._source_queue = source_queue
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Poll until `stop` is set; batches in flight then finish before this returns."""
+        pollers = [
+            asyncio.create_task(self._poll(stop), name=f"intake-poller-{i}")
+            for i in range(self._settings.concurrency)
+        ]
+        await asyncio.gather(*pollers)
+
+    async def _poll(self, stop: asyncio.Event) -> None:
+        backoff = 0.5
+        while not stop.is_set():
+            try:
+                batch = await self._receive_until(stop)
+                if batch:
+                    await self.process(batch)
+                backoff = 0.5
+            except FrameFleetError as error:
+                # Nothing was deleted: the batch comes back after its visibility timeout.
+                self._metrics.errors.labels(kind=type(error).__name__).inc()
+                log.warning("intake batch left for redelivery: %s", error)
+                await self._pause(stop, backoff)
+                backoff = min(backoff * 2, self._settings.max_backoff_seconds)
+
+    async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
+        sleeper = asyncio.create_task(self._clock.sleep(seconds))
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        sleeper.cancel()
+        stopper.cancel()
+
+    async def _receive_until(self, stop: asyncio.Event) -> list[ReceivedMessage]:
+        receive = asyncio.create_task(
+            self._queue.receive(
+                self._settings.batch_size,
+                self._settings.wait_seconds,
+                self._settings.visibility_timeout,
+            )
+        )
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait({receive, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if receive in done:
+            # Received even if stop came at the same moment: process it rather than leave it
+            # invisible for a whole timeout.
+            return receive.result()
+        receive.cancel()
+        return []
+
+    async def process(self, batch: Sequence[ReceivedMessage]) -> None:
+        """Handle one received batch to the end (store, dead-letter, delete)."""
+        started = asyncio.get_running_loop().time()
+        keeper = asyncio.create_task(self._keep_invisible([m.receipt_handle for m in batch]))
+        try:
+            await self._handle(batch)
+        finally:
+            keeper.cancel()
+        self._metrics.batch_seconds.observe(asyncio.get_running_loop().time() - started)
+
+    async def _handle(self, batch: Sequence[ReceivedMessage]) -> None:
+        now = self._clock.now()
+        bodies = {message.message_id: message.body for message in batch}
+        submissions: list[Submission] = []
+        rejections: list[Rejection] = []
+        for message in batch:
+            decoded = decode_message(message, max_bytes=self._settings.max_message_bytes, now=now)
+            if isinstance(decoded, Submission):
+                submissions.append(decoded)
+            else:
+                rejections.append(decoded)
+
+        outcomes = await asyncio.to_thread(self._sink.accept_batch, submissions)
+        for submission, outcome in zip(submissions, outcomes, strict=True):
+            if outcome is AcceptOutcome.CONFLICT:
+                rejections.append(conflicting_duplicate(submission, bodies[submission.message_id]))
+            else:
+                self._metrics.messages.labels(outcome=outcome.value).inc()
+
+        for rejection in rejections:
+            await self._dead_letter(rejection)
+
+        await self._queue.delete([message.receipt_handle for message in batch])
+
+    async def _dead_letter(self, rejection: Rejection) -> None:
+        needs_send = await asyncio.to_thread(self._sink.record_rejection, rejection)
+        if needs_send:
+            await self._send_to_dead_letters(rejection)
+            await asyncio.to_thread(self._sink.mark_dead_lettered, rejection.message_id)
+        self._metrics.messages.labels(outcome="dead_lettered").inc()
+        self._metrics.dead_lettered.labels(reason=rejection.reason).inc()
+        log.info(
+            "dead-lettered message %s: %s: %s",
+            rejection.message_id,
+            rejection.reason,
+            "; ".join(rejection.errors)[:500],
+        )
+
+    async def _send_to_dead_letters(self, rejection: Rejection) -> None:
+        attributes = {
+            f"{ATTR_PREFIX}reason": rejection.reason,
+            f"{ATTR_PREFIX}errors": json.dumps(list(rejection.errors))[:MAX_ERRORS_ATTRIBUTE_CHARS],
+            f"{ATTR_PREFIX}original-message-id": rejection.message_id,
+            f"{ATTR_PREFIX}rejected-at": self._clock.now().isoformat(),
+        }
+        if self._source_queue:
+            attributes[f"{ATTR_PREFIX}source-queue"] = self._source_queue
+        try:
+            await self._dead_letters.send(rejection.body, attributes)
+        except MessageTooLarge:
+            # The body plus our attributes no longer fit; the store's ledger keeps the full body.
+            attributes[f"{ATTR_PREFIX}body-truncated"] = "true"
+            await self._dead_letters.send(rejection.body[:TRUNCATED_BODY_CHARS], attributes)
+
+    async def _keep_invisible(self, receipt_handles: list[str]) -> None:
+        """Extend the visibility of a slow batch so no other poller receives it meanwhile."""
+        timeout = self._settings.visibility_timeout
+        while True:
+            await self._clock.sleep(timeout / 2)
+            try:
+                await self._queue.extend_visibility(receipt_handles, timeout)
+                self._metrics.visibility_extensions.inc()
+            except FrameFleetError as error:
+                log.warning("could not extend visibility: %s", error)

@@ -1,0 +1,1 @@
+"""Durable state: SQLModel tables, alembic migrations, the job store."""

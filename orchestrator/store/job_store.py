@@ -1,0 +1,304 @@
+"""The job store: idempotent acceptance, the checked state machine, history, dead-letter ledger.
+
+Synchronous (SQLAlchemy sessions); async callers run it in a worker thread. Every write that
+moves a job names the version it read: two control-plane replicas can never both move a job.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, func, update
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, col, select
+
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.errors import ConcurrentModification, JobNotFound, StoreUnavailable
+from orchestrator.domain.job_record import (
+    AcceptOutcome,
+    JobEvent,
+    JobRecord,
+    Rejection,
+    Submission,
+)
+from orchestrator.domain.job_spec import parse_job
+from orchestrator.domain.job_state import JobState, check_transition
+from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, RejectedMessageRow
+
+INTAKE_ACTOR = "intake"
+
+
+def _utc(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; everything we store is UTC.
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _record(row: JobRow) -> JobRecord:
+    return JobRecord(
+        job_id=row.job_id,
+        state=JobState(row.state),
+        version=row.version,
+        attempt=row.attempt,
+        priority=row.priority,
+        deadline=_utc(row.deadline) if row.deadline else None,
+        spec=parse_job(row.spec_json, now=None),
+        created_at=_utc(row.created_at),
+        updated_at=_utc(row.updated_at),
+    )
+
+
+class JobStore:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        try:
+            with Session(self._engine, expire_on_commit=False) as session:
+                yield session
+        except OperationalError as error:
+            raise StoreUnavailable(f"database error: {error.orig}") from error
+
+    # -- intake -----------------------------------------------------------------------------
+
+    def accept_batch(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]:
+        """Record new jobs in one transaction. A job_id already stored is a duplicate (same
+        spec) or a conflict (different spec); neither changes anything."""
+        if not submissions:
+            return []
+        try:
+            return self._accept_batch_once(submissions)
+        except IntegrityError:
+            # Another writer inserted one of these ids between our check and our insert.
+            return [self._accept_batch_once([item])[0] for item in submissions]
+
+    def _accept_batch_once(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]:
+        now = self._clock.now()
+        ids = [item.spec.job_id for item in submissions]
+        with self._session() as session:
+            stored = dict(
+                session.exec(
+                    select(JobRow.job_id, JobRow.spec_sha256).where(col(JobRow.job_id).in_(ids))
+                ).all()
+            )
+            outcomes: list[AcceptOutcome] = []
+            for item in submissions:
+                fingerprint = item.spec.fingerprint()
+                known = stored.get(item.spec.job_id)
+                if known is not None:
+                    same = known == fingerprint
+                    outcomes.append(AcceptOutcome.DUPLICATE if same else AcceptOutcome.CONFLICT)
+                    continue
+                stored[item.spec.job_id] = fingerprint
+                session.add(self._new_job_row(item, fingerprint, now))
+                outcomes.append(AcceptOutcome.ACCEPTED)
+            session.flush()  # jobs before their history rows (foreign key)
+            for item, outcome in zip(submissions, outcomes, strict=True):
+                if outcome is AcceptOutcome.ACCEPTED:
+                    session.add(
+                        JobEventRow(
+                            job_id=item.spec.job_id,
+                            at=now,
+                            from_state=None,
+                            to_state=JobState.QUEUED.value,
+                            version=1,
+                            attempt=0,
+                            actor=INTAKE_ACTOR,
+                            reason=f"accepted from message {item.message_id}",
+                        )
+                    )
+            session.commit()
+        return outcomes
+
+    @staticmethod
+    def _new_job_row(item: Submission, fingerprint: str, now: datetime) -> JobRow:
+        spec = item.spec
+        return JobRow(
+            job_id=spec.job_id,
+            state=JobState.QUEUED.value,
+            version=1,
+            attempt=0,
+            priority=spec.priority,
+            deadline=spec.deadline,
+            model=spec.model,
+            spec_json=spec.canonical_json(),
+            spec_sha256=fingerprint,
+            source_message_id=item.message_id,
+            created_at=now,
+            updated_at=now,
+        )
+
+    def record_rejection(self, rejection: Rejection) -> bool:
+        """Remember a bad message once per SQS message id. True if it still needs dead-lettering
+        (new, or a previous run died before the dead-letter send was confirmed)."""
+        with self._session() as session:
+            row = session.get(RejectedMessageRow, rejection.message_id)
+            if row is not None:
+                return row.dead_lettered_at is None
+            session.add(
+                RejectedMessageRow(
+                    message_id=rejection.message_id,
+                    received_at=self._clock.now(),
+                    reason=rejection.reason,
+                    errors_json=json.dumps(list(rejection.errors)),
+                    body=rejection.body,
+                )
+            )
+            try:
+                session.commit()
+            except IntegrityError:
+                return False  # a concurrent poller got the same redelivery; it sends it
+        return True
+
+    def mark_dead_lettered(self, message_id: str) -> None:
+        with self._session() as session:
+            session.exec(
+                update(RejectedMessageRow)
+                .where(col(RejectedMessageRow.message_id) == message_id)
+                .values(dead_lettered_at=self._clock.now())
+            )
+            session.commit()
+
+    def rejections(self) -> list[Rejection]:
+        with self._session() as session:
+            rows = session.exec(
+                select(RejectedMessageRow).order_by(col(RejectedMessageRow.received_at))
+            ).all()
+        return [
+            Rejection(row.message_id, row.reason, tuple(json.loads(row.errors_json)), row.body)
+            for row in rows
+        ]
+
+    # -- the state machine ------------------------------------------------------------------
+
+    def transition(
+        self,
+        job_id: str,
+        target: JobState,
+        *,
+        expected_version: int,
+        actor: str,
+        reason: str,
+        worker_id: str | None = None,
+    ) -> JobRecord:
+        """Move a job to `target` if the table allows it and nobody moved it since
+        `expected_version`; appends the history line in the same transaction."""
+        now = self._clock.now()
+        with self._session() as session:
+            row = session.get(JobRow, job_id)
+            if row is None:
+                raise JobNotFound(job_id)
+            current = JobState(row.state)
+            if row.version != expected_version:
+                raise ConcurrentModification(job_id, expected_version)
+            check_transition(job_id, current, target)
+            attempt = row.attempt + 1 if target is JobState.ASSIGNED else row.attempt
+            result = session.exec(
+                update(JobRow)
+                .where(col(JobRow.job_id) == job_id, col(JobRow.version) == expected_version)
+                .values(
+                    state=target.value, version=expected_version + 1, attempt=attempt, updated_at=now
+                )
+            )
+            if result.rowcount != 1:
+                session.rollback()
+                raise ConcurrentModification(job_id, expected_version)
+            session.add(
+                JobEventRow(
+                    job_id=job_id,
+                    at=now,
+                    from_state=current.value,
+                    to_state=target.value,
+                    version=expected_version + 1,
+                    attempt=attempt,
+                    actor=actor,
+                    reason=reason,
+                )
+            )
+            self._track_attempt(session, job_id, attempt, current, target, worker_id, now)
+            try:
+                session.commit()
+            except IntegrityError as error:
+                # The (job_id, version) history key doubles as a fence on backends where the
+                # UPDATE above did not see the concurrent commit.
+                raise ConcurrentModification(job_id, expected_version) from error
+            session.expire_all()
+            fresh = session.get(JobRow, job_id)
+            assert fresh is not None
+            return _record(fresh)
+
+    @staticmethod
+    def _track_attempt(
+        session: Session,
+        job_id: str,
+        attempt: int,
+        current: JobState,
+        target: JobState,
+        worker_id: str | None,
+        now: datetime,
+    ) -> None:
+        if target is JobState.ASSIGNED:
+            session.add(
+                JobAttemptRow(job_id=job_id, attempt=attempt, worker_id=worker_id, started_at=now)
+            )
+        elif current is not JobState.QUEUED and (target.terminal or target is JobState.QUEUED):
+            attempt_row = session.get(JobAttemptRow, (job_id, attempt))
+            if attempt_row is not None and attempt_row.ended_at is None:
+                attempt_row.ended_at = now
+                attempt_row.outcome = target.value
+                session.add(attempt_row)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def get(self, job_id: str) -> JobRecord:
+        with self._session() as session:
+            row = session.get(JobRow, job_id)
+            if row is None:
+                raise JobNotFound(job_id)
+            return _record(row)
+
+    def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[JobRecord]:
+        with self._session() as session:
+            query = select(JobRow).order_by(col(JobRow.created_at), col(JobRow.job_id))
+            if state is not None:
+                query = query.where(col(JobRow.state) == state.value)
+            return [_record(row) for row in session.exec(query.limit(limit)).all()]
+
+    def history(self, job_id: str) -> list[JobEvent]:
+        with self._session() as session:
+            rows = session.exec(
+                select(JobEventRow)
+                .where(col(JobEventRow.job_id) == job_id)
+                .order_by(col(JobEventRow.version))
+            ).all()
+        return [
+            JobEvent(
+                job_id=row.job_id,
+                at=_utc(row.at),
+                from_state=JobState(row.from_state) if row.from_state else None,
+                to_state=JobState(row.to_state),
+                version=row.version,
+                attempt=row.attempt,
+                actor=row.actor,
+                reason=row.reason,
+            )
+            for row in rows
+        ]
+
+    def count_jobs(self) -> int:
+        with self._session() as session:
+            return session.exec(select(func.count()).select_from(JobRow)).one()
+
+    def count_by_state(self) -> dict[JobState, int]:
+        with self._session() as session:
+            rows = session.exec(
+                select(JobRow.state, func.count()).group_by(col(JobRow.state))
+            ).all()
+        return {JobState(state): count for state, count in rows}
+
+    def dispose(self) -> None:
+        self._engine.dispose()

@@ -1,0 +1,24 @@
+"""Apply the alembic migrations shipped inside the package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def upgrade_to_head(engine: Engine) -> None:
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")

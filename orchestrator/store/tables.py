@@ -1,0 +1,72 @@
+"""SQLModel tables. Change them only together with a new alembic migration."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Column, DateTime, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def _utc_column(*, nullable: bool = False, index: bool = False) -> Column[datetime]:
+    return Column(DateTime(timezone=True), nullable=nullable, index=index)
+
+
+class JobRow(SQLModel, table=True):
+    __tablename__ = "jobs"
+
+    job_id: str = Field(primary_key=True, max_length=128)
+    state: str = Field(max_length=16, index=True)
+    # Optimistic concurrency: every write says which version it read.
+    version: int = Field(default=1)
+    attempt: int = Field(default=0)
+    priority: int
+    deadline: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    model: str = Field(max_length=130)
+    spec_json: str = Field(sa_column=Column(Text, nullable=False))
+    spec_sha256: str = Field(max_length=64)
+    source_message_id: str = Field(max_length=128)
+    created_at: datetime = Field(sa_column=_utc_column(index=True))
+    updated_at: datetime = Field(sa_column=_utc_column())
+
+
+class JobAttemptRow(SQLModel, table=True):
+    __tablename__ = "job_attempts"
+
+    job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
+    attempt: int = Field(primary_key=True)
+    worker_id: str | None = Field(default=None, max_length=128)
+    started_at: datetime = Field(sa_column=_utc_column())
+    ended_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    outcome: str | None = Field(default=None, max_length=16)
+
+
+class JobEventRow(SQLModel, table=True):
+    """Append-only: rows are inserted, never updated or deleted."""
+
+    __tablename__ = "job_events"
+    __table_args__ = (UniqueConstraint("job_id", "version", name="uq_job_events_job_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: str = Field(foreign_key="jobs.job_id", max_length=128, index=True)
+    at: datetime = Field(sa_column=_utc_column())
+    from_state: str | None = Field(default=None, max_length=16)
+    to_state: str = Field(max_length=16)
+    version: int
+    attempt: int
+    actor: str = Field(max_length=128)
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class RejectedMessageRow(SQLModel, table=True):
+    """The ledger of dead-lettered messages, keyed by SQS message id so a redelivery of a bad
+    message is recorded once."""
+
+    __tablename__ = "rejected_messages"
+
+    message_id: str = Field(primary_key=True, max_length=128)
+    received_at: datetime = Field(sa_column=_utc_column(index=True))
+    reason: str = Field(max_length=32)
+    errors_json: str = Field(sa_column=Column(Text, nullable=False))
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    dead_lettered_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))

@@ -1,0 +1,106 @@
+"""Real parts: moto in server mode on 127.0.0.1, SQLite files and PostgreSQL at 127.0.0.1:5432."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+from sqlalchemy import create_engine, text
+
+from orchestrator.domain.clock import FakeClock
+from orchestrator.store.engine import make_engine
+from orchestrator.store.job_store import JobStore
+from orchestrator.store.migrate import upgrade_to_head
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+# moto accepts any credentials; these keep boto from looking for real ones.
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "FRAMEFLEET_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+REGION = "us-east-1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def sqs(moto_endpoint: str) -> SQSClient:
+    return boto3.client("sqs", region_name=REGION, endpoint_url=moto_endpoint)
+
+
+@dataclass(frozen=True)
+class Queues:
+    jobs_url: str
+    dead_letter_url: str
+
+
+@pytest.fixture
+def queues(sqs: SQSClient) -> Queues:
+    suffix = uuid.uuid4().hex[:10]
+    jobs = sqs.create_queue(QueueName=f"jobs-{suffix}")["QueueUrl"]
+    dead = sqs.create_queue(QueueName=f"jobs-dlq-{suffix}")["QueueUrl"]
+    return Queues(jobs_url=jobs, dead_letter_url=dead)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'framefleet.db'}"
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A schema of its own per test, so runs never see each other's rows."""
+    schema = f"ff_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    yield f"{POSTGRES_ADMIN_URL}?options=-csearch_path%3D{schema}"
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
+    return str(request.getfixturevalue(name))
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(database_url: str, clock: FakeClock) -> Iterator[JobStore]:
+    engine = make_engine(database_url)
+    upgrade_to_head(engine)
+    job_store = JobStore(engine, clock)
+    yield job_store
+    job_store.dispose()

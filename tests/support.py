@@ -1,0 +1,56 @@
+"""Helpers shared by tests: waiting on conditions (never on time), job factories."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, what: str = "") -> None:
+    """Poll a condition until it holds; fail the test if it does not within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(0.05)
+
+
+async def async_wait_until(
+    predicate: Callable[[], bool | Awaitable[bool]], timeout: float = DEFAULT_TIMEOUT, what: str = ""
+) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = predicate()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        await asyncio.sleep(0.05)
+
+
+def job_dict(job_id: str | None = None, **overrides: Any) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "schema": "framefleet.job/v1",
+        "job_id": job_id or f"job-{uuid.uuid4().hex[:12]}",
+        "model": "wan/tiny-test",
+        "prompt": "a red fox running through snow",
+        "width": 32,
+        "height": 32,
+        "num_frames": 9,
+        "fps": 8,
+        "steps": 4,
+        "guidance": 5.0,
+        "seed": 42,
+        "priority": 5,
+        "output": "s3://framefleet-output/videos/",
+        "tags": {"team": "research", "customer": "acme", "project": "trailer"},
+    }
+    job.update(overrides)
+    return job

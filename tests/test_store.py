@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from collections.abc import Iterator
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect
+from sqlmodel import SQLModel
+
+from orchestrator.domain.clock import FakeClock
+from orchestrator.domain.errors import ConcurrentModification, JobNotFound
+from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
+from orchestrator.domain.job_spec import parse_job
+from orchestrator.domain.job_state import JobState
+from orchestrator.store.engine import make_engine
+from orchestrator.store.job_store import JobStore
+from orchestrator.store.migrate import upgrade_to_head
+from tests.support import job_dict
+
+
+def submission(job_id: str, message_id: str = "m", **overrides: object) -> Submission:
+    return Submission(parse_job(job_dict(job_id, **overrides), now=None), message_id)
+
+
+def test_accept_is_idempotent_per_job_id(store: JobStore) -> None:
+    first = store.accept_batch([submission("a", "m1"), submission("b", "m2")])
+    again = store.accept_batch([submission("a", "m3"), submission("c", "m4")])
+    assert first == [AcceptOutcome.ACCEPTED, AcceptOutcome.ACCEPTED]
+    assert again == [AcceptOutcome.DUPLICATE, AcceptOutcome.ACCEPTED]
+    assert store.count_jobs() == 3
+    assert store.count_by_state() == {JobState.QUEUED: 3}
+
+
+def test_same_job_id_twice_in_one_batch_is_stored_once(store: JobStore) -> None:
+    outcomes = store.accept_batch([submission("twin", "m1"), submission("twin", "m2")])
+    assert outcomes == [AcceptOutcome.ACCEPTED, AcceptOutcome.DUPLICATE]
+    assert store.count_jobs() == 1
+
+
+def test_same_job_id_with_another_spec_is_a_conflict(store: JobStore) -> None:
+    store.accept_batch([submission("x", "m1")])
+    assert store.accept_batch([submission("x", "m2", seed=7)]) == [AcceptOutcome.CONFLICT]
+    assert store.get("x").spec.seed == 42
+
+
+def test_transitions_record_who_why_when_and_count_attempts(
+    store: JobStore, clock: FakeClock
+) -> None:
+    store.accept_batch([submission("h", "m1")])
+    clock.advance(10)
+    record = store.transition(
+        "h", JobState.ASSIGNED, expected_version=1, actor="scheduler", reason="fits w1",
+        worker_id="w1",
+    )
+    assert (record.state, record.version, record.attempt) == (JobState.ASSIGNED, 2, 1)
+    for target in (JobState.RUNNING, JobState.CHECKPOINTING, JobState.PREEMPTED, JobState.QUEUED):
+        record = store.transition(
+            "h", target, expected_version=record.version, actor="cp", reason=target.value
+        )
+    record = store.transition(
+        "h", JobState.ASSIGNED, expected_version=record.version, actor="scheduler", reason="w2"
+    )
+    assert record.attempt == 2
+    history = store.history("h")
+    assert [(e.from_state, e.to_state) for e in history][:2] == [
+        (None, JobState.QUEUED),
+        (JobState.QUEUED, JobState.ASSIGNED),
+    ]
+    assert history[1].actor == "scheduler"
+    assert history[1].reason == "fits w1"
+    assert history[1].at - history[0].at == timedelta(seconds=10)
+    assert [e.version for e in history] == list(range(1, len(history) + 1))
+    assert history[-1].attempt == 2
+
+
+def test_unknown_job_is_a_typed_error(store: JobStore) -> None:
+    with pytest.raises(JobNotFound):
+        store.get("nope")
+    with pytest.raises(JobNotFound):
+        store.transition("nope", JobState.ASSIGNED, expected_version=1, actor="a", reason="r")
+
+
+def test_rejections_are_recorded_once_per_message(store: JobStore) -> None:
+    rejection = Rejection("m-bad", "invalid_json", ("not JSON",), "{")
+    assert store.record_rejection(rejection) is True
+    # Redelivered before the dead-letter send was confirmed: send again.
+    assert store.record_rejection(rejection) is True
+    store.mark_dead_lettered("m-bad")
+    assert store.record_rejection(rejection) is False
+    assert store.rejections() == [rejection]
+
+
+def test_migrations_produce_exactly_the_models(database_url: str) -> None:
+    engine = make_engine(database_url)
+    upgrade_to_head(engine)
+    upgrade_to_head(engine)  # idempotent
+    with engine.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection), SQLModel.metadata)
+        tables = set(inspect(connection).get_table_names())
+    engine.dispose()
+    assert diff == []
+    assert {"jobs", "job_attempts", "job_events", "rejected_messages"} <= tables
+
+
+@pytest.fixture
+def two_postgres_stores(postgres_url: str) -> Iterator[tuple[JobStore, JobStore]]:
+    """Two stores with their own engines: two control-plane replicas on one database."""
+    engine_a, engine_b = make_engine(postgres_url), make_engine(postgres_url)
+    upgrade_to_head(engine_a)
+    yield JobStore(engine_a, FakeClock()), JobStore(engine_b, FakeClock())
+    engine_a.dispose()
+    engine_b.dispose()
+
+
+@pytest.mark.parametrize("round_", range(5))
+def test_two_concurrent_writers_on_postgres_one_wins(
+    two_postgres_stores: tuple[JobStore, JobStore], round_: int
+) -> None:
+    replica_a, replica_b = two_postgres_stores
+    job_id = f"race-{round_}"
+    replica_a.accept_batch([submission(job_id, "m")])
+    version = replica_b.get(job_id).version
+    barrier = threading.Barrier(2)
+    results: dict[str, object] = {}
+
+    def write(name: str, replica: JobStore, target: JobState) -> None:
+        barrier.wait()
+        try:
+            results[name] = replica.transition(
+                job_id, target, expected_version=version, actor=name, reason="race"
+            )
+        except ConcurrentModification as error:
+            results[name] = error
+
+    threads = [
+        threading.Thread(target=write, args=("a", replica_a, JobState.ASSIGNED)),
+        threading.Thread(target=write, args=("b", replica_b, JobState.CANCELLED)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    conflicts = [r for r in results.values() if isinstance(r, ConcurrentModification)]
+    assert len(results) == 2
+    assert len(conflicts) == 1
+    final = replica_a.get(job_id)
+    assert final.version == version + 1
+    assert len(replica_a.history(job_id)) == 2
+    winner = next(name for name, r in results.items() if not isinstance(r, ConcurrentModification))
+    assert replica_a.history(job_id)[-1].actor == winner
