@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import aioboto3
 from botocore.config import Config as BotoConfig
@@ -20,9 +21,14 @@ from orchestrator.config import Settings
 from orchestrator.domain.clock import Clock, SystemClock
 from orchestrator.intake.loop import IntakeLoop
 from orchestrator.intake.metrics import IntakeMetrics
+from orchestrator.intake.ports import JobSink
 from orchestrator.store.engine import make_engine, redact_url
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
+
+if TYPE_CHECKING:
+    from aioboto3.session import ClientCreatorContext
+    from types_aiobotocore_sqs import SQSClient
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,26 @@ def build_store(settings: Settings, clock: Clock) -> JobStore:
         upgrade_to_head(engine)
     log.info("store at %s", redact_url(url))
     return JobStore(engine, clock)
+
+
+def build_intake(
+    sqs: SQSClient, settings: Settings, sink: JobSink, clock: Clock, metrics: IntakeMetrics
+) -> IntakeLoop:
+    jobs_url, dead_letter_url = settings.require_queues()
+    return IntakeLoop(
+        queue=SqsJobQueue(sqs, jobs_url),
+        dead_letters=SqsDeadLetterQueue(sqs, dead_letter_url),
+        sink=sink,
+        clock=clock,
+        metrics=metrics,
+        settings=settings.intake.to_settings(settings.max_message_bytes),
+        source_queue=jobs_url,
+    )
+
+
+def sqs_client(settings: Settings) -> ClientCreatorContext[SQSClient]:
+    session = aioboto3.Session(region_name=settings.region)
+    return session.client("sqs", endpoint_url=settings.endpoint_url, config=boto_config())
 
 
 @dataclass
@@ -56,24 +82,13 @@ async def control_plane(
     settings: Settings, clock: Clock | None = None
 ) -> AsyncIterator[ControlPlane]:
     clock = clock or SystemClock()
-    jobs_url, dead_letter_url = settings.require_queues()
+    settings.require_queues()
     store = build_store(settings, clock)
     registry = CollectorRegistry()
     metrics = IntakeMetrics(registry)
-    session = aioboto3.Session(region_name=settings.region)
     try:
-        async with session.client(
-            "sqs", endpoint_url=settings.endpoint_url, config=boto_config()
-        ) as sqs:
-            intake = IntakeLoop(
-                queue=SqsJobQueue(sqs, jobs_url),
-                dead_letters=SqsDeadLetterQueue(sqs, dead_letter_url),
-                sink=store,
-                clock=clock,
-                metrics=metrics,
-                settings=settings.intake.to_settings(settings.max_message_bytes),
-                source_queue=jobs_url,
-            )
+        async with sqs_client(settings) as sqs:
+            intake = build_intake(sqs, settings, store, clock, metrics)
             yield ControlPlane(store=store, intake=intake, intake_metrics=metrics, registry=registry)
     finally:
         store.dispose()

@@ -1,0 +1,208 @@
+"""The intake against moto in server mode: real SQS over HTTP, a real store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import pytest
+
+from prometheus_client import CollectorRegistry
+
+from orchestrator.app import ControlPlane, build_intake, build_store, control_plane, sqs_client
+from orchestrator.config import IntakeConfig, Settings
+from orchestrator.domain.clock import SystemClock
+from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
+from orchestrator.domain.job_state import JobState
+from orchestrator.intake.metrics import IntakeMetrics
+from orchestrator.store.job_store import JobStore
+from tests.conftest import Queues
+from tests.support import async_wait_until, job_dict
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+def settings_for(
+    moto_endpoint: str, queues: Queues, database_url: str, **overrides: object
+) -> Settings:
+    intake = IntakeConfig(concurrency=2, wait_seconds=1, visibility_timeout=30)
+    values: dict[str, object] = {
+        "endpoint_url": moto_endpoint,
+        "jobs_queue_url": queues.jobs_url,
+        "dead_letter_queue_url": queues.dead_letter_url,
+        "database_url": database_url,
+        "intake": intake,
+    }
+    values.update(overrides)
+    return Settings.model_validate(values)
+
+
+@asynccontextmanager
+async def running(settings: Settings) -> AsyncIterator[ControlPlane]:
+    stop = asyncio.Event()
+    async with control_plane(settings, SystemClock()) as plane:
+        task = asyncio.create_task(plane.run(stop))
+        try:
+            yield plane
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, timeout=30)
+
+
+def handled(metrics: IntakeMetrics) -> int:
+    return sum(metrics.outcome(o) for o in ("accepted", "duplicate", "dead_lettered"))
+
+
+def queue_is_empty(sqs: SQSClient, url: str) -> bool:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return attributes["ApproximateNumberOfMessages"] == "0" and (
+        attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
+    )
+
+
+def dead_letters(sqs: SQSClient, url: str) -> list[dict[str, str]]:
+    """Every entry in the DLQ as {body, reason, errors, original-message-id}."""
+    found: list[dict[str, str]] = []
+    while True:
+        response = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return found
+        for message in messages:
+            entry = {"body": message["Body"]}
+            for name, value in message.get("MessageAttributes", {}).items():
+                entry[name.removeprefix("framefleet-")] = value.get("StringValue", "")
+            found.append(entry)
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def send(sqs: SQSClient, url: str, bodies: Sequence[str]) -> list[str]:
+    return [sqs.send_message(QueueUrl=url, MessageBody=body)["MessageId"] for body in bodies]
+
+
+async def test_valid_duplicate_malformed_and_oversized_messages(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient, database_url: str
+) -> None:
+    good = [job_dict(f"good-{i}") for i in range(5)]
+    conflicting = job_dict("good-0", seed=999)
+    bodies = [json.dumps(job) for job in good]
+    bodies += [
+        json.dumps(good[1]),  # duplicate delivery of the same job
+        "{not json",
+        json.dumps(job_dict("bad-size", width=33)),
+        json.dumps([1, 2, 3]),
+        json.dumps(job_dict("huge", prompt="x" * 3900, negative_prompt="y" * 3900)),
+        json.dumps(conflicting),
+    ]
+    message_ids = send(sqs, queues.jobs_url, bodies)
+    settings = settings_for(moto_endpoint, queues, database_url, max_message_bytes=4096)
+
+    async with running(settings) as plane:
+        await async_wait_until(lambda: handled(plane.intake_metrics) >= len(bodies))
+        metrics = plane.intake_metrics
+        assert metrics.outcome("accepted") == 5
+        assert metrics.outcome("duplicate") == 1
+        assert metrics.outcome("dead_lettered") == 5
+        jobs = plane.store.list_jobs()
+        assert sorted(j.job_id for j in jobs) == sorted(j["job_id"] for j in good)
+        assert all(j.state is JobState.QUEUED for j in jobs)
+        assert plane.store.get("good-0").spec.seed == 42
+
+    assert queue_is_empty(sqs, queues.jobs_url)
+    entries = {e["original-message-id"]: e for e in dead_letters(sqs, queues.dead_letter_url)}
+    assert set(entries) == set(message_ids[6:])
+    assert entries[message_ids[6]]["reason"] == "invalid_json"
+    assert entries[message_ids[6]]["body"] == "{not json"
+    assert entries[message_ids[7]]["reason"] == "invalid_job"
+    assert "width" in json.loads(entries[message_ids[7]]["errors"])[0]
+    assert entries[message_ids[8]]["reason"] == "invalid_job"
+    assert entries[message_ids[9]]["reason"] == "oversized"
+    assert "limit 4096" in entries[message_ids[9]]["errors"]
+    assert entries[message_ids[10]]["reason"] == "conflicting_duplicate"
+    assert entries[message_ids[10]]["body"] == bodies[10]
+
+
+async def test_a_message_received_but_not_deleted_comes_back_and_is_ingested_once(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient, sqlite_url: str
+) -> None:
+    [message_id] = send(sqs, queues.jobs_url, [json.dumps(job_dict("redelivered"))])
+    # A consumer that crashed after receiving: the message is invisible for one second.
+    taken = sqs.receive_message(QueueUrl=queues.jobs_url, VisibilityTimeout=1)["Messages"]
+    assert [m["MessageId"] for m in taken] == [message_id]
+
+    async with running(settings_for(moto_endpoint, queues, sqlite_url)) as plane:
+        await async_wait_until(lambda: plane.intake_metrics.outcome("accepted") == 1)
+        assert plane.store.get("redelivered").state is JobState.QUEUED
+        assert plane.intake_metrics.outcome("duplicate") == 0
+    assert queue_is_empty(sqs, queues.jobs_url)
+
+
+class HeldStore:
+    """A programmable fake around the real store: holds accept_batch until released."""
+
+    def __init__(self, inner: JobStore) -> None:
+        self.inner = inner
+        self.release = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+        self.calls = 0
+
+    def accept_batch(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]:
+        self.calls += 1
+        asyncio.run_coroutine_threadsafe(self.release.wait(), self.loop).result(timeout=60)
+        return self.inner.accept_batch(submissions)
+
+    def record_rejection(self, rejection: Rejection) -> bool:
+        return self.inner.record_rejection(rejection)
+
+    def mark_dead_lettered(self, message_id: str) -> None:
+        self.inner.mark_dead_lettered(message_id)
+
+
+async def test_a_slow_batch_keeps_its_messages_invisible(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient, sqlite_url: str
+) -> None:
+    send(sqs, queues.jobs_url, [json.dumps(job_dict("slow"))])
+    intake = IntakeConfig(concurrency=2, wait_seconds=1, visibility_timeout=2)
+    settings = settings_for(moto_endpoint, queues, sqlite_url, intake=intake)
+    clock = SystemClock()
+    store = build_store(settings, clock)
+    held = HeldStore(store)
+    metrics = IntakeMetrics(CollectorRegistry())
+    async with sqs_client(settings) as client:
+        intake = build_intake(client, settings, held, clock, metrics)
+        stop = asyncio.Event()
+        task = asyncio.create_task(intake.run(stop))
+        # Three extensions at timeout/2 each: the batch has outlived its original timeout.
+        await async_wait_until(
+            lambda: metrics.value("framefleet_intake_visibility_extensions_total") >= 3
+        )
+        held.release.set()
+        await async_wait_until(lambda: metrics.outcome("accepted") == 1)
+        stop.set()
+        await asyncio.wait_for(task, timeout=30)
+    store.dispose()
+    assert held.calls == 1
+    assert metrics.outcome("duplicate") == 0
+    assert queue_is_empty(sqs, queues.jobs_url)
+
+
+@pytest.mark.parametrize("intake_concurrency", [1, 4])
+async def test_many_messages_become_exactly_one_job_each(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient, sqlite_url: str, intake_concurrency: int
+) -> None:
+    bodies = [json.dumps(job_dict(f"bulk-{i:03d}")) for i in range(60)]
+    send(sqs, queues.jobs_url, bodies + bodies[:10])
+    intake = IntakeConfig(concurrency=intake_concurrency, wait_seconds=1, visibility_timeout=30)
+    async with running(settings_for(moto_endpoint, queues, sqlite_url, intake=intake)) as plane:
+        await async_wait_until(lambda: handled(plane.intake_metrics) == 70)
+        assert plane.store.count_jobs() == 60
+        assert plane.intake_metrics.outcome("duplicate") == 10
