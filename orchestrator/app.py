@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import aioboto3
-from botocore.config import Config as BotoConfig
+from aiobotocore.config import AioConfig
 from prometheus_client import CollectorRegistry
 
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsJobQueue
@@ -27,14 +27,13 @@ from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 
 if TYPE_CHECKING:
-    from aioboto3.session import ClientCreatorContext
     from types_aiobotocore_sqs import SQSClient
 
 log = logging.getLogger(__name__)
 
 
-def boto_config() -> BotoConfig:
-    return BotoConfig(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
+def boto_config() -> AioConfig:
+    return AioConfig(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=64)
 
 
 def build_store(settings: Settings, clock: Clock) -> JobStore:
@@ -42,7 +41,7 @@ def build_store(settings: Settings, clock: Clock) -> JobStore:
     engine = make_engine(url)
     if settings.auto_migrate:
         upgrade_to_head(engine)
-    log.info("store at %s", redact_url(url))
+    log.debug("store at %s", redact_url(url))
     return JobStore(engine, clock)
 
 
@@ -61,9 +60,13 @@ def build_intake(
     )
 
 
-def sqs_client(settings: Settings) -> ClientCreatorContext[SQSClient]:
+@asynccontextmanager
+async def sqs_client(settings: Settings) -> AsyncIterator[SQSClient]:
     session = aioboto3.Session(region_name=settings.region)
-    return session.client("sqs", endpoint_url=settings.endpoint_url, config=boto_config())
+    async with session.client(
+        "sqs", endpoint_url=settings.endpoint_url, config=boto_config()
+    ) as client:
+        yield client
 
 
 @dataclass
@@ -89,6 +92,8 @@ async def control_plane(
     try:
         async with sqs_client(settings) as sqs:
             intake = build_intake(sqs, settings, store, clock, metrics)
-            yield ControlPlane(store=store, intake=intake, intake_metrics=metrics, registry=registry)
+            yield ControlPlane(
+                store=store, intake=intake, intake_metrics=metrics, registry=registry
+            )
     finally:
         store.dispose()

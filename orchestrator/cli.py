@@ -70,8 +70,22 @@ def _job_from_args(args: argparse.Namespace) -> dict[str, Any]:
         except (OSError, json.JSONDecodeError) as error:
             raise FrameFleetError(f"cannot read job file {args.file}: {error}") from None
     job.setdefault("schema", "framefleet.job/v1")
-    for name in ("job_id", "model", "prompt", "negative_prompt", "output", "deadline", "width",
-                 "height", "num_frames", "fps", "steps", "seed", "priority", "guidance"):
+    for name in (
+        "job_id",
+        "model",
+        "prompt",
+        "negative_prompt",
+        "output",
+        "deadline",
+        "width",
+        "height",
+        "num_frames",
+        "fps",
+        "steps",
+        "seed",
+        "priority",
+        "guidance",
+    ):
         value = getattr(args, name)
         if value is not None:
             job[name] = value
@@ -99,8 +113,10 @@ def _jobs_table(records: Sequence[JobRecord]) -> Table:
 
 def _show_job(store: JobStore, job_id: str, console: Console) -> None:
     record = store.get(job_id)
-    console.print(f"[bold]{record.job_id}[/] state={record.state.value} "
-                  f"version={record.version} attempt={record.attempt}")
+    console.print(
+        f"[bold]{record.job_id}[/] state={record.state.value} "
+        f"version={record.version} attempt={record.attempt}"
+    )
     console.print_json(record.spec.canonical_json())
     history = Table(title="history")
     for column in ("at", "from", "to", "attempt", "actor", "reason"):
@@ -139,6 +155,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
     )
+    # Migration chatter is noise on every command; failures still surface as errors.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     if args.command == "serve":
         asyncio.run(_serve(settings))
     elif args.command == "schema":
@@ -165,7 +183,9 @@ def run(argv: Sequence[str] | None = None) -> int:
                 console.print(_jobs_table(store.list_jobs(state, limit=args.limit)))
             elif args.command == "job":
                 _show_job(store, args.job_id, console)
-            # "db upgrade" is done by build_store.
+            elif args.command == "db":
+                store.upgrade()
+                console.print("database schema is at the newest migration")
         finally:
             store.dispose()
     return 0

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from orchestrator.aws.errors import translated
-from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES, JobSpec, parse_job
 from orchestrator.domain.errors import JobValidationError
+from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES, JobSpec, parse_job
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -37,7 +37,9 @@ def submit_job(
     spec = job if isinstance(job, JobSpec) else parse_job(dict(job), now=datetime.now(UTC))
     body = spec.canonical_json()
     if len(body.encode()) > max_message_bytes:
-        raise JobValidationError((f"message is {len(body.encode())} bytes, limit {max_message_bytes}",))
+        raise JobValidationError(
+            (f"message is {len(body.encode())} bytes, limit {max_message_bytes}",)
+        )
     client = sqs or boto3.client("sqs", region_name=region, endpoint_url=endpoint_url)
     with translated("SendMessage"):
         response = client.send_message(QueueUrl=queue_url, MessageBody=body)

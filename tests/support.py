@@ -11,7 +11,9 @@ from typing import Any
 DEFAULT_TIMEOUT = 30.0
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, what: str = "") -> None:
+def wait_until(
+    predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, what: str = ""
+) -> None:
     """Poll a condition until it holds; fail the test if it does not within `timeout`."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -21,9 +23,11 @@ def wait_until(predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, 
 
 
 async def async_wait_until(
-    predicate: Callable[[], bool | Awaitable[bool]], timeout: float = DEFAULT_TIMEOUT, what: str = ""
+    predicate: Callable[[], bool | Awaitable[bool]],
+    within: float = DEFAULT_TIMEOUT,
+    what: str = "",
 ) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
+    deadline = asyncio.get_running_loop().time() + within
     while True:
         result = predicate()
         if isinstance(result, Awaitable):
@@ -31,11 +35,11 @@ async def async_wait_until(
         if result:
             return
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+            raise AssertionError(f"timed out after {within}s waiting for {what or predicate}")
         await asyncio.sleep(0.05)
 
 
-def job_dict(job_id: str | None = None, **overrides: Any) -> dict[str, Any]:
+def job_dict(job_id: str | None = None, /, **overrides: Any) -> dict[str, Any]:
     job: dict[str, Any] = {
         "schema": "framefleet.job/v1",
         "job_id": job_id or f"job-{uuid.uuid4().hex[:12]}",

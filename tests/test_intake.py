@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import pytest
-
 from prometheus_client import CollectorRegistry
 
 from orchestrator.app import ControlPlane, build_intake, build_store, control_plane, sqs_client
@@ -171,8 +170,8 @@ async def test_a_slow_batch_keeps_its_messages_invisible(
     moto_endpoint: str, queues: Queues, sqs: SQSClient, sqlite_url: str
 ) -> None:
     send(sqs, queues.jobs_url, [json.dumps(job_dict("slow"))])
-    intake = IntakeConfig(concurrency=2, wait_seconds=1, visibility_timeout=2)
-    settings = settings_for(moto_endpoint, queues, sqlite_url, intake=intake)
+    slow_config = IntakeConfig(concurrency=2, wait_seconds=1, visibility_timeout=2)
+    settings = settings_for(moto_endpoint, queues, sqlite_url, intake=slow_config)
     clock = SystemClock()
     store = build_store(settings, clock)
     held = HeldStore(store)

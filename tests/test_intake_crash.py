@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,10 +68,13 @@ def test_sigkill_mid_batch_loses_nothing_and_duplicates_nothing(
     def progress() -> int:
         return store.count_jobs() + len(store.rejections())
 
+    def reached(threshold: int) -> bool:
+        return progress() >= threshold
+
     caught_in_flight = []
     for threshold in (GOOD // 5, 2 * GOOD // 5, 3 * GOOD // 5):
         process = start_intake(env, log_file)
-        wait_until(lambda t=threshold: progress() >= t, what=f"{threshold} messages handled")
+        wait_until(partial(reached, threshold), what=f"{threshold} messages handled")
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
         caught_in_flight.append(in_flight(sqs, queues.jobs_url))

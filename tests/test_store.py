@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -52,7 +52,11 @@ def test_transitions_record_who_why_when_and_count_attempts(
     store.accept_batch([submission("h", "m1")])
     clock.advance(10)
     record = store.transition(
-        "h", JobState.ASSIGNED, expected_version=1, actor="scheduler", reason="fits w1",
+        "h",
+        JobState.ASSIGNED,
+        expected_version=1,
+        actor="scheduler",
+        reason="fits w1",
         worker_id="w1",
     )
     assert (record.state, record.version, record.attempt) == (JobState.ASSIGNED, 2, 1)

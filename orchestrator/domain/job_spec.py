@@ -31,7 +31,9 @@ JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
 MODEL_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}(/[a-z0-9][a-z0-9_.-]{0,63})?$"
 TAG_VALUE_PATTERN = r"^[A-Za-z0-9 _.:/=+@-]{1,128}$"
 # Bucket names per the S3 naming rules; the key prefix keeps to characters S3 documents as safe.
-S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>[A-Za-z0-9!_.*'()/-]{0,900})$")
+S3_URI_RE = re.compile(
+    r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>[A-Za-z0-9!_.*'()/-]{0,900})$"
+)
 
 
 class GpuFamily(StrEnum):

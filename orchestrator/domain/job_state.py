@@ -29,13 +29,9 @@ JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     # The worker refused it or vanished before starting: back to the queue.
     _S.ASSIGNED: frozenset({_S.RUNNING, _S.QUEUED, _S.FAILED, _S.CANCELLED}),
     # PREEMPTED straight from RUNNING: the worker was lost without a notice.
-    _S.RUNNING: frozenset(
-        {_S.CHECKPOINTING, _S.PREEMPTED, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}
-    ),
+    _S.RUNNING: frozenset({_S.CHECKPOINTING, _S.PREEMPTED, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
     # The job may finish before the checkpoint it was asked for.
-    _S.CHECKPOINTING: frozenset(
-        {_S.PREEMPTED, _S.RUNNING, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}
-    ),
+    _S.CHECKPOINTING: frozenset({_S.PREEMPTED, _S.RUNNING, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
     _S.PREEMPTED: frozenset({_S.QUEUED, _S.FAILED, _S.CANCELLED}),
     _S.SUCCEEDED: frozenset(),
     _S.FAILED: frozenset(),

@@ -24,7 +24,9 @@ def decode_message(
 ) -> Submission | Rejection:
     size = len(message.body.encode())
     if size > max_bytes:
-        return _reject(message, RejectionReason.OVERSIZED, f"message is {size} bytes, limit {max_bytes}")
+        return _reject(
+            message, RejectionReason.OVERSIZED, f"message is {size} bytes, limit {max_bytes}"
+        )
     try:
         data = json.loads(message.body)
     except json.JSONDecodeError as error:
@@ -34,7 +36,9 @@ def decode_message(
     try:
         spec = parse_job(data, now=now)
     except JobValidationError as error:
-        return Rejection(message.message_id, RejectionReason.INVALID_JOB, error.errors, message.body)
+        return Rejection(
+            message.message_id, RejectionReason.INVALID_JOB, error.errors, message.body
+        )
     return Submission(spec=spec, message_id=message.message_id)
 
 

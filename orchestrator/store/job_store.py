@@ -26,6 +26,7 @@ from orchestrator.domain.job_record import (
 )
 from orchestrator.domain.job_spec import parse_job
 from orchestrator.domain.job_state import JobState, check_transition
+from orchestrator.store.migrate import upgrade_to_head
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, RejectedMessageRow
 
 INTAKE_ACTOR = "intake"
@@ -201,7 +202,10 @@ class JobStore:
                 update(JobRow)
                 .where(col(JobRow.job_id) == job_id, col(JobRow.version) == expected_version)
                 .values(
-                    state=target.value, version=expected_version + 1, attempt=attempt, updated_at=now
+                    state=target.value,
+                    version=expected_version + 1,
+                    attempt=attempt,
+                    updated_at=now,
                 )
             )
             if result.rowcount != 1:
@@ -299,6 +303,9 @@ class JobStore:
                 select(JobRow.state, func.count()).group_by(col(JobRow.state))
             ).all()
         return {JobState(state): count for state, count in rows}
+
+    def upgrade(self) -> None:
+        upgrade_to_head(self._engine)
 
     def dispose(self) -> None:
         self._engine.dispose()

@@ -7,6 +7,9 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
+
+from orchestrator.domain.errors import StoreUnavailable
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
@@ -19,6 +22,9 @@ def alembic_config() -> Config:
 
 def upgrade_to_head(engine: Engine) -> None:
     config = alembic_config()
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    except OperationalError as error:
+        raise StoreUnavailable(f"database error: {error.orig}") from None

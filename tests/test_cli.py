@@ -1,0 +1,154 @@
+"""`framefleet` as a user runs it: a subprocess with settings from the environment or a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.domain.clock import SystemClock
+from orchestrator.domain.job_record import Submission
+from orchestrator.domain.job_spec import parse_job
+from orchestrator.domain.job_state import JobState
+from orchestrator.store.engine import make_engine
+from orchestrator.store.job_store import JobStore
+from orchestrator.store.migrate import upgrade_to_head
+from tests.conftest import Queues
+from tests.support import job_dict
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+def framefleet(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_submit_from_a_file_with_flag_overrides(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient, tmp_path: Path
+) -> None:
+    job_file = tmp_path / "job.json"
+    job_file.write_text(json.dumps(job_dict("from-file")))
+    config = tmp_path / "framefleet.toml"
+    config.write_text(
+        f'endpoint_url = "{moto_endpoint}"\n'
+        f'jobs_queue_url = "{queues.jobs_url}"\n'
+        f'dead_letter_queue_url = "{queues.dead_letter_url}"\n'
+    )
+    result = framefleet("--config", str(config), "submit", "--file", str(job_file), "--seed", "7")
+    assert result.returncode == 0, result.stderr
+    assert "submitted" in result.stdout
+    [message] = sqs.receive_message(QueueUrl=queues.jobs_url)["Messages"]
+    sent = json.loads(message["Body"])
+    assert (sent["job_id"], sent["seed"]) == ("from-file", 7)
+
+
+def test_submit_refuses_an_invalid_job_with_one_line(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient
+) -> None:
+    env = {
+        "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
+        "FRAMEFLEET_JOBS_QUEUE_URL": queues.jobs_url,
+        "FRAMEFLEET_DEAD_LETTER_QUEUE_URL": queues.dead_letter_url,
+    }
+    result = framefleet(
+        "submit",
+        "--job-id",
+        "x",
+        "--model",
+        "wan/tiny",
+        "--prompt",
+        "p",
+        "--width",
+        "33",
+        "--height",
+        "32",
+        "--num-frames",
+        "9",
+        "--steps",
+        "4",
+        "--seed",
+        "1",
+        "--output",
+        "s3://bucket-ok/x/",
+        env=env,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("framefleet: error: invalid job: width")
+    assert "Traceback" not in result.stderr
+    assert "Messages" not in sqs.receive_message(QueueUrl=queues.jobs_url)
+
+
+def test_missing_configuration_is_one_clear_line(tmp_path: Path) -> None:
+    result = framefleet("serve", env={"FRAMEFLEET_JOBS_QUEUE_URL": ""}, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "framefleet: error: set FRAMEFLEET_JOBS_QUEUE_URL and FRAMEFLEET_DEAD_LETTER_QUEUE_URL "
+        "(or jobs_queue_url / dead_letter_queue_url in the config file)"
+    ]
+    missing = framefleet("--config", str(tmp_path / "nope.toml"), "jobs")
+    assert missing.returncode == 2
+    assert "does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_jobs_table_and_job_detail(tmp_path: Path) -> None:
+    database_url = f"sqlite:///{tmp_path / 'cli.db'}"
+    engine = make_engine(database_url)
+    upgrade_to_head(engine)
+    store = JobStore(engine, SystemClock())
+    for job_id in ("alpha", "beta"):
+        store.accept_batch([Submission(parse_job(job_dict(job_id), now=None), f"m-{job_id}")])
+    store.transition("beta", JobState.CANCELLED, expected_version=1, actor="ops", reason="typo")
+    store.dispose()
+    env = {"FRAMEFLEET_DATABASE_URL": database_url}
+
+    listing = framefleet("jobs", env=env)
+    assert listing.returncode == 0, listing.stderr
+    assert "alpha" in listing.stdout
+    assert "beta" in listing.stdout
+    queued = framefleet("jobs", "--state", "queued", env=env)
+    assert "alpha" in queued.stdout
+    assert "beta" not in queued.stdout
+
+    detail = framefleet("job", "beta", env=env)
+    assert detail.returncode == 0, detail.stderr
+    assert "state=cancelled" in detail.stdout
+    assert "typo" in detail.stdout
+    assert '"prompt"' in detail.stdout
+
+    unknown = framefleet("job", "gamma", env=env)
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip() == "framefleet: error: job 'gamma' not found"
+
+
+def test_database_password_never_reaches_the_logs(tmp_path: Path) -> None:
+    secret = "hunter2-s3cret"
+    env = {
+        "FRAMEFLEET_DATABASE_URL": f"postgresql+psycopg://app:{secret}@127.0.0.1:1/none",
+        "FRAMEFLEET_LOG_LEVEL": "DEBUG",
+    }
+    result = framefleet("jobs", env=env)
+    assert result.returncode == 2
+    assert "database error" in result.stderr
+    assert secret not in result.stderr + result.stdout
+
+
+def test_schema_command_prints_the_published_schema() -> None:
+    result = framefleet("schema")
+    assert result.returncode == 0
+    published = (Path(__file__).parent.parent / "docs" / "job.schema.json").read_text()
+    assert json.loads(result.stdout) == json.loads(published)
