@@ -15,11 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import boto3
 from prometheus_client import start_http_server
 from rich.console import Console
 from rich.table import Table
 
 from orchestrator.app import build_store, control_plane
+from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.client import submit_job
 from orchestrator.config import Settings, load_settings
 from orchestrator.domain.clock import SystemClock
@@ -53,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     for flag in ("width", "height", "num-frames", "fps", "steps", "seed", "priority"):
         submit.add_argument(f"--{flag}", type=int)
     submit.add_argument("--guidance", type=float)
+
+    commands.add_parser("dead-letters", help="show the dead-letter queue (without consuming it)")
 
     schema = commands.add_parser("schema", help="print or write the job JSON Schema")
     schema.add_argument("--output", type=Path)
@@ -92,7 +96,7 @@ def _job_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return job
 
 
-def _jobs_table(records: Sequence[JobRecord]) -> Table:
+def jobs_table(records: Sequence[JobRecord]) -> Table:
     table = Table(title=f"jobs ({len(records)})")
     for column in ("job_id", "state", "attempt", "priority", "model", "size", "deadline", "team"):
         table.add_column(column)
@@ -105,8 +109,23 @@ def _jobs_table(records: Sequence[JobRecord]) -> Table:
             str(record.priority),
             spec.model,
             f"{spec.width}x{spec.height}x{spec.num_frames}",
-            record.deadline.isoformat() if record.deadline else "-",
+            record.deadline.strftime("%Y-%m-%d %H:%M UTC") if record.deadline else "-",
             spec.tags.team or "-",
+        )
+    return table
+
+
+def dead_letter_table(letters: list[DeadLetter]) -> Table:
+    table = Table(title=f"dead-letter queue ({len(letters)})")
+    for column in ("original message", "reason", "errors", "body"):
+        table.add_column(column, overflow="fold")
+    for letter in letters:
+        errors = json.loads(letter.errors) if letter.errors else []
+        table.add_row(
+            letter.original_message_id[:8],
+            letter.reason,
+            "\n".join(errors),
+            letter.body if len(letter.body) < 60 else letter.body[:57] + "...",
         )
     return table
 
@@ -175,12 +194,16 @@ def run(argv: Sequence[str] | None = None) -> int:
             max_message_bytes=settings.max_message_bytes,
         )
         console.print(f"submitted, message id {message_id}")
+    elif args.command == "dead-letters":
+        _, dead_letter_url = settings.require_queues()
+        sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)
+        console.print(dead_letter_table(peek_dead_letters(sqs, dead_letter_url)))
     else:
         store = build_store(settings, SystemClock())
         try:
             if args.command == "jobs":
                 state = JobState(args.state) if args.state else None
-                console.print(_jobs_table(store.list_jobs(state, limit=args.limit)))
+                console.print(jobs_table(store.list_jobs(state, limit=args.limit)))
             elif args.command == "job":
                 _show_job(store, args.job_id, console)
             elif args.command == "db":

@@ -152,3 +152,25 @@ def test_schema_command_prints_the_published_schema() -> None:
     assert result.returncode == 0
     published = (Path(__file__).parent.parent / "docs" / "job.schema.json").read_text()
     assert json.loads(result.stdout) == json.loads(published)
+
+
+def test_dead_letters_command_shows_reasons(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient
+) -> None:
+    sqs.send_message(
+        QueueUrl=queues.dead_letter_url,
+        MessageBody="{broken",
+        MessageAttributes={
+            "framefleet-reason": {"DataType": "String", "StringValue": "invalid_json"},
+            "framefleet-errors": {"DataType": "String", "StringValue": '["not JSON: oops"]'},
+        },
+    )
+    env = {
+        "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
+        "FRAMEFLEET_JOBS_QUEUE_URL": queues.jobs_url,
+        "FRAMEFLEET_DEAD_LETTER_QUEUE_URL": queues.dead_letter_url,
+    }
+    result = framefleet("dead-letters", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "invalid_json" in result.stdout
+    assert "not JSON: oops" in result.stdout

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from orchestrator.app import ControlPlane, build_intake, build_store, control_plane, sqs_client
+from orchestrator.aws.dead_letters import peek_dead_letters
 from orchestrator.config import IntakeConfig, Settings
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
@@ -66,24 +67,6 @@ def queue_is_empty(sqs: SQSClient, url: str) -> bool:
     )
 
 
-def dead_letters(sqs: SQSClient, url: str) -> list[dict[str, str]]:
-    """Every entry in the DLQ as {body, reason, errors, original-message-id}."""
-    found: list[dict[str, str]] = []
-    while True:
-        response = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0
-        )
-        messages = response.get("Messages", [])
-        if not messages:
-            return found
-        for message in messages:
-            entry = {"body": message["Body"]}
-            for name, value in message.get("MessageAttributes", {}).items():
-                entry[name.removeprefix("framefleet-")] = value.get("StringValue", "")
-            found.append(entry)
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-
-
 def send(sqs: SQSClient, url: str, bodies: Sequence[str]) -> list[str]:
     return [sqs.send_message(QueueUrl=url, MessageBody=body)["MessageId"] for body in bodies]
 
@@ -117,17 +100,21 @@ async def test_valid_duplicate_malformed_and_oversized_messages(
         assert plane.store.get("good-0").spec.seed == 42
 
     assert queue_is_empty(sqs, queues.jobs_url)
-    entries = {e["original-message-id"]: e for e in dead_letters(sqs, queues.dead_letter_url)}
+    letters = peek_dead_letters(sqs, queues.dead_letter_url)
+    entries = {letter.original_message_id: letter for letter in letters}
+    assert len(letters) == len(entries) == 5
     assert set(entries) == set(message_ids[6:])
-    assert entries[message_ids[6]]["reason"] == "invalid_json"
-    assert entries[message_ids[6]]["body"] == "{not json"
-    assert entries[message_ids[7]]["reason"] == "invalid_job"
-    assert "width" in json.loads(entries[message_ids[7]]["errors"])[0]
-    assert entries[message_ids[8]]["reason"] == "invalid_job"
-    assert entries[message_ids[9]]["reason"] == "oversized"
-    assert "limit 4096" in entries[message_ids[9]]["errors"]
-    assert entries[message_ids[10]]["reason"] == "conflicting_duplicate"
-    assert entries[message_ids[10]]["body"] == bodies[10]
+    assert entries[message_ids[6]].reason == "invalid_json"
+    assert entries[message_ids[6]].body == "{not json"
+    assert entries[message_ids[7]].reason == "invalid_job"
+    assert "width" in json.loads(entries[message_ids[7]].errors)[0]
+    assert entries[message_ids[8]].reason == "invalid_job"
+    assert entries[message_ids[9]].reason == "oversized"
+    assert "limit 4096" in entries[message_ids[9]].errors
+    assert entries[message_ids[10]].reason == "conflicting_duplicate"
+    assert entries[message_ids[10]].body == bodies[10]
+    # Peeking leaves the entries in place for the operator.
+    assert len(peek_dead_letters(sqs, queues.dead_letter_url)) == 5
 
 
 async def test_a_message_received_but_not_deleted_comes_back_and_is_ingested_once(

@@ -12,13 +12,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.aws.dead_letters import peek_dead_letters
 from orchestrator.domain.clock import SystemClock
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.conftest import Queues
 from tests.support import job_dict, wait_until
-from tests.test_intake import dead_letters, queue_is_empty, send
+from tests.test_intake import queue_is_empty, send
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -99,7 +100,7 @@ def test_sigkill_mid_batch_loses_nothing_and_duplicates_nothing(
     rejections = store.rejections()
     assert {r.message_id for r in rejections} == bad_ids
     assert not good_ids & {r.message_id for r in rejections}
-    entries = dead_letters(sqs, queues.dead_letter_url)
-    assert {e["original-message-id"] for e in entries} == bad_ids
-    assert all(e["reason"] == "invalid_json" for e in entries)
+    letters = peek_dead_letters(sqs, queues.dead_letter_url)
+    assert {letter.original_message_id for letter in letters} == bad_ids
+    assert all(letter.reason == "invalid_json" for letter in letters)
     store.dispose()

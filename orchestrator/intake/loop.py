@@ -14,6 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orchestrator.domain.clock import Clock
+from orchestrator.domain.dead_letter import (
+    ATTR_BODY_TRUNCATED,
+    ATTR_ERRORS,
+    ATTR_ORIGINAL_MESSAGE_ID,
+    ATTR_REASON,
+    ATTR_REJECTED_AT,
+    ATTR_SOURCE_QUEUE,
+)
 from orchestrator.domain.errors import FrameFleetError, MessageTooLarge
 from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
 from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES
@@ -23,7 +31,6 @@ from orchestrator.intake.ports import DeadLetterQueue, JobQueue, JobSink, Receiv
 
 log = logging.getLogger(__name__)
 
-ATTR_PREFIX = "framefleet-"
 MAX_ERRORS_ATTRIBUTE_CHARS = 4096
 # Room left for attributes when a rejected body has to be shortened to fit the DLQ.
 TRUNCATED_BODY_CHARS = 200 * 1024
@@ -156,18 +163,18 @@ class IntakeLoop:
 
     async def _send_to_dead_letters(self, rejection: Rejection) -> None:
         attributes = {
-            f"{ATTR_PREFIX}reason": rejection.reason,
-            f"{ATTR_PREFIX}errors": json.dumps(list(rejection.errors))[:MAX_ERRORS_ATTRIBUTE_CHARS],
-            f"{ATTR_PREFIX}original-message-id": rejection.message_id,
-            f"{ATTR_PREFIX}rejected-at": self._clock.now().isoformat(),
+            ATTR_REASON: rejection.reason,
+            ATTR_ERRORS: json.dumps(list(rejection.errors))[:MAX_ERRORS_ATTRIBUTE_CHARS],
+            ATTR_ORIGINAL_MESSAGE_ID: rejection.message_id,
+            ATTR_REJECTED_AT: self._clock.now().isoformat(),
         }
         if self._source_queue:
-            attributes[f"{ATTR_PREFIX}source-queue"] = self._source_queue
+            attributes[ATTR_SOURCE_QUEUE] = self._source_queue
         try:
             await self._dead_letters.send(rejection.body, attributes)
         except MessageTooLarge:
             # The body plus our attributes no longer fit; the store's ledger keeps the full body.
-            attributes[f"{ATTR_PREFIX}body-truncated"] = "true"
+            attributes[ATTR_BODY_TRUNCATED] = "true"
             await self._dead_letters.send(rejection.body[:TRUNCATED_BODY_CHARS], attributes)
 
     async def _keep_invisible(self, receipt_handles: list[str]) -> None:
