@@ -170,8 +170,7 @@ async def run(messages: int, concurrency: int, backlog: int) -> dict[str, object
         admin.dispose()
 
     table = Table(
-        title=f"intake: {messages} jobs, {concurrency} pollers, moto server, "
-        f"backlog <= {backlog}"
+        title=f"intake: {messages} jobs, {concurrency} pollers, moto server, backlog <= {backlog}"
     )
     for column in ("path", "messages/s", "share of raw SQS rate"):
         table.add_column(column, justify="right")

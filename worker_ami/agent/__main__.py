@@ -1,0 +1,3 @@
+from worker_ami.agent.cli import main
+
+main()

@@ -1,0 +1,226 @@
+"""Checkpoints of the denoising state in S3.
+
+Layout: `{root}/{job_id}/{attempt}/{step:06d}/` holding `latents.safetensors`,
+`scheduler.safetensors`, `rng.safetensors` and `manifest.json`, written last. A checkpoint
+counts only once its manifest is durable. Tensors use safetensors: reading a checkpoint can
+never execute code (nothing is ever unpickled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from safetensors import SafetensorError
+from safetensors.torch import load as load_tensors
+from safetensors.torch import save as save_tensors
+
+from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.errors import CheckpointRejected, ObjectNotFound
+from worker_ami.agent.object_store import ObjectStore
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_SCHEMA = "framefleet.checkpoint/v1"
+MANIFEST = "manifest.json"
+LATENTS, SCHEDULER, RNG = "latents.safetensors", "scheduler.safetensors", "rng.safetensors"
+BLOB_NAMES = (LATENTS, SCHEDULER, RNG)
+
+
+class BlobDigest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+
+
+class CheckpointIdentity(BaseModel):
+    """What a checkpoint must match to be resumed by this job on this pipeline."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    job_id: str
+    job_spec_sha256: str
+    model: str
+    model_revision: str
+    pipeline_config_sha256: str
+    total_steps: int
+
+
+class CheckpointManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    schema_tag: Literal["framefleet.checkpoint/v1"] = Field(alias="schema")
+    identity: CheckpointIdentity
+    attempt: int = Field(ge=0)
+    step: int = Field(ge=0)
+    blobs: dict[str, BlobDigest]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a run starts: a verified checkpoint, or step 0 with the reasons why."""
+
+    state: DenoiseState | None
+    manifest_key: str | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def encode_state(state: DenoiseState) -> dict[str, bytes]:
+    return {
+        LATENTS: save_tensors({"latents": state.latents.contiguous()}),
+        SCHEDULER: save_tensors(
+            {
+                "step": torch.tensor([state.step], dtype=torch.int64),
+                "total_steps": torch.tensor([state.total_steps], dtype=torch.int64),
+                "sigmas": state.sigmas.contiguous(),
+                "timesteps": state.timesteps.contiguous(),
+            }
+        ),
+        RNG: save_tensors({"generator_state": state.generator_state.contiguous()}),
+    }
+
+
+def decode_state(blobs: dict[str, bytes]) -> DenoiseState:
+    try:
+        latents = load_tensors(blobs[LATENTS])["latents"]
+        scheduler = load_tensors(blobs[SCHEDULER])
+        rng = load_tensors(blobs[RNG])["generator_state"]
+        step, total = int(scheduler["step"][0]), int(scheduler["total_steps"][0])
+        sigmas, timesteps = scheduler["sigmas"], scheduler["timesteps"]
+    except (SafetensorError, KeyError, IndexError, ValueError) as error:
+        raise CheckpointRejected(f"unreadable tensors: {error}") from None
+    if rng.dtype != torch.uint8 or not 0 <= step <= total:
+        raise CheckpointRejected("inconsistent scheduler or RNG state")
+    return DenoiseState(step, total, latents, rng, sigmas, timesteps)
+
+
+def _parse_key(key: str) -> tuple[int, int] | None:
+    """(step, attempt) of `.../{attempt}/{step}/manifest.json`, or None for other keys."""
+    parts = key.split("/")
+    if len(parts) < 4 or parts[-1] != MANIFEST:
+        return None
+    try:
+        return int(parts[-2]), int(parts[-3])
+    except ValueError:
+        return None
+
+
+class CheckpointStore:
+    def __init__(
+        self, objects: ObjectStore, bucket: str, root: str = "checkpoints", keep: int = 2
+    ) -> None:
+        self._objects = objects
+        self.bucket = bucket
+        self._root = root.strip("/")
+        self._keep = keep
+
+    def job_prefix(self, job_id: str) -> str:
+        return f"{self._root}/{job_id}/"
+
+    def checkpoint_prefix(self, job_id: str, attempt: int, step: int) -> str:
+        return f"{self.job_prefix(job_id)}{attempt}/{step:06d}/"
+
+    async def write(
+        self, state: DenoiseState, identity: CheckpointIdentity, attempt: int, now: datetime
+    ) -> str:
+        """Upload the blobs, then the manifest; returns the manifest key once it is durable."""
+        prefix = self.checkpoint_prefix(identity.job_id, attempt, state.step)
+        blobs = encode_state(state)
+        await asyncio.gather(
+            *(self._objects.put(self.bucket, prefix + name, data) for name, data in blobs.items())
+        )
+        manifest = CheckpointManifest(
+            schema_tag=CHECKPOINT_SCHEMA,
+            identity=identity,
+            attempt=attempt,
+            step=state.step,
+            blobs={name: BlobDigest(sha256=_sha256(d), size=len(d)) for name, d in blobs.items()},
+            created_at=now,
+        )
+        key = prefix + MANIFEST
+        await self._objects.put(self.bucket, key, manifest.model_dump_json(by_alias=True).encode())
+        await self._prune(identity.job_id)
+        return key
+
+    async def manifests(self, job_id: str) -> list[str]:
+        """Manifest keys of this job, newest (highest step, then attempt) first."""
+        keys = await self._objects.list_keys(self.bucket, self.job_prefix(job_id))
+        ranked = [(rank, key) for key in keys if (rank := _parse_key(key)) is not None]
+        return [key for _, key in sorted(ranked, reverse=True)]
+
+    async def load(self, manifest_key: str, expected: CheckpointIdentity) -> DenoiseState:
+        try:
+            raw = await self._objects.get(self.bucket, manifest_key)
+        except ObjectNotFound:
+            raise CheckpointRejected("manifest missing") from None
+        try:
+            manifest = CheckpointManifest.model_validate_json(raw)
+        except ValidationError:
+            raise CheckpointRejected("manifest unreadable or truncated") from None
+        if manifest.identity != expected:
+            raise CheckpointRejected("checkpoint belongs to another job, model or pipeline")
+        if set(manifest.blobs) != set(BLOB_NAMES):
+            raise CheckpointRejected("manifest lists the wrong blobs")
+        prefix = manifest_key.removesuffix(MANIFEST)
+        blobs: dict[str, bytes] = {}
+        for name, digest in manifest.blobs.items():
+            try:
+                data = await self._objects.get(self.bucket, prefix + name)
+            except ObjectNotFound:
+                raise CheckpointRejected(f"blob {name} missing") from None
+            if len(data) != digest.size or _sha256(data) != digest.sha256:
+                raise CheckpointRejected(f"blob {name} fails its SHA-256")
+            blobs[name] = data
+        state = decode_state(blobs)
+        if state.step != manifest.step or state.total_steps != expected.total_steps:
+            raise CheckpointRejected("tensors disagree with the manifest")
+        return state
+
+    async def resume_point(
+        self, expected: CheckpointIdentity, preferred: str | None = None
+    ) -> ResumePoint:
+        """The newest checkpoint that verifies (trying `preferred` first), else step 0."""
+        candidates = await self.manifests(expected.job_id)
+        notes: list[str] = []
+        if preferred is not None and not (
+            preferred.startswith(self.job_prefix(expected.job_id)) and _parse_key(preferred)
+        ):
+            notes.append(f"ignored {preferred}: not a checkpoint of job {expected.job_id}")
+            preferred = None
+        if preferred is not None:
+            candidates = [preferred] + [key for key in candidates if key != preferred]
+        for key in candidates:
+            try:
+                state = await self.load(key, expected)
+            except CheckpointRejected as error:
+                notes.append(f"rejected {key}: {error}")
+                log.warning("checkpoint %s rejected: %s", key, error)
+                continue
+            if notes:
+                notes.append(f"fell back to {key} (step {state.step})")
+            return ResumePoint(state, key, tuple(notes))
+        if candidates:
+            notes.append("no checkpoint verified: restarting from step 0")
+        return ResumePoint(None, None, tuple(notes))
+
+    async def _prune(self, job_id: str) -> None:
+        manifests = await self.manifests(job_id)
+        for stale in manifests[self._keep :]:
+            prefix = stale.removesuffix(MANIFEST)
+            # The manifest goes first so a half-deleted checkpoint is never a candidate.
+            await self._objects.delete(self.bucket, [stale])
+            await self._objects.delete(self.bucket, [prefix + name for name in BLOB_NAMES])
+
+    async def delete_all(self, job_id: str) -> None:
+        keys = await self._objects.list_keys(self.bucket, self.job_prefix(job_id))
+        if keys:
+            await self._objects.delete(self.bucket, keys)

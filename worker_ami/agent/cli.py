@@ -1,0 +1,152 @@
+"""`framefleet-worker`: run one job, publish a model, serve an IMDS emulator, check the GPU.
+
+    framefleet-worker run --job job.json [--resume s3://bucket/checkpoints/.../manifest.json]
+
+Exit status of `run`: 0 succeeded, 75 preempted (checkpoint durable), 1 failed, 2 refused or
+misconfigured. The run report is printed as JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from orchestrator.domain.clock import SystemClock
+from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.job_spec import JobSpec, parse_job
+from worker_ami.agent.app import s3_client, worker
+from worker_ami.agent.errors import WorkerError
+from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
+from worker_ami.agent.model_cache import publish_model
+from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.report import RunStatus
+from worker_ami.agent.s3_uri import split_s3_uri
+from worker_ami.agent.settings import WorkerSettings, load_worker_settings
+from worker_ami.agent.telemetry import NvmlUnavailable, read_gpus
+
+EXIT_PREEMPTED = 75
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="framefleet-worker", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run one job")
+    run.add_argument("--job", type=Path, required=True)
+    run.add_argument("--attempt", type=int, default=1)
+    run.add_argument("--resume", help="s3:// URI of a checkpoint manifest to try first")
+    run.add_argument("--skip-preflight", action="store_true")
+
+    publish = commands.add_parser("publish-model", help="upload a save_pretrained folder")
+    publish.add_argument("--name", required=True)
+    publish.add_argument("--revision", required=True)
+    publish.add_argument("--source", type=Path, required=True)
+    publish.add_argument("--uri", required=True, help="s3://bucket/prefix/")
+
+    tiny = commands.add_parser("build-tiny-model", help="write a tiny random-weight pipeline")
+    tiny.add_argument("--output", type=Path, required=True)
+
+    emulator = commands.add_parser("imds-emulator", help="serve an IMDSv2 emulator")
+    emulator.add_argument("--port", type=int, default=8111)
+    emulator.add_argument("--lifecycle", choices=["spot", "on-demand"], default="spot")
+    emulator.add_argument("--instance-id", default="i-0123456789abcdef0")
+
+    commands.add_parser("telemetry", help="GPU telemetry through NVML")
+    return parser
+
+
+def _read_job(path: Path) -> JobSpec:
+    try:
+        return parse_job(path.read_text(), now=None)
+    except OSError as error:
+        raise WorkerError(f"cannot read job file {path}: {error}") from None
+
+
+async def _run(settings: WorkerSettings, args: argparse.Namespace) -> int:
+    spec = _read_job(args.job)
+    preferred = None
+    if args.resume:
+        bucket, preferred = split_s3_uri(args.resume)
+        if bucket != settings.require_checkpoint_bucket():
+            raise WorkerError(f"--resume must point into s3://{settings.checkpoint_bucket}/")
+    async with worker(settings, SystemClock()) as agent:
+        loop = asyncio.get_running_loop()
+        # SIGTERM (a drain, or systemd stopping us) checkpoints at the next step boundary.
+        loop.add_signal_handler(
+            signal.SIGTERM, agent.runner.request_checkpoint, "SIGTERM: draining"
+        )
+        if not args.skip_preflight:
+            await agent.preflight(spec)
+        report = await agent.run_job(spec, args.attempt, preferred)
+    sys.stdout.write(report.model_dump_json(indent=2, by_alias=True) + "\n")
+    return {
+        RunStatus.SUCCEEDED: 0,
+        RunStatus.PREEMPTED: EXIT_PREEMPTED,
+        RunStatus.FAILED: 1,
+    }[report.status]
+
+
+async def _publish(settings: WorkerSettings, args: argparse.Namespace) -> int:
+    async with s3_client(settings) as s3:
+        manifest = await publish_model(
+            S3ObjectStore(s3), args.source, args.uri, args.name, args.revision
+        )
+    print(f"published {manifest.name}@{manifest.revision}: {len(manifest.files)} files")
+    return 0
+
+
+async def _emulator(args: argparse.Namespace) -> int:
+    emulator = ImdsEmulator(
+        SystemClock(), InstanceIdentity(instance_id=args.instance_id, lifecycle=args.lifecycle)
+    )
+    url = await emulator.start(port=args.port)
+    print(f"IMDSv2 emulator at {url}", flush=True)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await emulator.stop()
+    return 0
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )  # fmt: skip
+    if args.command == "build-tiny-model":
+        from worker_ami.agent.tiny_model import build_tiny_wan
+
+        print(build_tiny_wan(args.output))
+        return 0
+    if args.command == "imds-emulator":
+        return asyncio.run(_emulator(args))
+    if args.command == "telemetry":
+        gpus = read_gpus()
+        if isinstance(gpus, NvmlUnavailable):
+            print(gpus.reason)
+            return 0
+        print(json.dumps([gpu.__dict__ for gpu in gpus], indent=2))
+        return 0
+    settings = load_worker_settings()
+    if args.command == "publish-model":
+        return asyncio.run(_publish(settings, args))
+    return asyncio.run(_run(settings, args))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        code = run(argv)
+    except FrameFleetError as error:
+        print(f"framefleet-worker: error: {error}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

@@ -1,0 +1,48 @@
+"""Typed errors of the worker agent. `JobFault` means the job itself cannot succeed (retrying
+elsewhere burns GPUs for nothing); everything else is the worker's or the instance's fault."""
+
+from __future__ import annotations
+
+from orchestrator.domain.errors import FrameFleetError
+
+
+class WorkerError(FrameFleetError):
+    pass
+
+
+class JobFault(WorkerError):
+    """The job cannot succeed anywhere: unknown model, out of memory, non-finite latents."""
+
+
+class UnknownModel(JobFault):
+    pass
+
+
+class NonFiniteLatents(JobFault):
+    pass
+
+
+class ObjectNotFound(WorkerError):
+    pass
+
+
+class ObjectStoreError(WorkerError):
+    pass
+
+
+class CheckpointRejected(WorkerError):
+    """A checkpoint failed verification (bad manifest, missing or altered blob, wrong job)."""
+
+
+class ModelCacheError(WorkerError):
+    """The model could not be fetched or failed its checksum."""
+
+
+class PreflightFailed(WorkerError):
+    def __init__(self, reasons: tuple[str, ...]) -> None:
+        self.reasons = reasons
+        super().__init__("preflight failed: " + "; ".join(reasons))
+
+
+class ImdsError(WorkerError):
+    pass

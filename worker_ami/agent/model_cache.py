@@ -1,0 +1,211 @@
+"""Model registry (name -> S3 prefix and revision) and the local model cache.
+
+A published model is a folder in S3 (what `save_pretrained` wrote) plus `framefleet-model.json`
+listing each file's SHA-256. The cache downloads it once into a folder named by a hash of
+name@revision (never by the name itself), verifies every file, and publishes the folder with an
+atomic rename; it evicts least-recently-used models past a disk budget. The cache lives on disk,
+so it survives a restart of the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.job_spec import MODEL_NAME_PATTERN
+from worker_ami.agent.errors import ModelCacheError, ObjectNotFound, UnknownModel
+from worker_ami.agent.object_store import ObjectStore
+from worker_ami.agent.s3_uri import split_s3_uri
+
+MODEL_MANIFEST = "framefleet-model.json"
+COMPLETE_MARKER = ".complete"
+LAST_USED = ".last_used"
+
+
+class ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    uri: str = Field(description="s3://bucket/prefix/ of the published model")
+    revision: str = Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")
+
+
+class ModelRegistry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    models: dict[str, ModelEntry]
+
+    def resolve(self, name: str) -> ModelEntry:
+        entry = self.models.get(name)
+        if entry is None:
+            raise UnknownModel(f"model {name!r} is not in the registry")
+        return entry
+
+    @classmethod
+    def from_file(cls, path: Path) -> ModelRegistry:
+        try:
+            return cls.model_validate_json(path.read_text())
+        except (OSError, ValidationError) as error:
+            raise ModelCacheError(f"cannot read model registry {path}: {error}") from None
+
+
+class FileDigest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+
+
+class ModelManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=MODEL_NAME_PATTERN)
+    revision: str
+    files: dict[str, FileDigest]
+
+    def config_sha256(self) -> str:
+        """Identity of the pipeline's configuration (every JSON file), for checkpoints."""
+        configs = sorted(
+            (path, d.sha256) for path, d in self.files.items() if path.endswith(".json")
+        )
+        return hashlib.sha256(json.dumps(configs).encode()).hexdigest()
+
+
+def _safe_relative(path: str) -> PurePosixPath:
+    relative = PurePosixPath(path)
+    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise ModelCacheError(f"model manifest names an unsafe path: {path!r}")
+    return relative
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+async def publish_model(
+    objects: ObjectStore, source: Path, uri: str, name: str, revision: str
+) -> ModelManifest:
+    """Upload a `save_pretrained` folder and its manifest (the manifest last)."""
+    bucket, prefix = split_s3_uri(uri)
+    files: dict[str, FileDigest] = {}
+    paths = await asyncio.to_thread(lambda: sorted(p for p in source.rglob("*") if p.is_file()))
+    for path in paths:
+        relative = path.relative_to(source).as_posix()
+        data = await asyncio.to_thread(path.read_bytes)
+        await objects.put(bucket, prefix + relative, data)
+        files[relative] = FileDigest(sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    manifest = ModelManifest(name=name, revision=revision, files=files)
+    await objects.put(bucket, prefix + MODEL_MANIFEST, manifest.model_dump_json().encode())
+    return manifest
+
+
+class CachedModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    revision: str
+    path: Path
+    manifest: ModelManifest
+
+
+class ModelCache:
+    def __init__(self, objects: ObjectStore, root: Path, budget_bytes: int, clock: Clock) -> None:
+        self._objects = objects
+        self._root = root
+        self._budget = budget_bytes
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        root.mkdir(parents=True, exist_ok=True)
+
+    def _folder(self, name: str, revision: str) -> Path:
+        return self._root / hashlib.sha256(f"{name}@{revision}".encode()).hexdigest()[:32]
+
+    async def ensure(self, name: str, entry: ModelEntry) -> CachedModel:
+        async with self._lock:
+            folder = self._folder(name, entry.revision)
+            if not await asyncio.to_thread((folder / COMPLETE_MARKER).exists):
+                await self._download(name, entry, folder)
+            manifest = await asyncio.to_thread(self._admit, folder)
+            return CachedModel(
+                name=name, revision=entry.revision, path=folder / "files", manifest=manifest
+            )
+
+    async def _download(self, name: str, entry: ModelEntry, folder: Path) -> None:
+        bucket, prefix = split_s3_uri(entry.uri)
+        try:
+            raw = await self._objects.get(bucket, prefix + MODEL_MANIFEST)
+        except ObjectNotFound:
+            raise ModelCacheError(
+                f"model {name!r} has no {MODEL_MANIFEST} at {entry.uri}"
+            ) from None
+        manifest = ModelManifest.model_validate_json(raw)
+        if (manifest.name, manifest.revision) != (name, entry.revision):
+            raise ModelCacheError(
+                f"{entry.uri} holds {manifest.name}@{manifest.revision}, "
+                f"registry says {name}@{entry.revision}"
+            )
+        partial = self._root / f".partial-{uuid.uuid4().hex}"
+        try:
+            for relative, digest in manifest.files.items():
+                target = partial / "files" / _safe_relative(relative)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                data = await self._objects.get(bucket, prefix + relative)
+                if len(data) != digest.size or hashlib.sha256(data).hexdigest() != digest.sha256:
+                    raise ModelCacheError(f"model file {relative} fails its SHA-256")
+                target.write_bytes(data)
+            (partial / MODEL_MANIFEST).write_bytes(raw)
+            (partial / COMPLETE_MARKER).touch()
+            shutil.rmtree(folder, ignore_errors=True)
+            partial.rename(folder)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+
+    def _admit(self, folder: Path) -> ModelManifest:
+        """Check a cached model, mark it used, and make room under the budget."""
+        manifest = ModelManifest.model_validate_json((folder / MODEL_MANIFEST).read_text())
+        self._check_sizes(folder, manifest)
+        self._touch(folder)
+        self._evict(keep=folder)
+        return manifest
+
+    @staticmethod
+    def _check_sizes(folder: Path, manifest: ModelManifest) -> None:
+        # A full re-hash of a multi-GB model on every job is too slow; sizes catch truncation,
+        # and the download verified every byte.
+        for relative, digest in manifest.files.items():
+            path = folder / "files" / _safe_relative(relative)
+            if not path.is_file() or path.stat().st_size != digest.size:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise ModelCacheError(f"cached model file {relative} is damaged; evicted")
+
+    def _touch(self, folder: Path) -> None:
+        (folder / LAST_USED).write_text(self._clock.now().isoformat())
+
+    def entries(self) -> Mapping[Path, tuple[datetime, int]]:
+        """Complete cached models: folder -> (last used, bytes)."""
+        found: dict[Path, tuple[datetime, int]] = {}
+        for folder in self._root.iterdir():
+            if not (folder / COMPLETE_MARKER).exists():
+                continue
+            last_used = datetime.fromisoformat((folder / LAST_USED).read_text())
+            size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+            found[folder] = (last_used, size)
+        return found
+
+    def _evict(self, keep: Path) -> None:
+        entries = self.entries()
+        total = sum(size for _, size in entries.values())
+        for folder, (_, size) in sorted(entries.items(), key=lambda item: item[1][0]):
+            if total <= self._budget:
+                break
+            if folder == keep:
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            total -= size

@@ -1,0 +1,114 @@
+"""The S3 port the agent needs, and its aioboto3 adapter (multipart for large blobs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from worker_ami.agent.errors import ObjectNotFound, ObjectStoreError
+
+if TYPE_CHECKING:
+    from types_aiobotocore_s3 import S3Client
+    from types_aiobotocore_s3.type_defs import CompletedPartTypeDef
+
+MULTIPART_THRESHOLD = 16 * 1024 * 1024
+MULTIPART_CHUNK = 8 * 1024 * 1024  # S3 wants parts of at least 5 MiB, except the last
+
+
+class ObjectStore(Protocol):
+    async def put(self, bucket: str, key: str, data: bytes) -> None: ...
+
+    async def put_if_absent(self, bucket: str, key: str, data: bytes, content_type: str) -> bool:
+        """Write only if nothing is at `key` (If-None-Match: *); False if something was."""
+        ...
+
+    async def get(self, bucket: str, key: str) -> bytes: ...
+
+    async def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
+
+    async def delete(self, bucket: str, keys: Sequence[str]) -> None: ...
+
+
+@contextmanager
+def _translated(operation: str, bucket: str, key: str = "") -> Iterator[None]:
+    try:
+        yield
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if code in {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}:
+            raise ObjectNotFound(f"s3://{bucket}/{key} not found") from None
+        raise ObjectStoreError(f"{operation} s3://{bucket}/{key}: {code}") from None
+    except BotoCoreError as error:
+        raise ObjectStoreError(f"{operation} s3://{bucket}/{key}: {error}") from None
+
+
+class S3ObjectStore:
+    def __init__(self, client: S3Client) -> None:
+        self._client = client
+
+    async def put(self, bucket: str, key: str, data: bytes) -> None:
+        with _translated("PutObject", bucket, key):
+            if len(data) <= MULTIPART_THRESHOLD:
+                await self._client.put_object(Bucket=bucket, Key=key, Body=data)
+                return
+            await self._put_multipart(bucket, key, data)
+
+    async def _put_multipart(self, bucket: str, key: str, data: bytes) -> None:
+        upload = await self._client.create_multipart_upload(Bucket=bucket, Key=key)
+        upload_id = upload["UploadId"]
+        try:
+            parts: list[CompletedPartTypeDef] = []
+            for number, start in enumerate(range(0, len(data), MULTIPART_CHUNK), start=1):
+                part = await self._client.upload_part(
+                    Bucket=bucket,
+                    Key=key,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    Body=data[start : start + MULTIPART_CHUNK],
+                )
+                parts.append({"ETag": part["ETag"], "PartNumber": number})
+            await self._client.complete_multipart_upload(
+                Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+            )
+        except BaseException:
+            await self._client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+            raise
+
+    async def put_if_absent(self, bucket: str, key: str, data: bytes, content_type: str) -> bool:
+        try:
+            await self._client.put_object(
+                Bucket=bucket, Key=key, Body=data, ContentType=content_type, IfNoneMatch="*"
+            )
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            if code in {"PreconditionFailed", "412", "ConditionalRequestConflict"}:
+                return False
+            raise ObjectStoreError(f"PutObject s3://{bucket}/{key}: {code}") from None
+        except BotoCoreError as error:
+            raise ObjectStoreError(f"PutObject s3://{bucket}/{key}: {error}") from None
+        return True
+
+    async def get(self, bucket: str, key: str) -> bytes:
+        with _translated("GetObject", bucket, key):
+            response = await self._client.get_object(Bucket=bucket, Key=key)
+            async with response["Body"] as body:
+                return await body.read()
+
+    async def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        keys: list[str] = []
+        with _translated("ListObjectsV2", bucket, prefix):
+            paginator = self._client.get_paginator("list_objects_v2")
+            async for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+                keys.extend(item["Key"] for item in page.get("Contents", []) if "Key" in item)
+        return keys
+
+    async def delete(self, bucket: str, keys: Sequence[str]) -> None:
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start : start + 1000]
+            with _translated("DeleteObjects", bucket):
+                await self._client.delete_objects(
+                    Bucket=bucket, Delete={"Objects": [{"Key": key} for key in chunk]}
+                )

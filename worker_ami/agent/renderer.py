@@ -1,0 +1,148 @@
+"""Drives a diffusers Wan text-to-video pipeline one denoising step at a time, so the agent can
+stop, checkpoint and resume at any step boundary.
+
+The loop mirrors `WanPipeline.__call__` (Wan 2.1: one transformer, classifier-free guidance,
+flow-matching scheduler) but keeps every piece of state in a `DenoiseState`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from diffusers import WanPipeline
+
+from orchestrator.domain.job_spec import JobSpec
+from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.errors import JobFault, NonFiniteLatents
+
+MAX_SEQUENCE_LENGTH = 512
+
+
+@dataclass(frozen=True)
+class PromptEmbeddings:
+    positive: torch.Tensor
+    negative: torch.Tensor | None
+
+
+def load_pipeline(model_dir: Path, device: str) -> WanPipeline:
+    """Load from a local folder only (the model cache), never from a hub."""
+    pipe = WanPipeline.from_pretrained(str(model_dir), local_files_only=True)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe.to(device)
+
+
+class Renderer:
+    def __init__(self, pipe: WanPipeline, device: str) -> None:
+        self._pipe = pipe
+        self._device = torch.device(device)
+
+    @property
+    def max_sequence_length(self) -> int:
+        limit = getattr(self._pipe.tokenizer, "model_max_length", MAX_SEQUENCE_LENGTH)
+        return int(min(limit, MAX_SEQUENCE_LENGTH))
+
+    def encode(self, spec: JobSpec) -> PromptEmbeddings:
+        with torch.inference_mode():
+            positive, negative = self._pipe.encode_prompt(
+                prompt=spec.prompt,
+                negative_prompt=spec.negative_prompt,
+                do_classifier_free_guidance=spec.guidance > 1.0,
+                num_videos_per_prompt=1,
+                max_sequence_length=self.max_sequence_length,
+                device=self._device,
+            )
+        dtype = self._pipe.transformer.dtype
+        return PromptEmbeddings(
+            positive=positive.to(dtype), negative=None if negative is None else negative.to(dtype)
+        )
+
+    def _schedule(self, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+        scheduler = self._pipe.scheduler
+        scheduler.set_timesteps(steps, device=self._device)
+        return scheduler.sigmas.detach().cpu().clone(), scheduler.timesteps.detach().cpu().clone()
+
+    def initial_state(self, spec: JobSpec) -> DenoiseState:
+        # A CPU generator: the same seed gives the same noise on every device.
+        generator = torch.Generator(device="cpu").manual_seed(spec.seed)
+        sigmas, timesteps = self._schedule(spec.steps)
+        with torch.inference_mode():
+            latents = self._pipe.prepare_latents(
+                1,
+                self._pipe.transformer.config.in_channels,
+                spec.height,
+                spec.width,
+                spec.num_frames,
+                torch.float32,
+                self._device,
+                generator,
+                None,
+            )
+        return DenoiseState(
+            step=0,
+            total_steps=spec.steps,
+            latents=latents.detach().cpu().clone(),
+            generator_state=generator.get_state(),
+            sigmas=sigmas,
+            timesteps=timesteps,
+        )
+
+    def prepare_resume(self, state: DenoiseState) -> None:
+        """Point the scheduler at the checkpoint's step; refuse a schedule that differs."""
+        sigmas, timesteps = self._schedule(state.total_steps)
+        if not (torch.equal(sigmas, state.sigmas) and torch.equal(timesteps, state.timesteps)):
+            raise JobFault("checkpoint schedule does not match this pipeline's scheduler")
+
+    def step(self, state: DenoiseState, prompt: PromptEmbeddings, guidance: float) -> DenoiseState:
+        """One denoising step: the transformer (twice with guidance), then the scheduler."""
+        pipe = self._pipe
+        scheduler = pipe.scheduler
+        # set_timesteps clears the scheduler's position; begin_index then puts it at our step.
+        scheduler.set_timesteps(state.total_steps, device=self._device)
+        scheduler.set_begin_index(state.step)
+        generator = torch.Generator(device="cpu")
+        generator.set_state(state.generator_state)
+        t = state.timesteps[state.step].to(self._device)
+        latents = state.latents.to(self._device)
+        with torch.inference_mode():
+            model_input = latents.to(pipe.transformer.dtype)
+            timestep = t.expand(latents.shape[0])
+            noise = pipe.transformer(
+                hidden_states=model_input,
+                timestep=timestep,
+                encoder_hidden_states=prompt.positive,
+                return_dict=False,
+            )[0]
+            if prompt.negative is not None and guidance > 1.0:
+                noise_uncond = pipe.transformer(
+                    hidden_states=model_input,
+                    timestep=timestep,
+                    encoder_hidden_states=prompt.negative,
+                    return_dict=False,
+                )[0]
+                noise = noise_uncond + guidance * (noise - noise_uncond)
+            latents = scheduler.step(noise, t, latents, generator=generator, return_dict=False)[0]
+        if not bool(torch.isfinite(latents).all()):
+            raise NonFiniteLatents(f"non-finite latents after step {state.step + 1}")
+        return replace(
+            state,
+            step=state.step + 1,
+            latents=latents.detach().cpu().clone(),
+            generator_state=generator.get_state(),
+        )
+
+    def decode(self, state: DenoiseState) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        """Latents to frames, shape (frames, height, width, 3), uint8."""
+        pipe = self._pipe
+        vae = pipe.vae
+        with torch.inference_mode():
+            latents = state.latents.to(self._device, dtype=vae.dtype)
+            z_dim = vae.config.z_dim
+            mean = torch.tensor(vae.config.latents_mean).view(1, z_dim, 1, 1, 1).to(latents)
+            inv_std = 1.0 / torch.tensor(vae.config.latents_std).view(1, z_dim, 1, 1, 1).to(latents)
+            video = vae.decode(latents / inv_std + mean, return_dict=False)[0]
+            frames = pipe.video_processor.postprocess_video(video, output_type="np")[0]
+        return np.asarray(np.round(np.clip(frames, 0.0, 1.0) * 255.0), dtype=np.uint8)

@@ -1,0 +1,49 @@
+"""What the agent reports about one run of one job (printed as JSON; sent over MQTT later)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RunStatus(StrEnum):
+    SUCCEEDED = "succeeded"
+    PREEMPTED = "preempted"  # stopped on notice with a durable checkpoint
+    FAILED = "failed"
+
+
+class FailureKind(StrEnum):
+    JOB = "job"  # the job cannot succeed anywhere: do not retry it elsewhere
+    WORKER = "worker"  # this worker or instance failed: retry elsewhere
+
+
+class Timings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model_load_s: float = 0.0
+    denoise_s: float = 0.0
+    checkpoint_writes_s: list[float] = Field(default_factory=list)
+    decode_encode_s: float = 0.0
+    upload_s: float = 0.0
+
+
+class JobReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_tag: str = Field(default="framefleet.report/v1", alias="schema")
+    job_id: str
+    attempt: int
+    status: RunStatus
+    steps_done: int
+    total_steps: int
+    resumed_from: str | None = None
+    resume_notes: list[str] = Field(default_factory=list)
+    checkpoint: str | None = Field(default=None, description="manifest key when preempted")
+    checkpoints_written: list[str] = Field(default_factory=list)
+    notices: list[str] = Field(default_factory=list)
+    output_video: str | None = None
+    output_metadata: str | None = None
+    output_already_committed: bool = False
+    video_sha256: str | None = None
+    failure_kind: FailureKind | None = None
+    error: str | None = None
+    timings: Timings = Field(default_factory=Timings)

@@ -1,0 +1,228 @@
+"""Runs one job on this worker: resume point, the step loop, checkpoints, output, cleanup.
+
+At every step boundary (before the first step and after the last one too) the runner looks for
+a pending checkpoint request (a spot notice): if there is one it writes a checkpoint and stops
+with status `preempted`. Otherwise it writes periodic checkpoints at the Young/Daly interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.job_spec import JobSpec
+from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore
+from worker_ami.agent.checkpoint_policy import (
+    CheckpointClock,
+    periodic_checkpoint_due,
+    smoothed,
+    young_daly_interval,
+)
+from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.errors import JobFault, WorkerError
+from worker_ami.agent.model_cache import CachedModel, ModelCache, ModelRegistry
+from worker_ami.agent.object_store import ObjectStore
+from worker_ami.agent.renderer import Renderer, load_pipeline
+from worker_ami.agent.report import FailureKind, JobReport, RunStatus
+from worker_ami.agent.video import ENCODER_SETTINGS, encode_mp4
+
+log = logging.getLogger(__name__)
+
+StepObserver = Callable[[DenoiseState], None]
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    device: str = "cpu"
+    # Mean time between interruptions of this instance's pool; infinity on on-demand.
+    mean_time_between_interruptions_s: float = 6 * 3600.0
+    # The first guess of delta before a checkpoint write has been measured.
+    initial_checkpoint_write_s: float = 2.0
+
+
+class JobRunner:
+    def __init__(
+        self,
+        objects: ObjectStore,
+        checkpoints: CheckpointStore,
+        models: ModelCache,
+        registry: ModelRegistry,
+        clock: Clock,
+        settings: RunnerSettings,
+    ) -> None:
+        self._objects = objects
+        self._checkpoints = checkpoints
+        self._models = models
+        self._registry = registry
+        self._clock = clock
+        self._settings = settings
+        self._renderers: dict[Path, Renderer] = {}
+        self._checkpoint_request = asyncio.Event()
+        self._write_estimate = settings.initial_checkpoint_write_s
+        self.on_step: StepObserver | None = None
+
+    def request_checkpoint(self, reason: str) -> None:
+        """Checkpoint at the next step boundary and stop (a spot notice or a drain)."""
+        log.info("checkpoint requested: %s", reason)
+        self._checkpoint_request.set()
+
+    async def load(self, model_name: str) -> tuple[Renderer, CachedModel]:
+        model = await self._models.ensure(model_name, self._registry.resolve(model_name))
+        renderer = self._renderers.get(model.path)
+        if renderer is None:
+            pipe = await asyncio.to_thread(load_pipeline, model.path, self._settings.device)
+            renderer = Renderer(pipe, self._settings.device)
+            self._renderers[model.path] = renderer
+        return renderer, model
+
+    async def run(self, spec: JobSpec, attempt: int, resume_from: str | None = None) -> JobReport:
+        report = JobReport(
+            job_id=spec.job_id, attempt=attempt, status=RunStatus.FAILED, steps_done=0,
+            total_steps=spec.steps,
+        )  # fmt: skip
+        try:
+            await self._run(spec, attempt, resume_from, report)
+        except JobFault as error:
+            report.failure_kind, report.error = FailureKind.JOB, str(error)
+        except torch.cuda.OutOfMemoryError as error:
+            report.failure_kind, report.error = FailureKind.JOB, f"out of GPU memory: {error}"
+        except WorkerError as error:
+            report.failure_kind, report.error = FailureKind.WORKER, str(error)
+        if report.error:
+            log.error("job %s attempt %d failed: %s", spec.job_id, attempt, report.error)
+        return report
+
+    async def _run(
+        self, spec: JobSpec, attempt: int, resume_from: str | None, report: JobReport
+    ) -> None:
+        started = time.perf_counter()
+        renderer, model = await self.load(spec.model)
+        identity = CheckpointIdentity(
+            job_id=spec.job_id,
+            job_spec_sha256=spec.fingerprint(),
+            model=spec.model,
+            model_revision=model.revision,
+            pipeline_config_sha256=model.manifest.config_sha256(),
+            total_steps=spec.steps,
+        )
+        prompt = await asyncio.to_thread(renderer.encode, spec)
+        resume = await self._checkpoints.resume_point(identity, preferred=resume_from)
+        report.resume_notes = list(resume.notes)
+        report.resumed_from = resume.manifest_key
+        if resume.state is not None:
+            await asyncio.to_thread(renderer.prepare_resume, resume.state)
+            state = resume.state
+        else:
+            state = await asyncio.to_thread(renderer.initial_state, spec)
+        report.timings.model_load_s = time.perf_counter() - started
+
+        step_seconds = 0.0
+        since_checkpoint = time.perf_counter()
+        denoise_started = time.perf_counter()
+        while True:
+            report.steps_done = state.step
+            if self._checkpoint_request.is_set():
+                report.checkpoint = await self._write_checkpoint(state, identity, attempt, report)
+                report.status = RunStatus.PREEMPTED
+                report.timings.denoise_s = time.perf_counter() - denoise_started
+                return
+            if state.done:
+                break
+            step_started = time.perf_counter()
+            state = await asyncio.to_thread(renderer.step, state, prompt, spec.guidance)
+            measured = time.perf_counter() - step_started
+            step_seconds = measured if step_seconds == 0 else smoothed(step_seconds, measured)
+            if self.on_step is not None:
+                self.on_step(state)
+            view = CheckpointClock(
+                interval=self._interval(),
+                seconds_since_last=time.perf_counter() - since_checkpoint,
+                remaining_seconds=(state.total_steps - state.step) * step_seconds,
+                write_seconds=self._write_estimate,
+            )
+            if not state.done and periodic_checkpoint_due(view):
+                await self._write_checkpoint(state, identity, attempt, report)
+                since_checkpoint = time.perf_counter()
+        report.timings.denoise_s = time.perf_counter() - denoise_started
+        await self._publish(spec, attempt, renderer, state, model, report)
+
+    def _interval(self) -> float:
+        mtbi = self._settings.mean_time_between_interruptions_s
+        return math.inf if math.isinf(mtbi) else young_daly_interval(self._write_estimate, mtbi)
+
+    async def _write_checkpoint(
+        self, state: DenoiseState, identity: CheckpointIdentity, attempt: int, report: JobReport
+    ) -> str:
+        started = time.perf_counter()
+        key = await self._checkpoints.write(state, identity, attempt, self._clock.now())
+        elapsed = time.perf_counter() - started
+        self._write_estimate = smoothed(self._write_estimate, elapsed)
+        report.timings.checkpoint_writes_s.append(elapsed)
+        report.checkpoints_written.append(key)
+        log.info("checkpoint durable at step %d: %s (%.3fs)", state.step, key, elapsed)
+        return key
+
+    async def _publish(
+        self,
+        spec: JobSpec,
+        attempt: int,
+        renderer: Renderer,
+        state: DenoiseState,
+        model: CachedModel,
+        report: JobReport,
+    ) -> None:
+        started = time.perf_counter()
+        frames = await asyncio.to_thread(renderer.decode, state)
+        video = await asyncio.to_thread(encode_mp4, frames, spec.fps)
+        report.timings.decode_encode_s = time.perf_counter() - started
+        digest = hashlib.sha256(video).hexdigest()
+        video_key = f"{spec.output_prefix}{spec.job_id}.mp4"
+        metadata_key = f"{spec.output_prefix}{spec.job_id}.json"
+        metadata = {
+            "schema": "framefleet.output/v1",
+            "job_id": spec.job_id,
+            "attempt": attempt,
+            "model": spec.model,
+            "model_revision": model.revision,
+            "video_sha256": digest,
+            "frames": int(frames.shape[0]),
+            "width": spec.width,
+            "height": spec.height,
+            "fps": spec.fps,
+            "steps": spec.steps,
+            "seed": spec.seed,
+            "encoder": ENCODER_SETTINGS,
+            "resumed_from": report.resumed_from,
+            "tags": spec.tags.model_dump(exclude_none=True),
+            "finished_at": self._clock.now().isoformat(),
+        }
+        started = time.perf_counter()
+        # Conditional puts: a duplicate attempt can never clobber a committed output.
+        committed = await self._objects.put_if_absent(
+            spec.output_bucket, video_key, video, "video/mp4"
+        )
+        if committed:
+            await self._objects.put_if_absent(
+                spec.output_bucket,
+                metadata_key,
+                json.dumps(metadata, indent=2).encode(),
+                "application/json",
+            )
+        report.timings.upload_s = time.perf_counter() - started
+        report.output_already_committed = not committed
+        report.output_video = f"s3://{spec.output_bucket}/{video_key}"
+        report.output_metadata = f"s3://{spec.output_bucket}/{metadata_key}"
+        report.video_sha256 = digest
+        report.steps_done = state.step
+        report.status = RunStatus.SUCCEEDED
+        await self._checkpoints.delete_all(spec.job_id)

@@ -1,0 +1,76 @@
+"""Worker settings: environment (FRAMEFLEET_WORKER_*) and an optional TOML file
+(FRAMEFLEET_WORKER_CONFIG)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from orchestrator.domain.errors import ConfigurationError
+
+CONFIG_FILE_ENV = "FRAMEFLEET_WORKER_CONFIG"
+GIB = 1024**3
+
+
+class WorkerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FRAMEFLEET_WORKER_", extra="ignore")
+
+    region: str = "us-east-1"
+    endpoint_url: str | None = None
+    checkpoint_bucket: str | None = None
+    checkpoint_root: str = "checkpoints"
+    checkpoints_kept: int = Field(default=2, ge=1, le=10)
+    model_registry: Path = Path("/etc/framefleet/models.json")
+    cache_dir: Path = Path("/var/cache/framefleet/models")
+    cache_budget_gib: float = Field(default=200.0, gt=0)
+    imds_url: str = "http://169.254.169.254"
+    imds_enabled: bool = True
+    imds_poll_seconds: float = Field(default=2.0, gt=0)
+    device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
+    allow_cpu: bool = False
+    min_free_disk_gib: float = Field(default=20.0, ge=0)
+    # Mean time between interruptions for spot pools (the autoscaler refines it per pool).
+    spot_mtbi_hours: float = Field(default=6.0, gt=0)
+    initial_checkpoint_write_s: float = Field(default=2.0, gt=0)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if config := os.environ.get(CONFIG_FILE_ENV):
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config)))
+        return tuple(sources)
+
+    def require_checkpoint_bucket(self) -> str:
+        if not self.checkpoint_bucket:
+            raise ConfigurationError("set FRAMEFLEET_WORKER_CHECKPOINT_BUCKET")
+        return self.checkpoint_bucket
+
+    def mtbi_seconds(self, lifecycle: str) -> float:
+        return self.spot_mtbi_hours * 3600.0 if lifecycle == "spot" else math.inf
+
+
+def load_worker_settings() -> WorkerSettings:
+    try:
+        return WorkerSettings()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in error.errors(include_input=False)
+        )
+        raise ConfigurationError(f"invalid worker settings: {problems}") from None
