@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,8 +140,3 @@ async def imds() -> AsyncIterator[tuple[ImdsEmulator, str]]:
 
 def read_object(s3: S3Client, bucket: str, key: str) -> bytes:
     return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-
-
-@pytest.fixture
-def job_file(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "job.json"

@@ -75,7 +75,7 @@ class ImdsClient:
                     raise ImdsError(f"IMDS token request answered {response.status}")
                 self._token = await response.text()
         except (aiohttp.ClientError, TimeoutError) as error:
-            raise ImdsError(f"IMDS unreachable: {error}") from None
+            raise ImdsError(f"IMDS unreachable: {type(error).__name__} {error}") from None
         self._token_expiry = self._clock.now() + timedelta(seconds=self._ttl)
         return self._token
 
@@ -98,7 +98,7 @@ class ImdsClient:
                         raise ImdsError(f"IMDS {path} answered {response.status}")
                     return await response.text()
             except (aiohttp.ClientError, TimeoutError) as error:
-                raise ImdsError(f"IMDS unreachable: {error}") from None
+                raise ImdsError(f"IMDS unreachable: {type(error).__name__} {error}") from None
         raise ImdsError(f"IMDS {path}: unauthorized with a fresh token")
 
     async def identity(self) -> InstanceIdentity:

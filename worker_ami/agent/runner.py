@@ -50,6 +50,17 @@ class RunnerSettings:
     initial_checkpoint_write_s: float = 2.0
 
 
+def checkpoint_identity(spec: JobSpec, model: CachedModel) -> CheckpointIdentity:
+    return CheckpointIdentity(
+        job_id=spec.job_id,
+        job_spec_sha256=spec.fingerprint(),
+        model=spec.model,
+        model_revision=model.revision,
+        pipeline_config_sha256=model.manifest.config_sha256(),
+        total_steps=spec.steps,
+    )
+
+
 class JobRunner:
     def __init__(
         self,
@@ -107,14 +118,7 @@ class JobRunner:
     ) -> None:
         started = time.perf_counter()
         renderer, model = await self.load(spec.model)
-        identity = CheckpointIdentity(
-            job_id=spec.job_id,
-            job_spec_sha256=spec.fingerprint(),
-            model=spec.model,
-            model_revision=model.revision,
-            pipeline_config_sha256=model.manifest.config_sha256(),
-            total_steps=spec.steps,
-        )
+        identity = checkpoint_identity(spec, model)
         prompt = await asyncio.to_thread(renderer.encode, spec)
         resume = await self._checkpoints.resume_point(identity, preferred=resume_from)
         report.resume_notes = list(resume.notes)
@@ -125,14 +129,21 @@ class JobRunner:
         else:
             state = await asyncio.to_thread(renderer.initial_state, spec)
         report.timings.model_load_s = time.perf_counter() - started
+        log.info("job %s: denoising from step %d of %d", spec.job_id, state.step, spec.steps)
 
         step_seconds = 0.0
         since_checkpoint = time.perf_counter()
+        last_checkpoint: tuple[int, str] | None = None
         denoise_started = time.perf_counter()
         while True:
             report.steps_done = state.step
             if self._checkpoint_request.is_set():
-                report.checkpoint = await self._write_checkpoint(state, identity, attempt, report)
+                if last_checkpoint is not None and last_checkpoint[0] == state.step:
+                    report.checkpoint = last_checkpoint[1]  # this very state is already durable
+                else:
+                    report.checkpoint = await self._write_checkpoint(
+                        state, identity, attempt, report
+                    )
                 report.status = RunStatus.PREEMPTED
                 report.timings.denoise_s = time.perf_counter() - denoise_started
                 return
@@ -151,7 +162,8 @@ class JobRunner:
                 write_seconds=self._write_estimate,
             )
             if not state.done and periodic_checkpoint_due(view):
-                await self._write_checkpoint(state, identity, attempt, report)
+                key = await self._write_checkpoint(state, identity, attempt, report)
+                last_checkpoint = (state.step, key)
                 since_checkpoint = time.perf_counter()
         report.timings.denoise_s = time.perf_counter() - denoise_started
         await self._publish(spec, attempt, renderer, state, model, report)
