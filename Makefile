@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo lint typecheck unit bench-intake schema clean
+.PHONY: test demo lint typecheck unit bench-intake bench-checkpoint schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ demo: $(VENV)/.demo-installed
 
 bench-intake: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.intake
+
+bench-checkpoint: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.checkpoint
 
 schema: $(VENV)/.dev-installed
 	$(BIN)/framefleet schema --output docs/job.schema.json

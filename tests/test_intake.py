@@ -89,11 +89,17 @@ async def test_valid_duplicate_malformed_and_oversized_messages(
     settings = settings_for(moto_endpoint, queues, database_url, max_message_bytes=4096)
 
     async with running(settings) as plane:
-        await async_wait_until(lambda: handled(plane.intake_metrics) >= len(bodies))
+        await async_wait_until(
+            lambda: (
+                handled(plane.intake_metrics) >= len(bodies)
+                and queue_is_empty(sqs, queues.jobs_url)
+            )
+        )
         metrics = plane.intake_metrics
         assert metrics.outcome("accepted") == 5
-        assert metrics.outcome("duplicate") == 1
-        assert metrics.outcome("dead_lettered") == 5
+        # At least: SQS may deliver any message twice; a second delivery is a no-op.
+        assert metrics.outcome("duplicate") >= 1
+        assert metrics.outcome("dead_lettered") >= 5
         jobs = plane.store.list_jobs()
         assert sorted(j.job_id for j in jobs) == sorted(j["job_id"] for j in good)
         assert all(j.state is JobState.QUEUED for j in jobs)
@@ -102,7 +108,7 @@ async def test_valid_duplicate_malformed_and_oversized_messages(
     assert queue_is_empty(sqs, queues.jobs_url)
     letters = peek_dead_letters(sqs, queues.dead_letter_url)
     entries = {letter.original_message_id: letter for letter in letters}
-    assert len(letters) == len(entries) == 5
+    assert len(entries) == 5
     # Standard queues do not keep order: whichever good-0 spec came first won, the other is the
     # conflicting duplicate.
     [loser] = {message_ids[0], message_ids[10]} & set(entries)
@@ -118,7 +124,7 @@ async def test_valid_duplicate_malformed_and_oversized_messages(
     assert "limit 4096" in entries[message_ids[9]].errors
     assert entries[loser].body == bodies[message_ids.index(loser)]
     # Peeking leaves the entries in place for the operator.
-    assert len(peek_dead_letters(sqs, queues.dead_letter_url)) == 5
+    assert len(peek_dead_letters(sqs, queues.dead_letter_url)) == len(letters)
 
 
 async def test_a_message_received_but_not_deleted_comes_back_and_is_ingested_once(
@@ -193,6 +199,11 @@ async def test_many_messages_become_exactly_one_job_each(
     send(sqs, queues.jobs_url, bodies + bodies[:10])
     intake = IntakeConfig(concurrency=intake_concurrency, wait_seconds=1, visibility_timeout=30)
     async with running(settings_for(moto_endpoint, queues, sqlite_url, intake=intake)) as plane:
-        await async_wait_until(lambda: handled(plane.intake_metrics) == 70)
-        assert plane.store.count_jobs() == 60
-        assert plane.intake_metrics.outcome("duplicate") == 10
+        # SQS delivers at least once (and moto's threaded server occasionally hands one message
+        # to two concurrent receivers), so wait for the outcome, not for an exact count.
+        await async_wait_until(
+            lambda: plane.store.count_jobs() == 60 and queue_is_empty(sqs, queues.jobs_url)
+        )
+        assert plane.intake_metrics.outcome("accepted") == 60
+        assert plane.intake_metrics.outcome("duplicate") >= 10
+        assert plane.intake_metrics.outcome("dead_lettered") == 0

@@ -149,9 +149,12 @@ class IntakeLoop:
 
     async def _dead_letter(self, rejection: Rejection) -> None:
         needs_send = await asyncio.to_thread(self._sink.record_rejection, rejection)
-        if needs_send:
-            await self._send_to_dead_letters(rejection)
-            await asyncio.to_thread(self._sink.mark_dead_lettered, rejection.message_id)
+        if not needs_send:
+            # A redelivery of a message already dead-lettered.
+            self._metrics.messages.labels(outcome="duplicate").inc()
+            return
+        await self._send_to_dead_letters(rejection)
+        await asyncio.to_thread(self._sink.mark_dead_lettered, rejection.message_id)
         self._metrics.messages.labels(outcome="dead_lettered").inc()
         self._metrics.dead_lettered.labels(reason=rejection.reason).inc()
         log.info(

@@ -165,3 +165,17 @@ def test_telemetry_without_a_driver(worker_settings: WorkerSettings, tmp_path: P
     result = run_worker(worker_env(worker_settings, tmp_path), "telemetry")
     assert result.returncode == 0
     assert result.stdout.startswith(("no NVIDIA driver", "["))
+
+
+def test_warm_cache_fetches_the_model_once(
+    published_model: ModelRegistry, worker_settings: WorkerSettings, tmp_path: Path
+) -> None:
+    env = worker_env(worker_settings, tmp_path / "warm")
+    result = run_worker(env, "warm-cache", "--model", "wan/tiny-test")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("cached wan/tiny-test@r1 at ")
+    cached = Path(result.stdout.split(" at ", 1)[1].strip())
+    assert (cached / "model_index.json").is_file()
+    unknown = run_worker(env, "warm-cache", "--model", "wan/none")
+    assert unknown.returncode == 2
+    assert "is not in the registry" in unknown.stderr

@@ -23,11 +23,11 @@ from orchestrator.domain.job_spec import JobSpec, parse_job
 from worker_ami.agent.app import s3_client, worker
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
-from worker_ami.agent.model_cache import publish_model
+from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.s3_uri import split_s3_uri
-from worker_ami.agent.settings import WorkerSettings, load_worker_settings
+from worker_ami.agent.settings import GIB, WorkerSettings, load_worker_settings
 from worker_ami.agent.telemetry import NvmlUnavailable, read_gpus
 
 EXIT_PREEMPTED = 75
@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument("--revision", required=True)
     publish.add_argument("--source", type=Path, required=True)
     publish.add_argument("--uri", required=True, help="s3://bucket/prefix/")
+
+    warm = commands.add_parser("warm-cache", help="fetch models into the local cache")
+    warm.add_argument("--model", action="append", required=True)
 
     tiny = commands.add_parser("build-tiny-model", help="write a tiny random-weight pipeline")
     tiny.add_argument("--output", type=Path, required=True)
@@ -100,6 +103,21 @@ async def _publish(settings: WorkerSettings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _warm(settings: WorkerSettings, names: list[str]) -> int:
+    registry = ModelRegistry.from_file(settings.model_registry)
+    async with s3_client(settings) as s3:
+        cache = ModelCache(
+            S3ObjectStore(s3),
+            settings.cache_dir,
+            int(settings.cache_budget_gib * GIB),
+            SystemClock(),
+        )
+        for name in names:
+            model = await cache.ensure(name, registry.resolve(name))
+            print(f"cached {name}@{model.revision} at {model.path}")
+    return 0
+
+
 async def _emulator(args: argparse.Namespace) -> int:
     emulator = ImdsEmulator(
         SystemClock(), InstanceIdentity(instance_id=args.instance_id, lifecycle=args.lifecycle)
@@ -138,6 +156,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     settings = load_worker_settings()
     if args.command == "publish-model":
         return asyncio.run(_publish(settings, args))
+    if args.command == "warm-cache":
+        return asyncio.run(_warm(settings, args.model))
     return asyncio.run(_run(settings, args))
 
 
