@@ -25,10 +25,11 @@ from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.client import submit_job
 from orchestrator.config import Settings, load_settings
 from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.errors import ConfigurationError
 from orchestrator.domain.job_record import JobRecord
 from orchestrator.domain.job_spec import job_json_schema
 from orchestrator.domain.job_state import JobState
+from orchestrator.domain.settings_support import exit_with
 from orchestrator.store.job_store import JobStore
 
 log = logging.getLogger("framefleet")
@@ -72,7 +73,7 @@ def _job_from_args(args: argparse.Namespace) -> dict[str, Any]:
         try:
             job = json.loads(args.file.read_text())
         except (OSError, json.JSONDecodeError) as error:
-            raise FrameFleetError(f"cannot read job file {args.file}: {error}") from None
+            raise ConfigurationError(f"cannot read job file {args.file}: {error}") from None
     job.setdefault("schema", "framefleet.job/v1")
     for name in (
         "job_id",
@@ -215,11 +216,4 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    try:
-        code = run(argv)
-    except FrameFleetError as error:
-        print(f"framefleet: error: {error}", file=sys.stderr)
-        code = 2
-    except KeyboardInterrupt:
-        code = 130
-    sys.exit(code)
+    exit_with("framefleet", lambda: run(argv))

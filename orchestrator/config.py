@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import ClassVar
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import SettingsConfigDict
 
 from orchestrator.domain.errors import ConfigurationError
 from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES
+from orchestrator.domain.settings_support import EnvThenTomlSettings, load
 from orchestrator.intake.loop import IntakeSettings
 
 CONFIG_FILE_ENV = "FRAMEFLEET_CONFIG"
@@ -40,7 +37,8 @@ class IntakeConfig(BaseModel):
         )
 
 
-class Settings(BaseSettings):
+class Settings(EnvThenTomlSettings):
+    config_file_env: ClassVar[str] = CONFIG_FILE_ENV
     model_config = SettingsConfigDict(
         env_prefix="FRAMEFLEET_", env_nested_delimiter="__", extra="ignore"
     )
@@ -57,21 +55,6 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     intake: IntakeConfig = Field(default_factory=IntakeConfig)
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        config_file = os.environ.get(CONFIG_FILE_ENV)
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if config_file:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_file)))
-        return tuple(sources)
-
     def require_queues(self) -> tuple[str, str]:
         if not self.jobs_queue_url or not self.dead_letter_queue_url:
             raise ConfigurationError(
@@ -86,13 +69,4 @@ def load_settings(config_file: Path | None = None) -> Settings:
         if not config_file.is_file():
             raise ConfigurationError(f"config file {config_file} does not exist")
         os.environ[CONFIG_FILE_ENV] = str(config_file)
-    try:
-        return Settings()
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-            for e in error.errors(include_input=False)
-        )
-        raise ConfigurationError(f"invalid settings: {problems}") from None
-    except (OSError, ValueError) as error:
-        raise ConfigurationError(f"cannot read settings: {error}") from None
+    return load(Settings, "settings")

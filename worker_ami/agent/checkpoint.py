@@ -9,7 +9,6 @@ never execute code (nothing is ever unpickled).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +21,7 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
 from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.digest import Digest
 from worker_ami.agent.errors import CheckpointRejected, ObjectNotFound
 from worker_ami.agent.object_store import ObjectStore
 
@@ -31,12 +31,6 @@ CHECKPOINT_SCHEMA = "framefleet.checkpoint/v1"
 MANIFEST = "manifest.json"
 LATENTS, SCHEDULER, RNG = "latents.safetensors", "scheduler.safetensors", "rng.safetensors"
 BLOB_NAMES = (LATENTS, SCHEDULER, RNG)
-
-
-class BlobDigest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    size: int = Field(ge=0)
 
 
 class CheckpointIdentity(BaseModel):
@@ -57,7 +51,7 @@ class CheckpointManifest(BaseModel):
     identity: CheckpointIdentity
     attempt: int = Field(ge=0)
     step: int = Field(ge=0)
-    blobs: dict[str, BlobDigest]
+    blobs: dict[str, Digest]
     created_at: datetime
 
 
@@ -68,10 +62,6 @@ class ResumePoint:
     state: DenoiseState | None
     manifest_key: str | None
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def encode_state(state: DenoiseState) -> dict[str, bytes]:
@@ -143,7 +133,7 @@ class CheckpointStore:
             identity=identity,
             attempt=attempt,
             step=state.step,
-            blobs={name: BlobDigest(sha256=_sha256(d), size=len(d)) for name, d in blobs.items()},
+            blobs={name: Digest.of(data) for name, data in blobs.items()},
             created_at=now,
         )
         key = prefix + MANIFEST
@@ -177,7 +167,7 @@ class CheckpointStore:
                 data = await self._objects.get(self.bucket, prefix + name)
             except ObjectNotFound:
                 raise CheckpointRejected(f"blob {name} missing") from None
-            if len(data) != digest.size or _sha256(data) != digest.sha256:
+            if not digest.matches(data):
                 raise CheckpointRejected(f"blob {name} fails its SHA-256")
             blobs[name] = data
         state = decode_state(blobs)

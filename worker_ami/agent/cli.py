@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.errors import FrameFleetError
 from orchestrator.domain.job_spec import JobSpec, parse_job
+from orchestrator.domain.settings_support import exit_with
 from worker_ami.agent.app import s3_client, worker
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
@@ -162,11 +162,4 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    try:
-        code = run(argv)
-    except FrameFleetError as error:
-        print(f"framefleet-worker: error: {error}", file=sys.stderr)
-        code = 2
-    except KeyboardInterrupt:
-        code = 130
-    sys.exit(code)
+    exit_with("framefleet-worker", lambda: run(argv))

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.domain.clock import Clock
 from orchestrator.domain.job_spec import MODEL_NAME_PATTERN
+from worker_ami.agent.digest import Digest
 from worker_ami.agent.errors import ModelCacheError, ObjectNotFound, UnknownModel
 from worker_ami.agent.object_store import ObjectStore
 from worker_ami.agent.s3_uri import split_s3_uri
@@ -55,17 +56,11 @@ class ModelRegistry(BaseModel):
             raise ModelCacheError(f"cannot read model registry {path}: {error}") from None
 
 
-class FileDigest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    size: int = Field(ge=0)
-
-
 class ModelManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(pattern=MODEL_NAME_PATTERN)
     revision: str
-    files: dict[str, FileDigest]
+    files: dict[str, Digest]
 
     def config_sha256(self) -> str:
         """Identity of the pipeline's configuration (every JSON file), for checkpoints."""
@@ -82,26 +77,18 @@ def _safe_relative(path: str) -> PurePosixPath:
     return relative
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 async def publish_model(
     objects: ObjectStore, source: Path, uri: str, name: str, revision: str
 ) -> ModelManifest:
     """Upload a `save_pretrained` folder and its manifest (the manifest last)."""
     bucket, prefix = split_s3_uri(uri)
-    files: dict[str, FileDigest] = {}
+    files: dict[str, Digest] = {}
     paths = await asyncio.to_thread(lambda: sorted(p for p in source.rglob("*") if p.is_file()))
     for path in paths:
         relative = path.relative_to(source).as_posix()
         data = await asyncio.to_thread(path.read_bytes)
         await objects.put(bucket, prefix + relative, data)
-        files[relative] = FileDigest(sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+        files[relative] = Digest.of(data)
     manifest = ModelManifest(name=name, revision=revision, files=files)
     await objects.put(bucket, prefix + MODEL_MANIFEST, manifest.model_dump_json().encode())
     return manifest
@@ -157,7 +144,7 @@ class ModelCache:
                 target = partial / "files" / _safe_relative(relative)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 data = await self._objects.get(bucket, prefix + relative)
-                if len(data) != digest.size or hashlib.sha256(data).hexdigest() != digest.sha256:
+                if not digest.matches(data):
                     raise ModelCacheError(f"model file {relative} fails its SHA-256")
                 target.write_bytes(data)
             (partial / MODEL_MANIFEST).write_bytes(raw)

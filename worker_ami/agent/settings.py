@@ -4,24 +4,21 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
+from typing import ClassVar
 
-from pydantic import Field, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
 
 from orchestrator.domain.errors import ConfigurationError
+from orchestrator.domain.settings_support import EnvThenTomlSettings, load
 
 CONFIG_FILE_ENV = "FRAMEFLEET_WORKER_CONFIG"
 GIB = 1024**3
 
 
-class WorkerSettings(BaseSettings):
+class WorkerSettings(EnvThenTomlSettings):
+    config_file_env: ClassVar[str] = CONFIG_FILE_ENV
     model_config = SettingsConfigDict(env_prefix="FRAMEFLEET_WORKER_", extra="ignore")
 
     region: str = "us-east-1"
@@ -42,20 +39,6 @@ class WorkerSettings(BaseSettings):
     spot_mtbi_hours: float = Field(default=6.0, gt=0)
     initial_checkpoint_write_s: float = Field(default=2.0, gt=0)
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if config := os.environ.get(CONFIG_FILE_ENV):
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config)))
-        return tuple(sources)
-
     def require_checkpoint_bucket(self) -> str:
         if not self.checkpoint_bucket:
             raise ConfigurationError("set FRAMEFLEET_WORKER_CHECKPOINT_BUCKET")
@@ -66,11 +49,4 @@ class WorkerSettings(BaseSettings):
 
 
 def load_worker_settings() -> WorkerSettings:
-    try:
-        return WorkerSettings()
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-            for e in error.errors(include_input=False)
-        )
-        raise ConfigurationError(f"invalid worker settings: {problems}") from None
+    return load(WorkerSettings, "worker settings")

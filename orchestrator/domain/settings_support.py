@@ -1,0 +1,63 @@
+"""Shared plumbing for settings (pydantic-settings) and command-line entry points."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar, NoReturn, TypeVar
+
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, TomlConfigSettingsSource
+
+from orchestrator.domain.errors import ConfigurationError, FrameFleetError
+
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+class EnvThenTomlSettings(BaseSettings):
+    """Arguments, then environment, then the TOML file named by the variable `config_file_env`
+    (if set), then defaults. Dotenv files and secret directories are not read."""
+
+    config_file_env: ClassVar[str] = ""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if cls.config_file_env and (config_file := os.environ.get(cls.config_file_env)):
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_file)))
+        return tuple(sources)
+
+
+def load(settings_cls: type[SettingsT], what: str) -> SettingsT:
+    """Build settings; any problem becomes one ConfigurationError line, never a traceback."""
+    try:
+        return settings_cls()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in error.errors(include_input=False)
+        )
+        raise ConfigurationError(f"invalid {what}: {problems}") from None
+    except (OSError, ValueError) as error:
+        raise ConfigurationError(f"cannot read {what}: {error}") from None
+
+
+def exit_with(program: str, run: Callable[[], int]) -> NoReturn:
+    """Run a command; an expected failure is one line on stderr and exit status 2."""
+    try:
+        code = run()
+    except FrameFleetError as error:
+        print(f"{program}: error: {error}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
