@@ -128,21 +128,19 @@ async def notice_latency(
         for trial in range(trials):
             emulator.clear_notices()
             runner = make_runner()  # a fresh agent per notice, as after a real interruption
-            notice_step = int(rng.integers(2, 6))
+            # The notice lands at a uniformly random point of the IMDS poll cycle.
+            delay = 0.5 + float(rng.uniform(0, poll))
             set_at: list[float] = []
 
-            def after_step(
-                state: DenoiseState, at: int = notice_step, marks: list[float] = set_at
-            ) -> None:
-                if state.step == at and not marks:
-                    emulator.set_instance_action()
-                    marks.append(time.perf_counter())
+            async def notice_later(pause: float = delay, marks: list[float] = set_at) -> None:
+                await asyncio.sleep(pause)
+                emulator.set_instance_action()
+                marks.append(time.perf_counter())
 
             async def on_notice(notice: SpotNotice, runner: JobRunner = runner) -> None:
                 if notice.kind is NoticeKind.INSTANCE_ACTION:
                     runner.request_checkpoint("benchmark notice")
 
-            runner.on_step = after_step
             spec = parse_job(
                 {
                     **spec_fields,
@@ -156,10 +154,11 @@ async def notice_latency(
                 ImdsClient(http, imds_url, SystemClock()), SystemClock(), on_notice, poll
             )
             watching = asyncio.create_task(watcher.run(stop))
+            noticing = asyncio.create_task(notice_later())
             report = await runner.run(spec, attempt=1)
             durable_at = time.perf_counter()
             stop.set()
-            await watching
+            await asyncio.gather(watching, noticing)
             assert report.status is RunStatus.PREEMPTED, report.error
             latencies.append(durable_at - set_at[0])
     return latencies
