@@ -1,0 +1,207 @@
+"""The control-plane <-> worker protocol over MQTT (3.1.1 is enough: nothing here needs MQTT 5).
+
+Topics: `ff/v1/workers/{worker_id}/{hello|heartbeat|events|cmd|status}`. Workers publish hello,
+heartbeat, events and status (status is also their last will: offline); the control plane
+publishes commands. QoS 1 throughout, so every message may arrive twice: commands are idempotent
+by command_id and events by event_id. Every command and job event carries the job's attempt
+number, the fencing epoch: the control plane ignores events from an attempt it has replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.job_spec import JobSpec
+
+PROTOCOL = "framefleet.worker/v1"
+TOPIC_PREFIX = "ff/v1/workers"
+# No MQTT wildcards or separators, so a worker id is always exactly one topic level.
+WORKER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+MAX_PAYLOAD_BYTES = 512 * 1024
+
+
+class ProtocolError(FrameFleetError):
+    """A message that does not follow the protocol; it is logged and ignored."""
+
+
+class Channel(StrEnum):
+    HELLO = "hello"
+    HEARTBEAT = "heartbeat"
+    EVENTS = "events"
+    CMD = "cmd"
+    STATUS = "status"
+
+
+def topic(worker_id: str, channel: Channel) -> str:
+    if not re.match(WORKER_ID_PATTERN, worker_id):
+        raise ProtocolError(f"invalid worker id {worker_id!r}")
+    return f"{TOPIC_PREFIX}/{worker_id}/{channel.value}"
+
+
+def parse_topic(name: str) -> tuple[str, Channel]:
+    parts = name.split("/")
+    if len(parts) != 5 or "/".join(parts[:3]) != TOPIC_PREFIX:
+        raise ProtocolError(f"not a FrameFleet worker topic: {name!r}")
+    worker_id, channel = parts[3], parts[4]
+    if not re.match(WORKER_ID_PATTERN, worker_id):
+        raise ProtocolError(f"invalid worker id in topic {name!r}")
+    try:
+        return worker_id, Channel(channel)
+    except ValueError:
+        raise ProtocolError(f"unknown channel in topic {name!r}") from None
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    protocol: Literal["framefleet.worker/v1"] = "framefleet.worker/v1"
+    worker_id: str = Field(pattern=WORKER_ID_PATTERN)
+    sent_at: datetime
+
+
+class GpuInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    index: int = Field(ge=0, le=63)
+    family: str = Field(pattern=r"^[a-z0-9]{1,16}$")
+    vram_gib: float = Field(gt=0, le=1024)
+
+
+class Hello(_Message):
+    type: Literal["hello"] = "hello"
+    instance_id: str = Field(pattern=r"^i-[0-9a-f]{8,32}$")
+    instance_type: str = Field(max_length=32)
+    availability_zone: str = Field(max_length=32)
+    market: Literal["spot", "on-demand"]
+    gpus: tuple[GpuInfo, ...] = Field(min_length=1, max_length=64)
+    cached_models: tuple[str, ...] = ()
+    agent_version: str = Field(max_length=32)
+
+
+class JobProgress(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    job_id: str
+    attempt: int = Field(ge=1)
+    gpu_index: int = Field(ge=0)
+    step: int = Field(ge=0)
+    total_steps: int = Field(ge=1)
+
+
+class GpuHealth(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    index: int
+    utilization_percent: int
+    memory_used_gib: float
+    temperature_celsius: int
+    ecc_uncorrected_errors: int | None = None
+
+
+class Heartbeat(_Message):
+    type: Literal["heartbeat"] = "heartbeat"
+    sequence: int = Field(ge=0)
+    jobs: tuple[JobProgress, ...] = ()
+    gpus: tuple[GpuHealth, ...] = ()
+
+
+class EventKind(StrEnum):
+    STARTED = "started"
+    CHECKPOINT_DURABLE = "checkpoint_durable"
+    FINISHED = "finished"
+    FAILED = "failed"
+    NOTICE_SEEN = "notice_seen"
+    COMMAND_ACK = "command_ack"
+
+
+class WorkerEvent(_Message):
+    type: Literal["event"] = "event"
+    event_id: str = Field(pattern=r"^[A-Za-z0-9-]{8,64}$")
+    kind: EventKind
+    job_id: str | None = None
+    attempt: int | None = Field(default=None, ge=1)
+    step: int | None = Field(default=None, ge=0)
+    checkpoint: str | None = Field(default=None, description="manifest key, once durable")
+    output: str | None = None
+    video_sha256: str | None = None
+    failure_kind: Literal["job", "worker"] | None = None
+    error: str | None = Field(default=None, max_length=4000)
+    notice: str | None = Field(default=None, description="instance-action or rebalance")
+    command_id: str | None = None
+
+
+class Status(_Message):
+    type: Literal["status"] = "status"
+    online: bool
+
+
+class CommandKind(StrEnum):
+    ASSIGN = "assign"
+    CHECKPOINT_NOW = "checkpoint_now"
+    CANCEL = "cancel"
+    DRAIN = "drain"
+
+
+class Command(_Message):
+    type: Literal["command"] = "command"
+    command_id: str = Field(pattern=r"^[A-Za-z0-9-]{8,64}$")
+    kind: CommandKind
+    job_id: str | None = None
+    attempt: int | None = Field(default=None, ge=1)
+    gpu_index: int | None = Field(default=None, ge=0)
+    spec: JobSpec | None = None
+    resume_from: str | None = None
+
+
+WorkerMessage = Annotated[Hello | Heartbeat | WorkerEvent | Status, Field(discriminator="type")]
+
+
+_WORKER_MESSAGE: TypeAdapter[Hello | Heartbeat | WorkerEvent | Status] = TypeAdapter(WorkerMessage)
+
+
+_EXPECTED = {
+    Channel.HELLO: Hello,
+    Channel.HEARTBEAT: Heartbeat,
+    Channel.EVENTS: WorkerEvent,
+    Channel.STATUS: Status,
+}
+
+
+def decode_worker_message(
+    topic_name: str, payload: bytes
+) -> Hello | Heartbeat | WorkerEvent | Status:
+    """Validate a message from a worker. The topic's worker id must match the payload's (the
+    broker ACL lets a worker publish only under its own id; this catches a worker that lies)."""
+    worker_id, channel = parse_topic(topic_name)
+    if channel is Channel.CMD:
+        raise ProtocolError("workers do not publish commands")
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise ProtocolError(f"payload of {len(payload)} bytes is over {MAX_PAYLOAD_BYTES}")
+    try:
+        message = _WORKER_MESSAGE.validate_json(payload)
+    except ValidationError as error:
+        first = error.errors(include_input=False, include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "payload"
+        raise ProtocolError(f"malformed {channel.value} message: {where}: {first['msg']}") from None
+    if not isinstance(message, _EXPECTED[channel]):
+        raise ProtocolError(f"a {message.type} message on the {channel.value} topic")
+    if message.worker_id != worker_id:
+        raise ProtocolError(
+            f"topic names worker {worker_id!r} but the payload says {message.worker_id!r}"
+        )
+    return message
+
+
+def decode_command(topic_name: str, payload: bytes) -> Command:
+    worker_id, channel = parse_topic(topic_name)
+    if channel is not Channel.CMD:
+        raise ProtocolError(f"not a command topic: {topic_name!r}")
+    try:
+        command = Command.model_validate_json(payload)
+    except ValidationError as error:
+        raise ProtocolError(f"malformed command: {error.error_count()} problems") from None
+    if command.worker_id != worker_id:
+        raise ProtocolError("command addressed to another worker")
+    return command

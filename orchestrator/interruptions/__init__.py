@@ -1,0 +1,1 @@
+"""Spot interruptions: EventBridge events (via SQS) and the workers' own IMDS reports."""

@@ -1,0 +1,1 @@
+"""Pure scheduling policy: (jobs snapshot, workers snapshot, now) -> assignments, preemptions."""

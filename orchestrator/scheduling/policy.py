@@ -1,0 +1,124 @@
+"""The scheduler: priority (aged), then earliest deadline, then arrival; GPU fit by VRAM and
+family; one job per GPU; a much more urgent job may preempt a less urgent one when nothing fits.
+
+Pure: the same snapshots and `now` always give the same decisions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from orchestrator.scheduling.snapshots import (
+    Assignment,
+    Decisions,
+    GpuSlot,
+    PendingJob,
+    Preemption,
+    RunningJob,
+    SchedulerSettings,
+    WorkerSnapshot,
+)
+
+
+def effective_priority(job: PendingJob, now: datetime, settings: SchedulerSettings) -> float:
+    waited_hours = max(0.0, (now - job.queued_since).total_seconds() / 3600)
+    return job.priority + settings.aging_per_hour * waited_hours
+
+
+def _seconds(moment: datetime | None) -> float:
+    return math.inf if moment is None else moment.timestamp()
+
+
+def queue_order(
+    jobs: Iterable[PendingJob], now: datetime, settings: SchedulerSettings
+) -> list[PendingJob]:
+    return sorted(
+        jobs,
+        key=lambda job: (
+            -effective_priority(job, now, settings),
+            _seconds(job.deadline),
+            _seconds(job.queued_since),
+            job.job_id,
+        ),
+    )
+
+
+def fits(job: PendingJob, gpu: GpuSlot) -> bool:
+    return gpu.vram_gib >= job.min_vram_gib and (not job.families or gpu.family in job.families)
+
+
+def _best_fit(job: PendingJob, free: Sequence[GpuSlot]) -> GpuSlot | None:
+    # The smallest GPU that fits keeps the large ones for the jobs that need them.
+    candidates = [gpu for gpu in free if fits(job, gpu)]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda g: (g.vram_gib, g.worker_id, g.index))
+
+
+def _victim_order(victim: RunningJob) -> tuple[int, float, float, str]:
+    # Least urgent first; among equals the latest deadline (none is latest), then the one that
+    # started last (the least work at stake).
+    return (
+        victim.priority,
+        -_seconds(victim.deadline),
+        -_seconds(victim.started_at),
+        victim.job_id,
+    )
+
+
+def schedule(
+    pending: Sequence[PendingJob],
+    workers: Sequence[WorkerSnapshot],
+    now: datetime,
+    settings: SchedulerSettings | None = None,
+) -> Decisions:
+    settings = settings or SchedulerSettings()
+    usable = [gpu for worker in workers if worker.accepting for gpu in worker.gpus]
+    free = [gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None]
+    already_reserved = {gpu.reserved_for for gpu in usable if gpu.reserved_for}
+    busy = [gpu for gpu in usable if gpu.running is not None and gpu.reserved_for is None]
+    assignments: list[Assignment] = []
+    preemptions: list[Preemption] = []
+
+    for job in queue_order(pending, now, settings):
+        if job.job_id in already_reserved:
+            continue  # its GPU is being freed for it
+        gpu = _best_fit(job, free)
+        if gpu is not None:
+            free.remove(gpu)
+            assignments.append(
+                Assignment(
+                    job.job_id,
+                    gpu.worker_id,
+                    gpu.index,
+                    f"priority {effective_priority(job, now, settings):.2f}, fits "
+                    f"{gpu.family} {gpu.vram_gib:g} GiB on {gpu.worker_id}",
+                )
+            )
+            continue
+        victims = [
+            g
+            for g in busy
+            if g.running is not None
+            and g.running.preemptible
+            and fits(job, g)
+            and g.running.priority + settings.preemption_margin <= job.priority
+        ]
+        if not victims:
+            continue
+        target = min(victims, key=lambda g: _victim_order(g.running) if g.running else ())
+        assert target.running is not None
+        busy.remove(target)
+        preemptions.append(
+            Preemption(
+                victim_job_id=target.running.job_id,
+                worker_id=target.worker_id,
+                gpu_index=target.index,
+                for_job_id=job.job_id,
+                reason=f"priority {job.priority} job {job.job_id} needs a GPU; "
+                f"{target.running.job_id} has priority {target.running.priority}",
+            )
+        )
+    return Decisions(tuple(assignments), tuple(preemptions))

@@ -1,0 +1,78 @@
+"""Frozen inputs and outputs of the scheduler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    """A queued job waiting for a GPU."""
+
+    job_id: str
+    priority: int
+    deadline: datetime | None
+    queued_since: datetime
+    min_vram_gib: float
+    families: frozenset[str] = frozenset()  # empty: any family
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    job_id: str
+    priority: int
+    deadline: datetime | None
+    started_at: datetime
+    # Preempting costs the work since the last checkpoint; a job in the middle of
+    # checkpointing or finishing is not a candidate.
+    preemptible: bool = True
+
+
+@dataclass(frozen=True)
+class GpuSlot:
+    worker_id: str
+    index: int
+    family: str
+    vram_gib: float
+    running: RunningJob | None = None
+    reserved_for: str | None = None  # a job waiting for this GPU to be freed by a preemption
+
+
+@dataclass(frozen=True)
+class WorkerSnapshot:
+    worker_id: str
+    gpus: tuple[GpuSlot, ...]
+    # False when draining, interrupted, suspect or lost: nothing new goes there.
+    accepting: bool = True
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    # Priority points a job gains per hour of waiting, so low priority never starves.
+    aging_per_hour: float = 1.0
+    # A job may preempt only one at least this many (base) priority points below it.
+    preemption_margin: int = 2
+
+
+@dataclass(frozen=True)
+class Assignment:
+    job_id: str
+    worker_id: str
+    gpu_index: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Preemption:
+    victim_job_id: str
+    worker_id: str
+    gpu_index: int
+    for_job_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decisions:
+    assignments: tuple[Assignment, ...] = field(default_factory=tuple)
+    preemptions: tuple[Preemption, ...] = field(default_factory=tuple)

@@ -1,0 +1,125 @@
+"""EventBridge EC2 events, in the exact shapes AWS delivers, parsed and classified."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from orchestrator.interruptions.events import (
+    EventKind,
+    IgnoredEvent,
+    InstanceEvent,
+    Response,
+    UnparseableEvent,
+    classify,
+    parse_event,
+)
+
+INSTANCE = "i-1234567890abcdef0"
+
+
+def envelope(detail_type: str, detail: dict[str, Any], **extra: Any) -> str:
+    event = {
+        "version": "0",
+        "id": "12345678-1234-1234-1234-123456789012",
+        "detail-type": detail_type,
+        "source": "aws.ec2",
+        "time": "2026-01-01T12:00:00Z",
+        "region": "us-east-2",
+        "resources": [f"arn:aws:ec2:us-east-2:123456789012:instance/{INSTANCE}"],
+        "detail": detail,
+    }
+    event.update(extra)
+    return json.dumps(event)
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "response"),
+    [
+        (
+            envelope("EC2 Spot Instance Interruption Warning",
+                     {"instance-id": INSTANCE, "instance-action": "terminate"}),
+            EventKind.SPOT_WARNING,
+            Response.CHECKPOINT_AND_MOVE,
+        ),
+        (
+            envelope("EC2 Spot Instance Interruption Warning",
+                     {"instance-id": INSTANCE, "instance-action": "hibernate"}),
+            EventKind.SPOT_WARNING,
+            Response.CHECKPOINT_AND_MOVE,
+        ),
+        (
+            envelope("EC2 Instance Rebalance Recommendation", {"instance-id": INSTANCE}),
+            EventKind.REBALANCE,
+            Response.STOP_ASSIGNING,
+        ),
+        (
+            envelope("EC2 Instance State-change Notification",
+                     {"instance-id": INSTANCE, "state": "shutting-down"}),
+            EventKind.STATE_CHANGE,
+            Response.INSTANCE_GONE,
+        ),
+        (
+            envelope("EC2 Instance State-change Notification",
+                     {"instance-id": INSTANCE, "state": "terminated"}),
+            EventKind.STATE_CHANGE,
+            Response.INSTANCE_GONE,
+        ),
+        (
+            envelope("EC2 Instance State-change Notification",
+                     {"instance-id": INSTANCE, "state": "running"}),
+            EventKind.STATE_CHANGE,
+            Response.NOTHING,
+        ),
+    ],
+)  # fmt: skip
+def test_ec2_events_are_parsed_and_classified(
+    body: str, kind: EventKind, response: Response
+) -> None:
+    event = parse_event(body)
+    assert isinstance(event, InstanceEvent)
+    assert (event.kind, event.instance_id, event.region) == (kind, INSTANCE, "us-east-2")
+    assert event.time.isoformat() == "2026-01-01T12:00:00+00:00"
+    assert classify(event) is response
+
+
+def test_account_is_not_required() -> None:
+    # moto's delivered events lack `account`; real ones have it. Neither matters here.
+    body = envelope("EC2 Instance Rebalance Recommendation", {"instance-id": INSTANCE})
+    assert "account" not in json.loads(body)
+    assert isinstance(parse_event(body), InstanceEvent)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        envelope("EC2 Instance Launch Successful", {"instance-id": INSTANCE}),
+        envelope("EC2 Spot Instance Interruption Warning", {"instance-id": INSTANCE,
+                 "instance-action": "terminate"}, source="aws.autoscaling"),
+    ],
+)  # fmt: skip
+def test_unknown_events_are_no_ops(body: str) -> None:
+    assert isinstance(parse_event(body), IgnoredEvent)
+
+
+@pytest.mark.parametrize(
+    ("body", "complaint"),
+    [
+        ("{nope", "not JSON"),
+        ("[]", "no detail object"),
+        (envelope("EC2 Instance Rebalance Recommendation", {}), "without a valid instance-id"),
+        (envelope("EC2 Instance Rebalance Recommendation", {"instance-id": "i-../x"}),
+         "without a valid instance-id"),
+        (envelope("EC2 Spot Instance Interruption Warning",
+                  {"instance-id": INSTANCE, "instance-action": "explode"}), "instance-action"),
+        (envelope("EC2 Instance State-change Notification", {"instance-id": INSTANCE}),
+         "without a state"),
+        (envelope("EC2 Instance Rebalance Recommendation", {"instance-id": INSTANCE},
+                  time="yesterday"), "without a valid time"),
+    ],
+)  # fmt: skip
+def test_unparseable_events_are_refused_with_a_reason(body: str, complaint: str) -> None:
+    with pytest.raises(UnparseableEvent, match=complaint):
+        parse_event(body)

@@ -1,0 +1,133 @@
+"""Table tests of the pure scheduler."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from orchestrator.scheduling.policy import schedule
+from orchestrator.scheduling.snapshots import (
+    GpuSlot,
+    PendingJob,
+    RunningJob,
+    SchedulerSettings,
+    WorkerSnapshot,
+)
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def job(
+    job_id: str,
+    priority: int = 5,
+    deadline_h: float | None = None,
+    waited_h: float = 0.0,
+    vram: float = 16,
+    families: frozenset[str] = frozenset(),
+) -> PendingJob:
+    deadline = NOW + timedelta(hours=deadline_h) if deadline_h is not None else None
+    return PendingJob(job_id, priority, deadline, NOW - timedelta(hours=waited_h), vram, families)
+
+
+def worker(
+    worker_id: str,
+    gpus: int = 1,
+    family: str = "l40s",
+    vram: float = 48,
+    running: dict[int, RunningJob] | None = None,
+    accepting: bool = True,
+) -> WorkerSnapshot:
+    slots = tuple(GpuSlot(worker_id, i, family, vram, (running or {}).get(i)) for i in range(gpus))
+    return WorkerSnapshot(worker_id, slots, accepting)
+
+
+def running(job_id: str, priority: int, started_h_ago: float = 1.0) -> RunningJob:
+    return RunningJob(job_id, priority, None, NOW - timedelta(hours=started_h_ago))
+
+
+def assigned(decisions: object) -> list[tuple[str, str, int]]:
+    return [(a.job_id, a.worker_id, a.gpu_index) for a in decisions.assignments]  # type: ignore[attr-defined]
+
+
+def test_higher_priority_first_then_earliest_deadline_then_arrival() -> None:
+    jobs = [
+        job("low", priority=2),
+        job("late", priority=7, deadline_h=10),
+        job("soon", priority=7, deadline_h=1),
+        job("no-deadline", priority=7),
+        job("older", priority=7, waited_h=0.0001),
+    ]
+    decisions = schedule(jobs, [worker("w1", gpus=4)], NOW, SchedulerSettings(aging_per_hour=0))
+    assert [a[0] for a in assigned(decisions)] == ["soon", "late", "older", "no-deadline"]
+
+
+def test_aging_lets_a_long_waiting_low_priority_job_overtake() -> None:
+    jobs = [job("fresh-urgent", priority=8), job("patient", priority=1, waited_h=9)]
+    decisions = schedule(jobs, [worker("w1")], NOW, SchedulerSettings(aging_per_hour=1.0))
+    assert assigned(decisions) == [("patient", "w1", 0)]
+
+
+def test_gpu_fit_by_vram_and_family_and_smallest_fitting_gpu() -> None:
+    workers = [
+        worker("big", family="h100", vram=80),
+        worker("mid", family="l40s", vram=48),
+        worker("small", family="a10g", vram=24),
+    ]
+    jobs = [
+        job("needs-64", vram=64),
+        job("needs-20", vram=20),
+        job("a100-only", vram=16, families=frozenset({"a100"})),
+    ]
+    decisions = schedule(jobs, workers, NOW)
+    assert sorted(assigned(decisions)) == [("needs-20", "small", 0), ("needs-64", "big", 0)]
+
+
+def test_one_job_per_gpu_so_an_eight_gpu_instance_runs_eight() -> None:
+    jobs = [job(f"j{i}") for i in range(10)]
+    decisions = schedule(jobs, [worker("p5", gpus=8, family="h100", vram=80)], NOW)
+    placed = assigned(decisions)
+    assert len(placed) == 8
+    assert sorted(index for _, _, index in placed) == list(range(8))
+
+
+def test_nothing_goes_to_a_worker_that_is_not_accepting() -> None:
+    decisions = schedule([job("j")], [worker("draining", accepting=False)], NOW)
+    assert decisions.assignments == ()
+    assert decisions.preemptions == ()
+
+
+def test_an_urgent_job_preempts_the_least_urgent_running_one() -> None:
+    busy = worker(
+        "w1", gpus=2, running={0: running("p4", priority=4), 1: running("p1", priority=1)}
+    )
+    decisions = schedule([job("urgent", priority=9)], [busy], NOW)
+    assert decisions.assignments == ()
+    [preemption] = decisions.preemptions
+    assert (preemption.victim_job_id, preemption.gpu_index) == ("p1", 1)
+    assert preemption.for_job_id == "urgent"
+
+
+def test_no_preemption_within_the_margin_or_of_a_non_preemptible_job() -> None:
+    close = worker("w1", running={0: running("p4", priority=4)})
+    assert schedule([job("p5", priority=5)], [close], NOW).preemptions == ()
+    protected = WorkerSnapshot(
+        "w2", (GpuSlot("w2", 0, "l40s", 48, RunningJob("p0", 0, None, NOW, preemptible=False)),)
+    )
+    assert schedule([job("p9", priority=9)], [protected], NOW).preemptions == ()
+
+
+def test_each_gpu_is_preempted_at_most_once_and_reserved_gpus_are_left_alone() -> None:
+    busy = worker("w1", running={0: running("victim", priority=0)})
+    decisions = schedule([job("a", priority=9), job("b", priority=9)], [busy], NOW)
+    assert [p.for_job_id for p in decisions.preemptions] == ["a"]
+    reserved = WorkerSnapshot(
+        "w1", (GpuSlot("w1", 0, "l40s", 48, running("victim", 0), reserved_for="a"),)
+    )
+    again = schedule([job("a", priority=9), job("b", priority=9)], [reserved], NOW)
+    assert again.assignments == ()
+    assert again.preemptions == ()
+
+
+def test_decisions_are_deterministic() -> None:
+    jobs = [job(f"j{i}", priority=i % 3, deadline_h=i % 5 or None) for i in range(30)]
+    workers = [worker(f"w{i}", gpus=2, vram=24 + 8 * i) for i in range(6)]
+    assert schedule(jobs, workers, NOW) == schedule(list(reversed(jobs)), workers[::-1], NOW)

@@ -1,0 +1,55 @@
+"""Worker health from hello, heartbeats, last wills and silence, on the injected clock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from orchestrator.domain.clock import FakeClock
+from orchestrator.domain.worker_protocol import Heartbeat, Status
+from orchestrator.scheduling.registry import HealthChange, WorkerHealth, WorkerRegistry
+from orchestrator.scheduling.snapshots import RunningJob
+from tests.test_worker_protocol import hello
+
+
+def beat(clock: FakeClock, sequence: int, worker_id: str = "w1") -> Heartbeat:
+    return Heartbeat(worker_id=worker_id, sent_at=clock.now(), sequence=sequence)
+
+
+def test_silence_makes_a_worker_suspect_then_lost_and_a_heartbeat_revives_it() -> None:
+    clock = FakeClock()
+    registry = WorkerRegistry(clock, timedelta(seconds=15), timedelta(seconds=60))
+    registry.on_hello(hello("w1"))
+    clock.advance(14)
+    assert registry.sweep() == []
+    clock.advance(1)
+    assert registry.sweep() == [HealthChange("w1", WorkerHealth.ALIVE, WorkerHealth.SUSPECT)]
+    assert registry.on_heartbeat(beat(clock, 1))
+    assert registry.health("w1") is WorkerHealth.ALIVE
+    clock.advance(60)
+    assert registry.sweep() == [HealthChange("w1", WorkerHealth.ALIVE, WorkerHealth.LOST)]
+    assert registry.sweep() == []
+
+
+def test_heartbeats_from_strangers_or_out_of_order_are_refused() -> None:
+    clock = FakeClock()
+    registry = WorkerRegistry(clock)
+    assert not registry.on_heartbeat(beat(clock, 1, "ghost"))
+    registry.on_hello(hello("w1"))
+    assert registry.on_heartbeat(beat(clock, 5))
+    assert not registry.on_heartbeat(beat(clock, 5))
+    assert not registry.on_heartbeat(beat(clock, 4))
+
+
+def test_last_will_and_interruptions_stop_new_work() -> None:
+    clock = FakeClock()
+    registry = WorkerRegistry(clock)
+    registry.on_hello(hello("w1"))
+    registry.on_hello(hello("w2"))
+    registry.on_status(Status(worker_id="w1", sent_at=clock.now(), online=False))
+    registry.mark("w2", WorkerHealth.INTERRUPTED)
+    running = {("w2", 0): RunningJob("j", 5, None, clock.now())}
+    snapshot = {w.worker_id: w for w in registry.snapshot(running)}
+    assert not snapshot["w1"].accepting
+    assert not snapshot["w2"].accepting
+    assert snapshot["w2"].gpus[0].running == running[("w2", 0)]
+    assert registry.by_instance("i-0123456789abcdef0") == ["w1", "w2"]
