@@ -15,10 +15,6 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
-$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[demo]"
-	touch $@
-
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -31,7 +27,8 @@ unit: $(VENV)/.dev-installed
 
 test: lint typecheck unit
 
-demo: $(VENV)/.demo-installed
+# The demo renders video with the worker agent, so it needs the same install as the tests.
+demo: $(VENV)/.dev-installed
 	$(BIN)/python -m orchestrator.demo
 
 bench-intake: $(VENV)/.dev-installed

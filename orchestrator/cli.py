@@ -131,7 +131,7 @@ def dead_letter_table(letters: list[DeadLetter]) -> Table:
     return table
 
 
-def _show_job(store: JobStore, job_id: str, console: Console) -> None:
+def show_job(store: JobStore, job_id: str, console: Console) -> None:
     record = store.get(job_id)
     console.print(
         f"[bold]{record.job_id}[/] state={record.state.value} "
@@ -206,7 +206,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 state = JobState(args.state) if args.state else None
                 console.print(jobs_table(store.list_jobs(state, limit=args.limit)))
             elif args.command == "job":
-                _show_job(store, args.job_id, console)
+                show_job(store, args.job_id, console)
             elif args.command == "db":
                 store.upgrade()
                 console.print("database schema is at the newest migration")

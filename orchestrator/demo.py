@@ -1,8 +1,11 @@
-"""`make demo`: the control plane end to end on this machine, with nothing to set up.
+"""`make demo`: FrameFleet end to end on this machine, with nothing to set up.
 
 Starts moto in server mode (a real AWS endpoint on 127.0.0.1), creates the jobs queue and its
 dead-letter queue, submits sample jobs (a duplicate and two malformed ones among them), runs the
 intake against an SQLite store, and prints the jobs table and the dead-letter queue with reasons.
+Then two in-process spot workers render the jobs with a tiny model; one gets an interruption
+notice, its job resumes on the other worker, and the video must match an uninterrupted render
+byte for byte (see orchestrator/demo_render.py).
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ import boto3
 from moto.server import ThreadedMotoServer
 from rich.console import Console
 
-from orchestrator.app import control_plane
+from orchestrator.app import build_store, control_plane
 from orchestrator.aws.dead_letters import peek_dead_letters
-from orchestrator.cli import dead_letter_table, jobs_table
+from orchestrator.cli import dead_letter_table, jobs_table, show_job
 from orchestrator.client import submit_job
 from orchestrator.config import IntakeConfig, Settings
 from orchestrator.domain.clock import SystemClock
@@ -50,13 +53,14 @@ def sample_job(job_id: str, prompt: str, priority: int, team: str) -> dict[str, 
     return {
         "schema": "framefleet.job/v1",
         "job_id": job_id,
-        "model": "wan/wan2.1-t2v-1.3b",
+        # The demo's tiny random-weight model at a small size, so it renders in seconds on CPU.
+        "model": "wan/tiny-demo",
         "prompt": prompt,
         "negative_prompt": "blurry, low quality",
-        "width": 832,
-        "height": 480,
-        "num_frames": 81,
-        "fps": 16,
+        "width": 64,
+        "height": 64,
+        "num_frames": 17,
+        "fps": 8,
         "steps": 30,
         "guidance": 5.0,
         "seed": 1234,
@@ -82,6 +86,19 @@ async def _run_intake(settings: Settings, expected: int, console: Console) -> No
         await task
         console.print("intake: " + ", ".join(f"{o} {metrics.outcome(o)}" for o in outcomes))
         console.print(jobs_table(plane.store.list_jobs()))
+
+
+async def _render(settings: Settings, endpoint: str, console: Console) -> bool:
+    from orchestrator.demo_render import run_render_stage
+
+    store = build_store(settings, SystemClock())
+    try:
+        identical = await run_render_stage(endpoint, DEMO_DIR, store, PROMPTS[0][0], console)
+        console.print(jobs_table(store.list_jobs()))
+        show_job(store, PROMPTS[0][0], console)
+    finally:
+        store.dispose()
+    return identical
 
 
 def main() -> None:
@@ -121,6 +138,9 @@ def main() -> None:
         )
         asyncio.run(_run_intake(settings, len(PROMPTS) + 3, console))
         console.print(dead_letter_table(peek_dead_letters(sqs, dead_url)))
+        identical = asyncio.run(_render(settings, endpoint, console))
+        if not identical:
+            raise SystemExit("the resumed video differs from the reference")
         database = DEMO_DIR / "framefleet.db"
         console.print(f"store: {database}; inspect a job with")
         console.print(
