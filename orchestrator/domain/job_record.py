@@ -21,6 +21,18 @@ class JobRecord:
     spec: JobSpec
     created_at: datetime
     updated_at: datetime
+    last_checkpoint: str | None = None
+    job_faults: int = 0
+    not_before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class JobChanges:
+    """Fields a transition may set together with the state (None leaves a field as it is)."""
+
+    last_checkpoint: str | None = None
+    not_before: datetime | None = None
+    add_job_fault: bool = False
 
 
 @dataclass(frozen=True)

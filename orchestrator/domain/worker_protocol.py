@@ -110,6 +110,8 @@ class Heartbeat(_Message):
 class EventKind(StrEnum):
     STARTED = "started"
     CHECKPOINT_DURABLE = "checkpoint_durable"
+    # Stopped at a step boundary after a requested checkpoint (notice, preemption, drain).
+    PREEMPTED = "preempted"
     FINISHED = "finished"
     FAILED = "failed"
     NOTICE_SEEN = "notice_seen"

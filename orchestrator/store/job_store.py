@@ -19,6 +19,7 @@ from orchestrator.domain.clock import Clock
 from orchestrator.domain.errors import ConcurrentModification, JobNotFound, StoreUnavailable
 from orchestrator.domain.job_record import (
     AcceptOutcome,
+    JobChanges,
     JobEvent,
     JobRecord,
     Rejection,
@@ -48,6 +49,9 @@ def _record(row: JobRow) -> JobRecord:
         spec=parse_job(row.spec_json, now=None),
         created_at=_utc(row.created_at),
         updated_at=_utc(row.updated_at),
+        last_checkpoint=row.last_checkpoint,
+        job_faults=row.job_faults,
+        not_before=_utc(row.not_before) if row.not_before else None,
     )
 
 
@@ -185,6 +189,7 @@ class JobStore:
         actor: str,
         reason: str,
         worker_id: str | None = None,
+        changes: JobChanges | None = None,
     ) -> JobRecord:
         """Move a job to `target` if the table allows it and nobody moved it since
         `expected_version`; appends the history line in the same transaction."""
@@ -198,15 +203,17 @@ class JobStore:
                 raise ConcurrentModification(job_id, expected_version)
             check_transition(job_id, current, target)
             attempt = row.attempt + 1 if target is JobState.ASSIGNED else row.attempt
+            values: dict[str, object] = {
+                "state": target.value,
+                "version": expected_version + 1,
+                "attempt": attempt,
+                "updated_at": now,
+                **self._changed_fields(row, changes),
+            }
             result = session.exec(
                 update(JobRow)
                 .where(col(JobRow.job_id) == job_id, col(JobRow.version) == expected_version)
-                .values(
-                    state=target.value,
-                    version=expected_version + 1,
-                    attempt=attempt,
-                    updated_at=now,
-                )
+                .values(**values)
             )
             if result.rowcount != 1:
                 session.rollback()
@@ -234,6 +241,37 @@ class JobStore:
             fresh = session.get(JobRow, job_id)
             assert fresh is not None
             return _record(fresh)
+
+    def note_checkpoint(self, job_id: str, expected_version: int, checkpoint: str) -> JobRecord:
+        """Remember the newest durable checkpoint without a state change (still versioned)."""
+        with self._session() as session:
+            result = session.exec(
+                update(JobRow)
+                .where(col(JobRow.job_id) == job_id, col(JobRow.version) == expected_version)
+                .values(
+                    last_checkpoint=checkpoint,
+                    version=expected_version + 1,
+                    updated_at=self._clock.now(),
+                )
+            )
+            if result.rowcount != 1:
+                session.rollback()
+                raise ConcurrentModification(job_id, expected_version)
+            session.commit()
+        return self.get(job_id)
+
+    @staticmethod
+    def _changed_fields(row: JobRow, changes: JobChanges | None) -> dict[str, object]:
+        if changes is None:
+            return {}
+        fields: dict[str, object] = {}
+        if changes.last_checkpoint is not None:
+            fields["last_checkpoint"] = changes.last_checkpoint
+        if changes.not_before is not None:
+            fields["not_before"] = changes.not_before
+        if changes.add_job_fault:
+            fields["job_faults"] = row.job_faults + 1
+        return fields
 
     @staticmethod
     def _track_attempt(

@@ -28,6 +28,12 @@ class JobRow(SQLModel, table=True):
     source_message_id: str = Field(max_length=128)
     created_at: datetime = Field(sa_column=_utc_column(index=True))
     updated_at: datetime = Field(sa_column=_utc_column())
+    # The newest durable checkpoint's manifest key: where the next attempt resumes.
+    last_checkpoint: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Failures that were the job's own fault (bad model, out of memory, NaN latents).
+    job_faults: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # Retry backoff: not to be assigned before this time.
+    not_before: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
 
 
 class JobAttemptRow(SQLModel, table=True):

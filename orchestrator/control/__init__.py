@@ -1,0 +1,1 @@
+"""Control-plane decisions driven by worker events (pure) and the loops that apply them."""

@@ -1,0 +1,130 @@
+"""What a worker event does to its job (pure): fencing, idempotence, bounded retries.
+
+Every job event names an attempt. An event whose attempt is not the job's current one comes from
+a worker the job has moved away from (a zombie) and is ignored, so it can never overwrite the
+result of the attempt that replaced it. QoS 1 delivers some events twice; a repeated event finds
+the job already moved and is ignored too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from orchestrator.domain.job_record import JobChanges, JobRecord
+from orchestrator.domain.job_state import JobState
+from orchestrator.domain.worker_protocol import EventKind, WorkerEvent
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6  # all attempts, interruptions included
+    max_job_faults: int = 2  # a job that fails on its own this often fails for good
+    backoff_base: timedelta = timedelta(seconds=10)
+    backoff_max: timedelta = timedelta(minutes=5)
+
+    def backoff(self, failures: int) -> timedelta:
+        return min(self.backoff_max, self.backoff_base * (1 << max(0, failures - 1)))
+
+
+@dataclass(frozen=True)
+class Ignore:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Move:
+    """Walk the job through `path` (each step checked by the state machine)."""
+
+    path: tuple[JobState, ...]
+    reason: str
+    changes: JobChanges = field(default_factory=JobChanges)
+
+
+@dataclass(frozen=True)
+class Record:
+    """Remember something without a state change (a periodic checkpoint)."""
+
+    changes: JobChanges
+    reason: str
+
+
+Decision = Ignore | Move | Record
+
+_ACTIVE = {JobState.ASSIGNED, JobState.RUNNING, JobState.CHECKPOINTING}
+
+
+def requeue(job: JobRecord, reason: str, checkpoint: str | None = None) -> Move:
+    """Back to the queue from wherever the job is, resuming from its newest checkpoint."""
+    path: tuple[JobState, ...]
+    if job.state is JobState.ASSIGNED or job.state is JobState.PREEMPTED:
+        path = (JobState.QUEUED,)
+    else:
+        path = (JobState.PREEMPTED, JobState.QUEUED)
+    return Move(path, reason, JobChanges(last_checkpoint=checkpoint))
+
+
+def apply_event(
+    job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPolicy | None = None
+) -> Decision:
+    policy = policy or RetryPolicy()
+    if event.attempt is None or event.job_id != job.job_id:
+        return Ignore("event names no attempt of this job")
+    if event.attempt != job.attempt:
+        return Ignore(f"stale attempt {event.attempt}; the job is on attempt {job.attempt}")
+    if job.state not in _ACTIVE:
+        return Ignore(f"job is {job.state.value}; {event.kind.value} changes nothing")
+    worker = event.worker_id
+
+    if event.kind is EventKind.STARTED:
+        if job.state is not JobState.ASSIGNED:
+            return Ignore("already started")
+        return Move((JobState.RUNNING,), f"started on {worker}")
+
+    if event.kind is EventKind.CHECKPOINT_DURABLE:
+        if not event.checkpoint:
+            return Ignore("checkpoint event without a manifest key")
+        return Record(JobChanges(last_checkpoint=event.checkpoint), f"checkpoint at {event.step}")
+
+    if event.kind is EventKind.PREEMPTED:
+        return requeue(
+            job, f"stopped on {worker} after checkpoint {event.checkpoint}", event.checkpoint
+        )
+
+    if event.kind is EventKind.FINISHED:
+        path = (JobState.SUCCEEDED,) if job.state is not JobState.ASSIGNED else (
+            JobState.RUNNING, JobState.SUCCEEDED)  # fmt: skip
+        return Move(path, f"finished on {worker}: {event.output}")
+
+    if event.kind is EventKind.FAILED:
+        return _failed(job, event, now, policy)
+
+    return Ignore(f"{event.kind.value} is not a job event")
+
+
+def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPolicy) -> Decision:
+    error = event.error or "no reason given"
+    start = (JobState.RUNNING,) if job.state is JobState.ASSIGNED else ()
+    if event.failure_kind == "job":
+        faults = job.job_faults + 1
+        if faults >= policy.max_job_faults:
+            return Move(
+                (*start, JobState.FAILED),
+                f"job fault {faults} of {policy.max_job_faults}: {error}",
+                JobChanges(add_job_fault=True),
+            )
+        return Move(
+            (*start, JobState.PREEMPTED, JobState.QUEUED),
+            f"job fault {faults} of {policy.max_job_faults}, retrying: {error}",
+            JobChanges(add_job_fault=True, not_before=now + policy.backoff(faults)),
+        )
+    if job.attempt >= policy.max_attempts:
+        return Move(
+            (*start, JobState.FAILED),
+            f"worker fault on the last of {policy.max_attempts} attempts: {error}",
+        )
+    return Move(
+        (*start, JobState.PREEMPTED, JobState.QUEUED),
+        f"worker fault on {event.worker_id}, retrying elsewhere: {error}",
+        JobChanges(not_before=now + policy.backoff(job.attempt)),
+    )
