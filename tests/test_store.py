@@ -155,3 +155,20 @@ def test_two_concurrent_writers_on_postgres_one_wins(
     assert len(replica_a.history(job_id)) == 2
     winner = next(name for name, r in results.items() if not isinstance(r, ConcurrentModification))
     assert replica_a.history(job_id)[-1].actor == winner
+
+
+def test_placements_name_the_worker_and_gpu_of_the_current_attempt(store: JobStore) -> None:
+    store.accept_batch([submission("p1", "m1"), submission("p2", "m2")])
+    store.transition(
+        "p1", JobState.ASSIGNED, expected_version=1, actor="s", reason="r",
+        worker_id="w1", gpu_index=3,
+    )  # fmt: skip
+    [placement] = store.placements()
+    assert (placement.job.job_id, placement.worker_id, placement.gpu_index) == ("p1", "w1", 3)
+    store.transition("p1", JobState.QUEUED, expected_version=2, actor="s", reason="refused")
+    store.transition(
+        "p1", JobState.ASSIGNED, expected_version=3, actor="s", reason="r",
+        worker_id="w2", gpu_index=0,
+    )  # fmt: skip
+    [again] = store.placements()
+    assert (again.job.attempt, again.worker_id, again.gpu_index) == (2, "w2", 0)

@@ -7,9 +7,7 @@ from orchestrator.domain.job_record import JobChanges, JobRecord
 from orchestrator.store.job_store import JobStore
 
 
-def apply_decision(
-    store: JobStore, job: JobRecord, decision: Decision, actor: str, worker_id: str | None = None
-) -> JobRecord:
+def apply_decision(store: JobStore, job: JobRecord, decision: Decision, actor: str) -> JobRecord:
     """Walk the path from the version the decision was made on; the changes ride on the last
     step, so they are applied once. A concurrent writer makes this raise
     ConcurrentModification: reload and decide again."""
@@ -28,7 +26,6 @@ def apply_decision(
             expected_version=record.version,
             actor=actor,
             reason=decision.reason,
-            worker_id=worker_id,
             changes=decision.changes if index == last else JobChanges(),
         )
     return record

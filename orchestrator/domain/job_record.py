@@ -36,6 +36,16 @@ class JobChanges:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """An active job and where its current attempt runs."""
+
+    job: JobRecord
+    worker_id: str
+    gpu_index: int
+    since: datetime
+
+
+@dataclass(frozen=True)
 class JobEvent:
     """One line of a job's append-only history: who moved it, why, and when."""
 

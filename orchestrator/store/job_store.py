@@ -22,6 +22,7 @@ from orchestrator.domain.job_record import (
     JobChanges,
     JobEvent,
     JobRecord,
+    Placement,
     Rejection,
     Submission,
 )
@@ -189,6 +190,7 @@ class JobStore:
         actor: str,
         reason: str,
         worker_id: str | None = None,
+        gpu_index: int | None = None,
         changes: JobChanges | None = None,
     ) -> JobRecord:
         """Move a job to `target` if the table allows it and nobody moved it since
@@ -230,7 +232,9 @@ class JobStore:
                     reason=reason,
                 )
             )
-            self._track_attempt(session, job_id, attempt, current, target, worker_id, now)
+            self._track_attempt(
+                session, job_id, attempt, current, target, (worker_id, gpu_index), now
+            )
             try:
                 session.commit()
             except IntegrityError as error:
@@ -280,12 +284,19 @@ class JobStore:
         attempt: int,
         current: JobState,
         target: JobState,
-        worker_id: str | None,
+        placement: tuple[str | None, int | None],
         now: datetime,
     ) -> None:
         if target is JobState.ASSIGNED:
+            worker_id, gpu_index = placement
             session.add(
-                JobAttemptRow(job_id=job_id, attempt=attempt, worker_id=worker_id, started_at=now)
+                JobAttemptRow(
+                    job_id=job_id,
+                    attempt=attempt,
+                    worker_id=worker_id,
+                    gpu_index=gpu_index,
+                    started_at=now,
+                )
             )
         elif current is not JobState.QUEUED and (target.terminal or target is JobState.QUEUED):
             attempt_row = session.get(JobAttemptRow, (job_id, attempt))
@@ -329,6 +340,30 @@ class JobStore:
                 reason=row.reason,
             )
             for row in rows
+        ]
+
+    def placements(self) -> list[Placement]:
+        """Jobs assigned, running or checkpointing, with the worker and GPU of their attempt."""
+        active = [JobState.ASSIGNED.value, JobState.RUNNING.value, JobState.CHECKPOINTING.value]
+        with self._session() as session:
+            rows = session.exec(
+                select(JobRow, JobAttemptRow)
+                .join(
+                    JobAttemptRow,
+                    (col(JobAttemptRow.job_id) == col(JobRow.job_id))
+                    & (col(JobAttemptRow.attempt) == col(JobRow.attempt)),
+                )
+                .where(col(JobRow.state).in_(active))
+                .order_by(col(JobRow.job_id))
+            ).all()
+        return [
+            Placement(
+                _record(job),
+                attempt.worker_id or "",
+                attempt.gpu_index or 0,
+                _utc(attempt.started_at),
+            )
+            for job, attempt in rows
         ]
 
     def count_jobs(self) -> int:

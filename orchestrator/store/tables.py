@@ -42,6 +42,7 @@ class JobAttemptRow(SQLModel, table=True):
     job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
     attempt: int = Field(primary_key=True)
     worker_id: str | None = Field(default=None, max_length=128)
+    gpu_index: int | None = Field(default=None)
     started_at: datetime = Field(sa_column=_utc_column())
     ended_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
     outcome: str | None = Field(default=None, max_length=16)
