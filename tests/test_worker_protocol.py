@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,8 +26,9 @@ from orchestrator.domain.worker_protocol import (
     parse_topic,
     topic,
 )
+from tests.brokers import PrivateMosquitto
 from tests.conftest import free_port
-from tests.support import job_dict, wait_until
+from tests.support import job_dict
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 ACL = Path(__file__).parent.parent / "infra" / "mosquitto" / "acl"
@@ -97,22 +96,10 @@ def test_bad_messages_are_refused_with_a_reason(
 @pytest.fixture
 def acl_broker(tmp_path: Path) -> Iterator[int]:
     """A Mosquitto of our own on a free port, with the shipped ACL file."""
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    port = free_port()
-    config = tmp_path / "mosquitto.conf"
-    config.write_text(
-        f"listener {port} 127.0.0.1\nallow_anonymous true\nacl_file {ACL}\npersistence false\n"
-    )
-    process = subprocess.Popen([binary, "-c", str(config)], stderr=subprocess.PIPE)
-
-    def listening() -> bool:
-        probe = subprocess.run(["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"], check=False)
-        return probe.returncode == 0
-
-    wait_until(listening, timeout=15, what="mosquitto to listen")
-    yield port
-    process.terminate()
-    process.wait(timeout=10)
+    broker = PrivateMosquitto(tmp_path, free_port(), acl_file=ACL)
+    broker.start()
+    yield broker.port
+    broker.stop()
 
 
 async def test_the_acl_lets_a_worker_publish_only_as_itself(acl_broker: int) -> None:

@@ -1,0 +1,1 @@
+"""MQTT transport (aiomqtt) shared by the control plane and the worker agent."""

@@ -1,0 +1,145 @@
+"""One MQTT connection kept alive: reconnect with backoff, re-subscribe, last will.
+
+MQTT 3.1.1 (what amqtt, AWS IoT Core, Mosquitto and EMQX all speak). Messages go to `on_message`
+one at a time, in arrival order. `publish` fails fast while disconnected: callers re-send by
+design (the control plane re-derives commands from the database; workers repeat their outcomes
+in every heartbeat), so nothing waits on a dead connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import aiomqtt
+
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.errors import FrameFleetError
+
+log = logging.getLogger(__name__)
+
+MessageHandler = Callable[[str, bytes], Awaitable[None]]
+ConnectHandler = Callable[[], Awaitable[None]]
+
+
+class NotConnected(FrameFleetError):
+    pass
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    host: str = "127.0.0.1"
+    port: int = 1883
+    client_id: str = "framefleet"
+    username: str | None = None
+    password: str | None = None
+    keepalive: int = 15
+    max_backoff: float = 10.0
+
+
+@dataclass(frozen=True)
+class LastWill:
+    topic: str
+    payload: str
+    retain: bool = True
+
+
+class MqttLink:
+    def __init__(
+        self,
+        settings: LinkSettings,
+        subscriptions: Sequence[str],
+        on_message: MessageHandler,
+        clock: Clock,
+        on_connect: ConnectHandler | None = None,
+        will: LastWill | None = None,
+    ) -> None:
+        self._settings = settings
+        self._subscriptions = list(subscriptions)
+        self._on_message = on_message
+        self._on_connect = on_connect
+        self._will = will
+        self._clock = clock
+        self._client: aiomqtt.Client | None = None
+        self.connected = asyncio.Event()
+        self.connections = 0
+
+    async def publish(self, topic: str, payload: str, retain: bool = False) -> None:
+        client = self._client
+        if client is None or not self.connected.is_set():
+            raise NotConnected(f"not connected to the broker; {topic} not sent")
+        try:
+            await client.publish(topic, payload, qos=1, retain=retain)
+        except aiomqtt.MqttError as error:
+            raise NotConnected(f"publish to {topic} failed: {error}") from None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        backoff = 0.2
+        while not stop.is_set():
+            try:
+                await self._session(stop)
+                backoff = 0.2
+            except aiomqtt.MqttError as error:
+                log.warning("MQTT connection to %s:%d lost: %s; retrying in %.1fs",
+                            self._settings.host, self._settings.port, error, backoff)  # fmt: skip
+            finally:
+                self.connected.clear()
+                self._client = None
+            if stop.is_set():
+                return
+            await self._pause(stop, backoff)
+            backoff = min(backoff * 2, self._settings.max_backoff)
+
+    async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        stopper = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        sleeper.cancel()
+        stopper.cancel()
+
+    async def _session(self, stop: asyncio.Event) -> None:
+        settings = self._settings
+        will = (
+            aiomqtt.Will(self._will.topic, self._will.payload, qos=1, retain=self._will.retain)
+            if self._will
+            else None
+        )
+        async with aiomqtt.Client(
+            settings.host,
+            settings.port,
+            identifier=settings.client_id,
+            username=settings.username,
+            password=settings.password,
+            keepalive=settings.keepalive,
+            will=will,
+            protocol=aiomqtt.ProtocolVersion.V311,
+        ) as client:
+            for subscription in self._subscriptions:
+                await client.subscribe(subscription, qos=1)
+            self._client = client
+            self.connected.set()
+            self.connections += 1
+            log.info("MQTT connected to %s:%d as %s", settings.host, settings.port,
+                     settings.client_id)  # fmt: skip
+            if self._on_connect is not None:
+                await self._on_connect()
+            receiver = asyncio.ensure_future(self._receive(client))
+            stopper = asyncio.ensure_future(stop.wait())
+            done, _ = await asyncio.wait({receiver, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
+            if receiver in done:
+                receiver.result()  # re-raises the MqttError that ended the session
+            else:
+                receiver.cancel()
+
+    async def _receive(self, client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            payload = message.payload
+            if not isinstance(payload, bytes | bytearray):
+                payload = str(payload).encode()
+            try:
+                await self._on_message(message.topic.value, bytes(payload))
+            except FrameFleetError as error:
+                log.warning("message on %s ignored: %s", message.topic.value, error)
