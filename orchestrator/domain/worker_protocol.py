@@ -105,6 +105,11 @@ class Heartbeat(_Message):
     sequence: int = Field(ge=0)
     jobs: tuple[JobProgress, ...] = ()
     gpus: tuple[GpuHealth, ...] = ()
+    # The worker's recent job outcomes (finished, failed, preempted), repeated in every beat:
+    # an outcome event lost with a broker restart still arrives, and applying one twice is a
+    # no-op. Declared below as WorkerEvent.
+    recent: tuple[WorkerEvent, ...] = ()
+    accepting: bool = True
 
 
 class EventKind(StrEnum):
@@ -132,6 +137,9 @@ class WorkerEvent(_Message):
     error: str | None = Field(default=None, max_length=4000)
     notice: str | None = Field(default=None, description="instance-action or rebalance")
     command_id: str | None = None
+
+
+Heartbeat.model_rebuild()
 
 
 class Status(_Message):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -64,6 +64,7 @@ class Worker:
     identity: InstanceIdentity | None
     imds: ImdsClient | None
     clock: Clock
+    new_runner: Callable[[str], JobRunner]  # one per GPU (device "cuda:N" or "cpu")
 
     async def preflight(self, spec: JobSpec) -> None:
         """Refuse the job (PreflightFailed with every reason) unless this worker can run it."""
@@ -140,22 +141,18 @@ async def worker(settings: WorkerSettings, clock: Clock | None = None) -> AsyncI
             except ImdsError as error:
                 raise ConfigurationError(f"IMDS at {settings.imds_url}: {error}") from None
         lifecycle = identity.lifecycle if identity else "on-demand"
-        runner_settings = replace(
-            RunnerSettings(),
-            device=device,
-            mean_time_between_interruptions_s=settings.mtbi_seconds(lifecycle),
-            initial_checkpoint_write_s=settings.initial_checkpoint_write_s,
+        checkpoints = CheckpointStore(
+            store, bucket, settings.checkpoint_root, settings.checkpoints_kept
         )
-        runner = JobRunner(
-            objects=store,
-            checkpoints=CheckpointStore(
-                store, bucket, settings.checkpoint_root, settings.checkpoints_kept
-            ),
-            models=ModelCache(
-                store, settings.cache_dir, int(settings.cache_budget_gib * GIB), clock
-            ),
-            registry=registry,
-            clock=clock,
-            settings=runner_settings,
-        )
-        yield Worker(settings, runner, store, identity, imds, clock)
+        models = ModelCache(store, settings.cache_dir, int(settings.cache_budget_gib * GIB), clock)
+
+        def new_runner(on_device: str) -> JobRunner:
+            runner_settings = replace(
+                RunnerSettings(),
+                device=on_device,
+                mean_time_between_interruptions_s=settings.mtbi_seconds(lifecycle),
+                initial_checkpoint_write_s=settings.initial_checkpoint_write_s,
+            )
+            return JobRunner(store, checkpoints, models, registry, clock, runner_settings)
+
+        yield Worker(settings, new_runner(device), store, identity, imds, clock, new_runner)

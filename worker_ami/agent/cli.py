@@ -27,6 +27,7 @@ from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_mode
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.s3_uri import split_s3_uri
+from worker_ami.agent.service import WorkerService
 from worker_ami.agent.settings import GIB, WorkerSettings, load_worker_settings
 from worker_ami.agent.telemetry import NvmlUnavailable, read_gpus
 
@@ -41,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--attempt", type=int, default=1)
     run.add_argument("--resume", help="s3:// URI of a checkpoint manifest to try first")
     run.add_argument("--skip-preflight", action="store_true")
+
+    commands.add_parser("serve", help="run as an MQTT service driven by the control plane")
 
     publish = commands.add_parser("publish-model", help="upload a save_pretrained folder")
     publish.add_argument("--name", required=True)
@@ -92,6 +95,24 @@ async def _run(settings: WorkerSettings, args: argparse.Namespace) -> int:
         RunStatus.PREEMPTED: EXIT_PREEMPTED,
         RunStatus.FAILED: 1,
     }[report.status]
+
+
+async def _serve(settings: WorkerSettings) -> int:
+    clock = SystemClock()
+    async with worker(settings, clock) as agent:
+        worker_id = settings.worker_id or (agent.identity.instance_id if agent.identity else None)
+        if worker_id is None:
+            raise WorkerError(
+                "set FRAMEFLEET_WORKER_WORKER_ID (or enable IMDS for the instance id)"
+            )
+        service = WorkerService(worker_id, agent, clock)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            # A drain: running jobs checkpoint at their next step, then the service exits.
+            loop.add_signal_handler(signum, stop.set)
+        await service.run(stop)
+    return 0
 
 
 async def _publish(settings: WorkerSettings, args: argparse.Namespace) -> int:
@@ -158,6 +179,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_publish(settings, args))
     if args.command == "warm-cache":
         return asyncio.run(_warm(settings, args.model))
+    if args.command == "serve":
+        return asyncio.run(_serve(settings))
     return asyncio.run(_run(settings, args))
 
 

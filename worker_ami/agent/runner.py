@@ -39,6 +39,7 @@ from worker_ami.agent.video import ENCODER_SETTINGS, encode_mp4
 log = logging.getLogger(__name__)
 
 StepObserver = Callable[[DenoiseState], None]
+CheckpointObserver = Callable[[str, int], None]
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,11 @@ class JobRunner:
         self._checkpoint_request = asyncio.Event()
         self._write_estimate = settings.initial_checkpoint_write_s
         self.on_step: StepObserver | None = None
+        self.on_checkpoint: CheckpointObserver | None = None
+
+    @property
+    def checkpoint_requested(self) -> bool:
+        return self._checkpoint_request.is_set()
 
     def request_checkpoint(self, reason: str) -> None:
         """Checkpoint at the next step boundary and stop (a spot notice or a drain)."""
@@ -181,6 +187,8 @@ class JobRunner:
         self._write_estimate = smoothed(self._write_estimate, elapsed)
         report.timings.checkpoint_writes_s.append(elapsed)
         report.checkpoints_written.append(key)
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(key, state.step)
         log.info("checkpoint durable at step %d: %s (%.3fs)", state.step, key, elapsed)
         return key
 

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from orchestrator.domain.errors import ConfigurationError
@@ -38,6 +38,17 @@ class WorkerSettings(EnvThenTomlSettings):
     # Mean time between interruptions for spot pools (the autoscaler refines it per pool).
     spot_mtbi_hours: float = Field(default=6.0, gt=0)
     initial_checkpoint_write_s: float = Field(default=2.0, gt=0)
+    # The MQTT service (`framefleet-worker serve`).
+    worker_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    mqtt_host: str = "127.0.0.1"
+    mqtt_port: int = Field(default=1883, ge=1, le=65535)
+    mqtt_username: str | None = None
+    mqtt_password: SecretStr | None = None
+    heartbeat_seconds: float = Field(default=2.0, gt=0)
+    # Without NVML (CPU mode) the worker offers this many slots of this family and memory.
+    cpu_slots: int = Field(default=1, ge=1, le=64)
+    cpu_family: str = Field(default="cpu", pattern=r"^[a-z0-9]{1,16}$")
+    cpu_vram_gib: float = Field(default=24.0, gt=0)
 
     def require_checkpoint_bucket(self) -> str:
         if not self.checkpoint_bucket:

@@ -1,0 +1,324 @@
+"""`framefleet-worker serve`: the agent as a long-running MQTT service.
+
+It says hello (instance, GPUs, cached models), keeps a retained `status` with a last will
+(offline), sends heartbeats with each job's progress and its recent outcomes, runs one job per
+GPU on `assign`, checkpoints and stops a job on `checkpoint_now`, `cancel` or `drain`, and turns
+an IMDS instance-action into a checkpoint of every running job plus a `notice_seen` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.worker_protocol import (
+    Channel,
+    Command,
+    CommandKind,
+    EventKind,
+    GpuInfo,
+    Heartbeat,
+    Hello,
+    JobProgress,
+    ProtocolError,
+    Status,
+    WorkerEvent,
+    decode_command,
+    topic,
+)
+from orchestrator.mqtt.link import LastWill, LinkSettings, MqttLink, NotConnected
+from worker_ami.agent.app import Worker
+from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
+from worker_ami.agent.report import JobReport, RunStatus
+from worker_ami.agent.runner import JobRunner
+from worker_ami.agent.telemetry import NvmlUnavailable, read_gpus
+
+log = logging.getLogger(__name__)
+AGENT_VERSION = "0.1.0"
+RECENT_OUTCOMES = 32
+GIB = 1024**3
+
+
+@dataclass
+class Slot:
+    gpu: GpuInfo
+    device: str
+    runner: JobRunner
+    job_id: str | None = None
+    attempt: int = 0
+    step: int = 0
+    total_steps: int = 1
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _State:
+    sequence: int = 0
+    accepting: bool = True
+    recent: deque[WorkerEvent] = field(default_factory=lambda: deque(maxlen=RECENT_OUTCOMES))
+    seen_assignments: set[tuple[str, int]] = field(default_factory=set)
+
+
+def detect_gpus(agent: Worker) -> list[tuple[GpuInfo, str]]:
+    gpus = read_gpus()
+    if isinstance(gpus, NvmlUnavailable) or not gpus:
+        settings = agent.settings
+        return [
+            (GpuInfo(index=i, family=settings.cpu_family, vram_gib=settings.cpu_vram_gib), "cpu")
+            for i in range(settings.cpu_slots)
+        ]
+    return [
+        (
+            GpuInfo(index=g.index, family=gpu_family(g.name), vram_gib=g.memory_total_bytes / GIB),
+            f"cuda:{g.index}",
+        )
+        for g in gpus
+    ]
+
+
+def gpu_family(name: str) -> str:
+    lowered = name.lower()
+    for family in ("h200", "h100", "a100", "l40s", "a10g", "l4", "t4", "v100"):
+        if family in lowered:
+            return family
+    return "".join(ch for ch in lowered if ch.isalnum())[:16] or "unknown"
+
+
+class WorkerService:
+    def __init__(self, worker_id: str, agent: Worker, clock: Clock) -> None:
+        self.worker_id = worker_id
+        self._agent = agent
+        self._clock = clock
+        settings = agent.settings
+        self._slots = [
+            Slot(gpu, device, agent.new_runner(device)) for gpu, device in detect_gpus(agent)
+        ]
+        self._state = _State()
+        self._background: set[asyncio.Task[WorkerEvent]] = set()
+        offline = Status(worker_id=worker_id, sent_at=clock.now(), online=False)
+        self.link = MqttLink(
+            LinkSettings(
+                host=settings.mqtt_host,
+                port=settings.mqtt_port,
+                client_id=f"worker-{worker_id}",
+                username=settings.mqtt_username or worker_id,
+                password=settings.mqtt_password.get_secret_value()
+                if settings.mqtt_password
+                else None,
+            ),
+            [topic(worker_id, Channel.CMD)],
+            self._on_command,
+            clock,
+            on_connect=self._announce,
+            will=LastWill(topic(worker_id, Channel.STATUS), offline.model_dump_json()),
+        )
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        tasks = [
+            asyncio.create_task(self.link.run(stop)),
+            asyncio.create_task(self._heartbeats(stop)),
+        ]
+        if self._agent.imds is not None:
+            watcher = InterruptionWatcher(
+                self._agent.imds,
+                self._clock,
+                self._on_notice,
+                self._agent.settings.imds_poll_seconds,
+            )
+            tasks.append(asyncio.create_task(watcher.run(stop)))
+        await stop.wait()
+        self.drain("service stopping")
+        running = [slot.task for slot in self._slots if slot.task is not None]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        await self._send_status(online=False)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def drain(self, reason: str) -> None:
+        self._state.accepting = False
+        for slot in self._slots:
+            if slot.job_id is not None:
+                slot.runner.request_checkpoint(reason)
+
+    async def _announce(self) -> None:
+        await self._send_status(online=True)
+        identity = self._agent.identity
+        hello = Hello(
+            worker_id=self.worker_id,
+            sent_at=self._clock.now(),
+            instance_id=identity.instance_id if identity else "i-00000000000000000",
+            instance_type=identity.instance_type if identity else "local",
+            availability_zone=identity.availability_zone if identity else "local",
+            market="spot" if identity and identity.lifecycle == "spot" else "on-demand",
+            gpus=tuple(slot.gpu for slot in self._slots),
+            agent_version=AGENT_VERSION,
+        )
+        await self._publish(Channel.HELLO, hello.model_dump_json())
+
+    async def _send_status(self, online: bool) -> None:
+        status = Status(worker_id=self.worker_id, sent_at=self._clock.now(), online=online)
+        await self._publish(Channel.STATUS, status.model_dump_json(), retain=True)
+
+    async def _publish(self, channel: Channel, payload: str, retain: bool = False) -> None:
+        try:
+            await self.link.publish(topic(self.worker_id, channel), payload, retain=retain)
+        except NotConnected as error:
+            # Outcomes are repeated in every heartbeat; everything else is re-derived.
+            log.info("not sent: %s", error)
+
+    async def _heartbeats(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.link.connected.wait()
+            self._state.sequence += 1
+            beat = Heartbeat(
+                worker_id=self.worker_id,
+                sent_at=self._clock.now(),
+                sequence=self._state.sequence,
+                jobs=tuple(
+                    JobProgress(
+                        job_id=s.job_id,
+                        attempt=s.attempt,
+                        gpu_index=s.gpu.index,
+                        step=s.step,
+                        total_steps=s.total_steps,
+                    )
+                    for s in self._slots
+                    if s.job_id is not None
+                ),
+                recent=tuple(self._state.recent),
+                accepting=self._state.accepting,
+            )
+            await self._publish(Channel.HEARTBEAT, beat.model_dump_json())
+            sleeper = asyncio.ensure_future(
+                self._clock.sleep(self._agent.settings.heartbeat_seconds)
+            )
+            stopper = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            sleeper.cancel()
+            stopper.cancel()
+
+    # -- events -------------------------------------------------------------------------------
+
+    async def _event(self, kind: EventKind, **fields: object) -> WorkerEvent:
+        event = WorkerEvent(
+            worker_id=self.worker_id,
+            sent_at=self._clock.now(),
+            event_id=str(uuid.uuid4()),
+            kind=kind,
+            **fields,
+        )
+        await self._publish(Channel.EVENTS, event.model_dump_json())
+        return event
+
+    async def _on_notice(self, notice: SpotNotice) -> None:
+        await self._event(
+            EventKind.NOTICE_SEEN, notice=f"{notice.kind.value} {notice.action or ''}".strip()
+        )
+        if notice.kind is NoticeKind.INSTANCE_ACTION:
+            self.drain(f"spot {notice.action} at {notice.time.isoformat()}")
+
+    # -- commands -----------------------------------------------------------------------------
+
+    async def _on_command(self, topic_name: str, payload: bytes) -> None:
+        try:
+            command = decode_command(topic_name, payload)
+        except ProtocolError as error:
+            log.warning("command ignored: %s", error)
+            return
+        if command.kind is CommandKind.ASSIGN:
+            await self._assign(command)
+        elif command.kind in {CommandKind.CHECKPOINT_NOW, CommandKind.CANCEL}:
+            for slot in self._slots:
+                if (slot.job_id, slot.attempt) == (command.job_id, command.attempt):
+                    slot.runner.request_checkpoint(f"{command.kind.value} from the control plane")
+        elif command.kind is CommandKind.DRAIN:
+            self.drain("drain from the control plane")
+
+    async def _assign(self, command: Command) -> None:
+        key = (command.job_id or "", command.attempt or 0)
+        if key in self._state.seen_assignments:
+            return  # a re-sent command: the job is running or its outcome is in `recent`
+        spec = command.spec
+        if spec is None or command.attempt is None or command.gpu_index is None:
+            log.warning("assign without spec, attempt or GPU ignored")
+            return
+        self._state.seen_assignments.add(key)
+        slot = next((s for s in self._slots if s.gpu.index == command.gpu_index), None)
+        if not self._state.accepting or slot is None or slot.job_id is not None:
+            why = "worker is draining" if not self._state.accepting else "GPU not free"
+            outcome = await self._event(
+                EventKind.FAILED,
+                job_id=spec.job_id,
+                attempt=command.attempt,
+                failure_kind="worker",
+                error=f"refused: {why}",
+            )
+            self._state.recent.append(outcome)
+            return
+        if slot.runner.checkpoint_requested:
+            # The previous job on this GPU was stopped on request; this runner is spent.
+            slot.runner = self._agent.new_runner(slot.device)
+        slot.job_id, slot.attempt, slot.step, slot.total_steps = (
+            spec.job_id,
+            command.attempt,
+            0,
+            spec.steps,
+        )
+        slot.task = asyncio.create_task(self._run_job(slot, command))
+
+    async def _run_job(self, slot: Slot, command: Command) -> None:
+        assert command.spec is not None
+        assert command.attempt is not None
+        spec, attempt = command.spec, command.attempt
+        loop = asyncio.get_running_loop()
+
+        def progress(state: DenoiseState) -> None:
+            slot.step = state.step
+
+        def checkpointed(key: str, step: int) -> None:
+            task = loop.create_task(
+                self._event(
+                    EventKind.CHECKPOINT_DURABLE,
+                    job_id=spec.job_id,
+                    attempt=attempt,
+                    step=step,
+                    checkpoint=key,
+                )
+            )
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+        slot.runner.on_step = progress
+        slot.runner.on_checkpoint = checkpointed
+        await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt)
+        try:
+            report = await slot.runner.run(spec, attempt, command.resume_from)
+            outcome = await self._outcome(report)
+            self._state.recent.append(outcome)
+        finally:
+            slot.job_id, slot.task = None, None
+
+    async def _outcome(self, report: JobReport) -> WorkerEvent:
+        common: dict[str, object] = {
+            "job_id": report.job_id,
+            "attempt": report.attempt,
+            "step": report.steps_done,
+        }
+        if report.status is RunStatus.SUCCEEDED:
+            return await self._event(
+                EventKind.FINISHED,
+                output=report.output_video,
+                video_sha256=report.video_sha256,
+                **common,
+            )
+        if report.status is RunStatus.PREEMPTED:
+            return await self._event(EventKind.PREEMPTED, checkpoint=report.checkpoint, **common)
+        kind = report.failure_kind.value if report.failure_kind else "worker"
+        return await self._event(EventKind.FAILED, failure_kind=kind, error=report.error, **common)
