@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import aioboto3
@@ -18,10 +19,14 @@ from prometheus_client import CollectorRegistry
 
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsJobQueue
 from orchestrator.config import Settings
+from orchestrator.control.job_events import RetryPolicy
+from orchestrator.control.service import ControlPlaneService, ControlSettings
 from orchestrator.domain.clock import Clock, SystemClock
 from orchestrator.intake.loop import IntakeLoop
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import JobSink
+from orchestrator.interruptions.loop import InterruptionsLoop
+from orchestrator.mqtt.link import LinkSettings
 from orchestrator.store.engine import make_engine, redact_url
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
@@ -69,15 +74,47 @@ async def sqs_client(settings: Settings) -> AsyncIterator[SQSClient]:
         yield client
 
 
+def build_control_service(settings: Settings, store: JobStore, clock: Clock) -> ControlPlaneService:
+    mqtt, control = settings.mqtt, settings.control
+    assert mqtt.host is not None
+    return ControlPlaneService(
+        store,
+        LinkSettings(
+            host=mqtt.host,
+            port=mqtt.port,
+            client_id=mqtt.client_id,
+            username=mqtt.username,
+            password=mqtt.password.get_secret_value() if mqtt.password else None,
+        ),
+        clock,
+        ControlSettings(
+            tick_seconds=control.tick_seconds,
+            resend_after=timedelta(seconds=control.resend_after_seconds),
+            suspect_after=timedelta(seconds=control.suspect_after_seconds),
+            lost_after=timedelta(seconds=control.lost_after_seconds),
+            retry=RetryPolicy(
+                max_attempts=control.max_attempts, max_job_faults=control.max_job_faults
+            ),
+        ),
+    )
+
+
 @dataclass
 class ControlPlane:
     store: JobStore
     intake: IntakeLoop
     intake_metrics: IntakeMetrics
     registry: CollectorRegistry
+    service: ControlPlaneService | None = None
+    interruptions: InterruptionsLoop | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.intake.run(stop)
+        loops = [self.intake.run(stop)]
+        if self.service is not None:
+            loops.append(self.service.run(stop))
+        if self.interruptions is not None:
+            loops.append(self.interruptions.run(stop))
+        await asyncio.gather(*loops)
 
 
 @asynccontextmanager
@@ -92,8 +129,17 @@ async def control_plane(
     try:
         async with sqs_client(settings) as sqs:
             intake = build_intake(sqs, settings, store, clock, metrics)
-            yield ControlPlane(
-                store=store, intake=intake, intake_metrics=metrics, registry=registry
-            )
+            plane = ControlPlane(store, intake, metrics, registry)
+            if settings.mqtt.host is not None:
+                plane.service = build_control_service(settings, store, clock)
+                if settings.interruptions_queue_url:
+                    plane.interruptions = InterruptionsLoop(
+                        SqsJobQueue(sqs, settings.interruptions_queue_url),
+                        SqsDeadLetterQueue(sqs, settings.require_queues()[1]),
+                        plane.service,
+                        clock,
+                        wait_seconds=settings.intake.wait_seconds,
+                    )
+            yield plane
     finally:
         store.dispose()

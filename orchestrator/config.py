@@ -37,6 +37,24 @@ class IntakeConfig(BaseModel):
         )
 
 
+class MqttConfig(BaseModel):
+    # None: the control plane runs the intake only (no workers to drive).
+    host: str | None = None
+    port: int = Field(default=1883, ge=1, le=65535)
+    username: str = "framefleet-control-plane"
+    password: SecretStr | None = None
+    client_id: str = "framefleet-control-plane"
+
+
+class ControlConfig(BaseModel):
+    tick_seconds: float = Field(default=0.5, gt=0)
+    resend_after_seconds: float = Field(default=3.0, gt=0)
+    suspect_after_seconds: float = Field(default=10.0, gt=0)
+    lost_after_seconds: float = Field(default=30.0, gt=0)
+    max_attempts: int = Field(default=6, ge=1)
+    max_job_faults: int = Field(default=2, ge=1)
+
+
 class Settings(EnvThenTomlSettings):
     config_file_env: ClassVar[str] = CONFIG_FILE_ENV
     model_config = SettingsConfigDict(
@@ -54,6 +72,10 @@ class Settings(EnvThenTomlSettings):
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     log_level: str = "INFO"
     intake: IntakeConfig = Field(default_factory=IntakeConfig)
+    mqtt: MqttConfig = Field(default_factory=MqttConfig)
+    control: ControlConfig = Field(default_factory=ControlConfig)
+    # EventBridge EC2 events (spot warnings, rebalance, state changes) delivered to SQS.
+    interruptions_queue_url: str | None = None
 
     def require_queues(self) -> tuple[str, str]:
         if not self.jobs_queue_url or not self.dead_letter_queue_url:

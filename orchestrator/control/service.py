@@ -79,6 +79,8 @@ class ControlPlaneService:
         self.registry = WorkerRegistry(clock, settings.suspect_after, settings.lost_after)
         self.stats = ControlStats()
         self._last_sent: dict[tuple[str, int, CommandKind], datetime] = {}
+        # (instance type, AZ, market) -> when it last lost an instance; read by the autoscaler.
+        self.interrupted_pools: dict[tuple[str, str, str], datetime] = {}
         self._lock = asyncio.Lock()  # one writer at a time inside this replica
         self.link = MqttLink(link_settings, WORKER_TOPICS, self._on_message, clock)
 
@@ -161,6 +163,30 @@ class ControlPlaneService:
         except ConcurrentModification:
             log.info("job %s changed meanwhile; the next message or tick decides again", job.job_id)
         return True
+
+    # -- what EventBridge says about instances -------------------------------------------------
+
+    async def interrupt_instance(self, instance_id: str, reason: str) -> list[str]:
+        """A spot warning for an instance: checkpoint-and-move its workers' jobs. Returns the
+        workers affected; the pool is remembered as recently interrupted."""
+        async with self._lock:
+            workers = self.registry.by_instance(instance_id)
+            for worker_id in workers:
+                self.interrupted_pools[self.registry.pool(worker_id)] = self._clock.now()
+                await self._interrupt(worker_id, reason)
+            return workers
+
+    async def stop_assigning(self, instance_id: str, reason: str) -> None:
+        async with self._lock:
+            for worker_id in self.registry.by_instance(instance_id):
+                log.info("no new work for %s: %s", worker_id, reason)
+                self.registry.mark(worker_id, WorkerHealth.DRAINING)
+
+    async def instance_gone(self, instance_id: str, reason: str) -> None:
+        async with self._lock:
+            for worker_id in self.registry.by_instance(instance_id):
+                self.registry.mark(worker_id, WorkerHealth.LOST)
+                await self._worker_gone(worker_id, reason)
 
     # -- workers going away --------------------------------------------------------------------
 

@@ -82,6 +82,10 @@ class WorkerRegistry:
     def by_instance(self, instance_id: str) -> list[str]:
         return [w for w, r in self._workers.items() if r.hello.instance_id == instance_id]
 
+    def pool(self, worker_id: str) -> tuple[str, str, str]:
+        hello = self._workers[worker_id].hello
+        return (hello.instance_type, hello.availability_zone, hello.market)
+
     def health(self, worker_id: str) -> WorkerHealth | None:
         record = self._workers.get(worker_id)
         return record.health if record else None

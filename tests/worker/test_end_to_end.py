@@ -9,21 +9,19 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import boto3
 import pytest
-from prometheus_client import CollectorRegistry
 
-from orchestrator.app import build_intake, build_store, sqs_client
-from orchestrator.config import IntakeConfig, Settings
-from orchestrator.control.service import ControlPlaneService, ControlSettings
+from orchestrator.app import control_plane
+from orchestrator.config import ControlConfig, IntakeConfig, MqttConfig, Settings
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_state import JobState
-from orchestrator.intake.metrics import IntakeMetrics
-from orchestrator.mqtt.link import LinkSettings
 from orchestrator.store.job_store import JobStore
 from tests.brokers import PrivateMosquitto
 from tests.conftest import Queues, free_port
@@ -95,11 +93,28 @@ def where_running(store: JobStore, job_id: str) -> str | None:
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> AsyncIterator[PrivateMosquitto]:  # type: ignore[misc]
+def broker(tmp_path: Path) -> Iterator[PrivateMosquitto]:
     mosquitto = PrivateMosquitto(tmp_path, free_port())
     mosquitto.start()
     yield mosquitto
     mosquitto.stop()
+
+
+def spot_warning(instance_id: str) -> str:
+    return json.dumps({"instance-id": instance_id, "instance-action": "terminate"})
+
+
+def route_ec2_events_to(moto_endpoint: str, queue_arn: str) -> Any:
+    events = boto3.client("events", region_name="us-east-1", endpoint_url=moto_endpoint)
+    rule = f"framefleet-ec2-{uuid.uuid4().hex[:8]}"
+    events.put_rule(
+        Name=rule,
+        EventPattern=json.dumps({"source": ["aws.ec2"], "detail-type": [
+            "EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommendation",
+            "EC2 Instance State-change Notification"]}),
+    )  # fmt: skip
+    events.put_targets(Rule=rule, Targets=[{"Id": "interruptions", "Arn": queue_arn}])
+    return events
 
 
 async def test_an_interrupted_job_resumes_elsewhere_and_every_job_succeeds_once(
@@ -114,19 +129,21 @@ async def test_an_interrupted_job_resumes_elsewhere_and_every_job_succeeds_once(
     broker: PrivateMosquitto,
     tmp_path: Path,
 ) -> None:
+    interruptions_url = sqs.create_queue(QueueName=f"interruptions-{uuid.uuid4().hex[:8]}")[
+        "QueueUrl"
+    ]
+    arn = sqs.get_queue_attributes(QueueUrl=interruptions_url, AttributeNames=["QueueArn"])
+    events = route_ec2_events_to(moto_endpoint, arn["Attributes"]["QueueArn"])
     settings = Settings(
         endpoint_url=moto_endpoint,
         jobs_queue_url=queues.jobs_url,
         dead_letter_queue_url=queues.dead_letter_url,
-        database_url=f"sqlite:///{tmp_path / 'cp.db'}",  # type: ignore[arg-type]
+        interruptions_queue_url=interruptions_url,
+        database_url=f"sqlite:///{tmp_path / 'cp.db'}",
         intake=IntakeConfig(wait_seconds=1, concurrency=1),
+        mqtt=MqttConfig(host="127.0.0.1", port=broker.port),
+        control=ControlConfig(tick_seconds=0.2),
     )
-    clock = SystemClock()
-    store = build_store(settings, clock)
-    service = ControlPlaneService(
-        store, LinkSettings(port=broker.port, client_id="control-plane"), clock,
-        ControlSettings(tick_seconds=0.2),
-    )  # fmt: skip
     target = video_job(buckets, "e2e-target", steps=300, priority=9)
     others = [video_job(buckets, f"e2e-{i}", steps=20, priority=5) for i in range(5)]
     for spec in [target, *others]:
@@ -134,41 +151,46 @@ async def test_an_interrupted_job_resumes_elsewhere_and_every_job_succeeds_once(
 
     stop = asyncio.Event()
     async with (
-        sqs_client(settings) as client,
+        control_plane(settings, SystemClock()) as plane,
         fleet(worker_settings, tmp_path, broker.port) as workers,
     ):
-        intake = build_intake(client, settings, store, clock, IntakeMetrics(CollectorRegistry()))
-        tasks = [asyncio.create_task(intake.run(stop)), asyncio.create_task(service.run(stop))]
+        store = plane.store
+        task = asyncio.create_task(plane.run(stop))
         try:
             await async_wait_until(lambda: where_running(store, target.job_id) is not None, 120)
             victim = where_running(store, target.job_id)
             assert victim is not None
+            # The same interruption from both sources, as AWS sends it: IMDS and EventBridge.
             workers.emulators[victim].set_instance_action("terminate")
+            instance_id = workers.emulators[victim].identity.instance_id
+            events.put_events(Entries=[{
+                "Source": "aws.ec2", "DetailType": "EC2 Spot Instance Interruption Warning",
+                "Detail": spot_warning(instance_id), "Resources": [],
+            }])  # fmt: skip
             # Killed once its checkpoint is reported (the job is back in the queue with it).
             await async_wait_until(lambda: store.get(target.job_id).attempt >= 2, 60)
             assert store.get(target.job_id).last_checkpoint is not None
             workers.processes[victim].send_signal(signal.SIGKILL)
+            everything = [target, *others]
             await async_wait_until(
-                lambda: all(
-                    store.get(s.job_id).state is JobState.SUCCEEDED for s in [target, *others]
-                ),
+                lambda: all(store.get(s.job_id).state is JobState.SUCCEEDED for s in everything),
                 180,
             )
+            assert plane.interruptions is not None
+            await async_wait_until(lambda: plane.interruptions.handled >= 1, 30)  # type: ignore[union-attr]
+            assert plane.service is not None
+            assert plane.service.interrupted_pools  # the autoscaler will avoid that pool
         finally:
             stop.set()
-            await asyncio.gather(*tasks)
+            await task
+        history = store.history(target.job_id)
+        final = store.get(target.job_id)
 
-    final = store.get(target.job_id)
-    history = store.history(target.job_id)
     assert JobState.PREEMPTED in [e.to_state for e in history]
     assert final.attempt >= 2
-    assert history[-1].to_state is JobState.SUCCEEDED
     assert [e.to_state for e in history].count(JobState.SUCCEEDED) == 1
     metadata = json.loads(read_object(s3, buckets.outputs, "e2e-target/e2e-target.json"))
     assert metadata["resumed_from"] is not None
     reference = await runner.run(video_job(buckets, "e2e-reference", steps=300, priority=9), 1)
     assert reference.status is RunStatus.SUCCEEDED
     assert metadata["video_sha256"] == reference.video_sha256
-    for spec in others:
-        assert store.get(spec.job_id).state is JobState.SUCCEEDED
-    store.dispose()
