@@ -19,6 +19,7 @@ from orchestrator.domain.clock import FakeClock
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
+from tests.brokers import PrivateMosquitto
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -90,6 +91,15 @@ def postgres_url() -> Iterator[str]:
 def database_url(request: pytest.FixtureRequest) -> str:
     name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
     return str(request.getfixturevalue(name))
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[PrivateMosquitto]:
+    """A Mosquitto of the test's own, which it may restart."""
+    mosquitto = PrivateMosquitto(tmp_path, free_port())
+    mosquitto.start()
+    yield mosquitto
+    mosquitto.stop()
 
 
 @pytest.fixture

@@ -5,25 +5,15 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
 
 from orchestrator.domain.clock import SystemClock
 from orchestrator.mqtt.link import LinkSettings, MqttLink, NotConnected
 from tests.brokers import PrivateMosquitto
-from tests.conftest import free_port
 from tests.support import async_wait_until
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[PrivateMosquitto]:
-    mosquitto = PrivateMosquitto(tmp_path, free_port())
-    mosquitto.start()
-    yield mosquitto
-    mosquitto.stop()
 
 
 class Inbox:

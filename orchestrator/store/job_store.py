@@ -307,6 +307,11 @@ class JobStore:
 
     # -- queries ----------------------------------------------------------------------------
 
+    def find(self, job_id: str) -> JobRecord | None:
+        with self._session() as session:
+            row = session.get(JobRow, job_id)
+            return _record(row) if row is not None else None
+
     def get(self, job_id: str) -> JobRecord:
         with self._session() as session:
             row = session.get(JobRow, job_id)

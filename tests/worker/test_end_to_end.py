@@ -8,27 +8,19 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import boto3
-import pytest
+from typing import TYPE_CHECKING
 
 from orchestrator.app import control_plane
 from orchestrator.config import ControlConfig, IntakeConfig, MqttConfig, Settings
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_state import JobState
-from orchestrator.store.job_store import JobStore
 from tests.brokers import PrivateMosquitto
-from tests.conftest import Queues, free_port
+from tests.conftest import Queues
 from tests.support import async_wait_until
 from tests.worker.conftest import Buckets, read_object, video_job
-from tests.worker.test_exact_resume import worker_env
-from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
+from tests.worker.system import fleet, route_ec2_events_to, spot_warning, where_running
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner
@@ -37,84 +29,6 @@ from worker_ami.agent.settings import WorkerSettings
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
-
-WORKERS = ("w-a", "w-b", "w-c")
-
-
-class Fleet:
-    def __init__(self) -> None:
-        self.processes: dict[str, asyncio.subprocess.Process] = {}
-        self.emulators: dict[str, ImdsEmulator] = {}
-
-
-@asynccontextmanager
-async def fleet(settings: WorkerSettings, tmp_path: Path, broker_port: int) -> AsyncIterator[Fleet]:
-    workers = Fleet()
-    async with AsyncExitStack() as stack:
-        for index, worker_id in enumerate(WORKERS):
-            emulator = ImdsEmulator(
-                SystemClock(),
-                InstanceIdentity(instance_id=f"i-0000000000000000{index}", lifecycle="spot"),
-            )
-            url = await emulator.start()
-            stack.push_async_callback(emulator.stop)
-            env = worker_env(settings, tmp_path / f"cache-{worker_id}") | {
-                "FRAMEFLEET_WORKER_WORKER_ID": worker_id,
-                "FRAMEFLEET_WORKER_MQTT_PORT": str(broker_port),
-                "FRAMEFLEET_WORKER_IMDS_ENABLED": "true",
-                "FRAMEFLEET_WORKER_IMDS_URL": url,
-                "FRAMEFLEET_WORKER_IMDS_POLL_SECONDS": "0.1",
-                "FRAMEFLEET_WORKER_HEARTBEAT_SECONDS": "0.5",
-            }
-            log = (tmp_path / f"{worker_id}.log").open("wb")
-            stack.callback(log.close)
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "worker_ami.agent", "serve", env=env,
-                stdout=log, stderr=log,
-            )  # fmt: skip
-            workers.processes[worker_id] = process
-            workers.emulators[worker_id] = emulator
-        try:
-            yield workers
-        finally:
-            for process in workers.processes.values():
-                if process.returncode is None:
-                    process.send_signal(signal.SIGTERM)
-            for process in workers.processes.values():
-                async with asyncio.timeout(60):
-                    await process.wait()
-
-
-def where_running(store: JobStore, job_id: str) -> str | None:
-    for placement in store.placements():
-        if placement.job.job_id == job_id and placement.job.state is JobState.RUNNING:
-            return placement.worker_id
-    return None
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[PrivateMosquitto]:
-    mosquitto = PrivateMosquitto(tmp_path, free_port())
-    mosquitto.start()
-    yield mosquitto
-    mosquitto.stop()
-
-
-def spot_warning(instance_id: str) -> str:
-    return json.dumps({"instance-id": instance_id, "instance-action": "terminate"})
-
-
-def route_ec2_events_to(moto_endpoint: str, queue_arn: str) -> Any:
-    events = boto3.client("events", region_name="us-east-1", endpoint_url=moto_endpoint)
-    rule = f"framefleet-ec2-{uuid.uuid4().hex[:8]}"
-    events.put_rule(
-        Name=rule,
-        EventPattern=json.dumps({"source": ["aws.ec2"], "detail-type": [
-            "EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommendation",
-            "EC2 Instance State-change Notification"]}),
-    )  # fmt: skip
-    events.put_targets(Rule=rule, Targets=[{"Id": "interruptions", "Arn": queue_arn}])
-    return events
 
 
 async def test_an_interrupted_job_resumes_elsewhere_and_every_job_succeeds_once(

@@ -160,7 +160,8 @@ class WorkerService:
             gpus=tuple(slot.gpu for slot in self._slots),
             agent_version=AGENT_VERSION,
         )
-        await self._publish(Channel.HELLO, hello.model_dump_json())
+        # Retained: a control plane that (re)connects later still learns about this worker.
+        await self._publish(Channel.HELLO, hello.model_dump_json(), retain=True)
 
     async def _send_status(self, online: bool) -> None:
         status = Status(worker_id=self.worker_id, sent_at=self._clock.now(), online=online)
