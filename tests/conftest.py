@@ -16,10 +16,10 @@ from moto.server import ThreadedMotoServer
 from sqlalchemy import create_engine, text
 
 from orchestrator.domain.clock import FakeClock
+from orchestrator.mqtt.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.brokers import PrivateMosquitto
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -94,9 +94,9 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[PrivateMosquitto]:
+def broker(tmp_path: Path) -> Iterator[LocalMosquitto]:
     """A Mosquitto of the test's own, which it may restart."""
-    mosquitto = PrivateMosquitto(tmp_path, free_port())
+    mosquitto = LocalMosquitto(tmp_path, free_port())
     mosquitto.start()
     yield mosquitto
     mosquitto.stop()

@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.domain.clock import SystemClock
 from orchestrator.mqtt.link import LinkSettings, MqttLink, NotConnected
-from tests.brokers import PrivateMosquitto
+from orchestrator.mqtt.mosquitto import LocalMosquitto
 from tests.support import async_wait_until
 
 
@@ -45,7 +45,7 @@ def link(
     )  # fmt: skip
 
 
-async def test_messages_flow_and_survive_a_broker_restart(broker: PrivateMosquitto) -> None:
+async def test_messages_flow_and_survive_a_broker_restart(broker: LocalMosquitto) -> None:
     inbox = Inbox()
     async with (
         running(link(broker.port, "reader", inbox, ["t/#"])) as reader,
@@ -61,7 +61,7 @@ async def test_messages_flow_and_survive_a_broker_restart(broker: PrivateMosquit
         await async_wait_until(lambda: ("t/2", b"after") in inbox.messages)
 
 
-async def test_publishing_while_disconnected_fails_fast(broker: PrivateMosquitto) -> None:
+async def test_publishing_while_disconnected_fails_fast(broker: LocalMosquitto) -> None:
     offline = link(broker.port, "offline", Inbox(), [])
     with pytest.raises(NotConnected):
         await offline.publish("t/x", "nobody is connected")
@@ -87,7 +87,7 @@ asyncio.run(main())
 
 
 async def test_the_last_will_is_published_when_a_client_process_dies(
-    broker: PrivateMosquitto,
+    broker: LocalMosquitto,
 ) -> None:
     inbox = Inbox()
     async with running(link(broker.port, "watcher", inbox, ["status/#"])):

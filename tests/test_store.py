@@ -12,7 +12,7 @@ from sqlmodel import SQLModel
 
 from orchestrator.domain.clock import FakeClock
 from orchestrator.domain.errors import ConcurrentModification, JobNotFound
-from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
+from orchestrator.domain.job_record import AcceptOutcome, JobChanges, Rejection, Submission
 from orchestrator.domain.job_spec import parse_job
 from orchestrator.domain.job_state import JobState
 from orchestrator.store.engine import make_engine
@@ -172,3 +172,21 @@ def test_placements_name_the_worker_and_gpu_of_the_current_attempt(store: JobSto
     )  # fmt: skip
     [again] = store.placements()
     assert (again.job.attempt, again.worker_id, again.gpu_index) == (2, "w2", 0)
+
+
+def test_schedulable_jobs_skip_backoff_and_include_urgent_and_oldest(
+    store: JobStore, clock: FakeClock
+) -> None:
+    for index in range(6):
+        store.accept_batch([submission(f"s{index}", f"m{index}", priority=index)])
+        clock.advance(1)
+    held = store.get("s5")
+    store.transition("s5", JobState.ASSIGNED, expected_version=held.version, actor="t", reason="r")
+    store.transition(
+        "s5", JobState.QUEUED, expected_version=held.version + 1, actor="t", reason="retry",
+        changes=JobChanges(not_before=clock.now() + timedelta(minutes=5)),
+    )  # fmt: skip
+    ids = {job.job_id for job in store.schedulable(clock.now(), limit=2)}
+    assert ids == {"s4", "s3", "s0", "s1"}  # two most urgent, two oldest; s5 is backing off
+    clock.advance(301)
+    assert "s5" in {job.job_id for job in store.schedulable(clock.now(), limit=2)}

@@ -26,7 +26,7 @@ from orchestrator.domain.worker_protocol import (
     parse_topic,
     topic,
 )
-from tests.brokers import PrivateMosquitto
+from orchestrator.mqtt.mosquitto import LocalMosquitto
 from tests.conftest import free_port
 from tests.support import job_dict
 
@@ -96,7 +96,7 @@ def test_bad_messages_are_refused_with_a_reason(
 @pytest.fixture
 def acl_broker(tmp_path: Path) -> Iterator[int]:
     """A Mosquitto of our own on a free port, with the shipped ACL file."""
-    broker = PrivateMosquitto(tmp_path, free_port(), acl_file=ACL)
+    broker = LocalMosquitto(tmp_path, free_port(), acl_file=ACL)
     broker.start()
     yield broker.port
     broker.stop()

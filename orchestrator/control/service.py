@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -62,6 +64,9 @@ class ControlStats:
     ignored_messages: int = 0
     stale_events: int = 0
     commands_sent: int = 0
+    assignments: int = 0
+    # Seconds per scheduling decision (the pure scheduler call), the most recent ones.
+    schedule_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
 
 
 def command_id(kind: CommandKind, job: JobRecord) -> str:
@@ -233,7 +238,7 @@ class ControlPlaneService:
 
     async def _schedule(self, placements: list[Placement]) -> None:
         now = self._clock.now()
-        queued = await asyncio.to_thread(self._store.list_jobs, JobState.QUEUED, 10_000)
+        queued = await asyncio.to_thread(self._store.schedulable, now)
         pending = [
             PendingJob(
                 job.job_id,
@@ -244,7 +249,6 @@ class ControlPlaneService:
                 frozenset(job.spec.gpu.families),
             )
             for job in queued
-            if job.not_before is None or job.not_before <= now
         ]
         if not pending:
             return
@@ -258,9 +262,11 @@ class ControlPlaneService:
             )
             for p in placements
         }
+        started = time.perf_counter()
         decisions = schedule(
             pending, self.registry.snapshot(running), now, self._settings.scheduler
         )
+        self.stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}
         for assignment in decisions.assignments:
             job = by_id[assignment.job_id]
@@ -277,6 +283,7 @@ class ControlPlaneService:
                 )
             except ConcurrentModification:
                 continue
+            self.stats.assignments += 1
             placement = Placement(assigned, assignment.worker_id, assignment.gpu_index, now)
             await self._send(placement, CommandKind.ASSIGN, force=True)
         for preemption in decisions.preemptions:

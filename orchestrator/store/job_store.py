@@ -26,7 +26,7 @@ from orchestrator.domain.job_record import (
     Rejection,
     Submission,
 )
-from orchestrator.domain.job_spec import parse_job
+from orchestrator.domain.job_spec import JobSpec, parse_job
 from orchestrator.domain.job_state import JobState, check_transition
 from orchestrator.store.migrate import upgrade_to_head
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, RejectedMessageRow
@@ -39,7 +39,7 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _record(row: JobRow) -> JobRecord:
+def _record(row: JobRow, spec: JobSpec | None = None) -> JobRecord:
     return JobRecord(
         job_id=row.job_id,
         state=JobState(row.state),
@@ -47,7 +47,7 @@ def _record(row: JobRow) -> JobRecord:
         attempt=row.attempt,
         priority=row.priority,
         deadline=_utc(row.deadline) if row.deadline else None,
-        spec=parse_job(row.spec_json, now=None),
+        spec=spec if spec is not None else parse_job(row.spec_json, now=None),
         created_at=_utc(row.created_at),
         updated_at=_utc(row.updated_at),
         last_checkpoint=row.last_checkpoint,
@@ -60,6 +60,7 @@ class JobStore:
     def __init__(self, engine: Engine, clock: Clock) -> None:
         self._engine = engine
         self._clock = clock
+        self._specs: dict[str, JobSpec] = {}
 
     @contextmanager
     def _session(self) -> Iterator[Session]:
@@ -318,6 +319,31 @@ class JobStore:
             if row is None:
                 raise JobNotFound(job_id)
             return _record(row)
+
+    def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
+        """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base
+        priority and the oldest `limit` (which aging may have made urgent), without repeats."""
+        base = select(JobRow).where(
+            col(JobRow.state) == JobState.QUEUED.value,
+            (col(JobRow.not_before).is_(None)) | (col(JobRow.not_before) <= now),
+        )
+        with self._session() as session:
+            urgent = session.exec(
+                base.order_by(col(JobRow.priority).desc(), col(JobRow.created_at)).limit(limit)
+            ).all()
+            oldest = session.exec(base.order_by(col(JobRow.created_at)).limit(limit)).all()
+        rows = {row.job_id: row for row in [*urgent, *oldest]}
+        return [self._cached_record(row) for row in rows.values()]
+
+    def _cached_record(self, row: JobRow) -> JobRecord:
+        # Parsing a spec costs more than reading its row; specs never change once stored.
+        spec = self._specs.get(row.spec_sha256)
+        if spec is None:
+            spec = parse_job(row.spec_json, now=None)
+            if len(self._specs) > 50_000:
+                self._specs.clear()
+            self._specs[row.spec_sha256] = spec
+        return _record(row, spec)
 
     def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[JobRecord]:
         with self._session() as session:

@@ -16,7 +16,7 @@ from orchestrator.app import control_plane
 from orchestrator.config import ControlConfig, IntakeConfig, MqttConfig, Settings
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_state import JobState
-from tests.brokers import PrivateMosquitto
+from orchestrator.mqtt.mosquitto import LocalMosquitto
 from tests.conftest import Queues
 from tests.support import async_wait_until
 from tests.worker.conftest import Buckets, read_object, video_job
@@ -40,7 +40,7 @@ async def test_an_interrupted_job_resumes_elsewhere_and_every_job_succeeds_once(
     sqs: SQSClient,
     queues: Queues,
     moto_endpoint: str,
-    broker: PrivateMosquitto,
+    broker: LocalMosquitto,
     tmp_path: Path,
 ) -> None:
     interruptions_url = sqs.create_queue(QueueName=f"interruptions-{uuid.uuid4().hex[:8]}")[

@@ -18,9 +18,9 @@ from orchestrator.config import ControlConfig, IntakeConfig, MqttConfig, Setting
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_state import JobState
 from orchestrator.domain.worker_protocol import Channel, EventKind, WorkerEvent, topic
+from orchestrator.mqtt.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
-from tests.brokers import PrivateMosquitto
 from tests.conftest import Queues
 from tests.support import async_wait_until
 from tests.worker.conftest import Buckets, video_job
@@ -72,7 +72,7 @@ async def test_a_worker_killed_without_notice_resumes_from_its_last_periodic_che
     sqs: SQSClient,
     queues: Queues,
     moto_endpoint: str,
-    broker: PrivateMosquitto,
+    broker: LocalMosquitto,
     tmp_path: Path,
 ) -> None:
     settings = plane_settings(moto_endpoint, queues, tmp_path, broker.port)
@@ -112,7 +112,7 @@ async def test_control_plane_crash_and_broker_restart_lose_nothing_and_duplicate
     sqs: SQSClient,
     queues: Queues,
     moto_endpoint: str,
-    broker: PrivateMosquitto,
+    broker: LocalMosquitto,
     tmp_path: Path,
 ) -> None:
     settings = plane_settings(moto_endpoint, queues, tmp_path, broker.port)
@@ -172,7 +172,7 @@ async def test_stale_and_malformed_worker_messages_are_ignored_and_logged(
     sqs: SQSClient,
     queues: Queues,
     moto_endpoint: str,
-    broker: PrivateMosquitto,
+    broker: LocalMosquitto,
     tmp_path: Path,
 ) -> None:
     settings = plane_settings(moto_endpoint, queues, tmp_path, broker.port)

@@ -1,13 +1,22 @@
-"""A Mosquitto of a test's own (a free port, its own config), which it can stop and restart."""
+"""A Mosquitto of one's own (a free port, its own config) for tests, benchmarks and development,
+which can be stopped and restarted. Needs the `mosquitto` binary (Debian package mosquitto)."""
 
 from __future__ import annotations
 
 import shutil
 import socket
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from tests.support import wait_until
+
+def _wait(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.05)
 
 
 def _port_open(port: int) -> bool:
@@ -16,7 +25,7 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-class PrivateMosquitto:
+class LocalMosquitto:
     def __init__(self, folder: Path, port: int, acl_file: Path | None = None) -> None:
         self.port = port
         self.config = folder / "mosquitto.conf"
@@ -31,14 +40,14 @@ class PrivateMosquitto:
         self._process = subprocess.Popen(
             [self._binary, "-c", str(self.config)], stderr=subprocess.DEVNULL
         )
-        wait_until(lambda: _port_open(self.port), timeout=15, what="mosquitto to listen")
+        _wait(lambda: _port_open(self.port), "mosquitto to listen")
 
     def stop(self) -> None:
         if self._process is not None:
             self._process.terminate()
             self._process.wait(timeout=10)
             self._process = None
-        wait_until(lambda: not _port_open(self.port), timeout=15, what="mosquitto to stop")
+        _wait(lambda: not _port_open(self.port), "mosquitto to stop")
 
     def restart(self) -> None:
         self.stop()
