@@ -194,14 +194,19 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run(
-    workers: int, jobs: int, connections: int, job_seconds: float, interruptions: int
+    workers: int,
+    jobs: int,
+    connections: int,
+    job_seconds: float,
+    interruptions: int,
+    database: str | None,
 ) -> None:
     console = Console(width=140)
     folder = Path(tempfile.mkdtemp(prefix="framefleet-bench-cp-"))
     broker = LocalMosquitto(folder, free_port())
     broker.config.write_text(broker.config.read_text() + "max_queued_messages 100000\n")
     broker.start()
-    engine = make_engine(f"sqlite:///{folder / 'cp.db'}")
+    engine = make_engine(database or f"sqlite:///{folder / 'cp.db'}")
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())
     template = {
@@ -278,6 +283,7 @@ async def run(
         "jobs": jobs,
         "connections": connections,
         "job_seconds": job_seconds,
+        "database": "postgresql" if database and "postgres" in database else "sqlite",
         "elapsed_s": elapsed,
         "assignments": service.stats.assignments,
         "assignments_per_s": service.stats.assignments / elapsed,
@@ -289,7 +295,8 @@ async def run(
         "notice_to_reassigned_p99_s": pct(fleet.latencies, 99),
     }
     table = Table(
-        title=f"control plane: {workers} simulated workers, {jobs} jobs, SQLite, Mosquitto"
+        title=f"control plane: {workers} simulated workers, {jobs} jobs, "
+        f"{'PostgreSQL' if database and 'postgres' in database else 'SQLite'}, Mosquitto"
     )
     table.add_column("measure")
     table.add_column("value", justify="right")
@@ -321,9 +328,17 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--job-seconds", type=float, default=1.0)
     parser.add_argument("--interruptions", type=int, default=50)
+    parser.add_argument("--database", help="database URL (default: a new SQLite file)")
     args = parser.parse_args()
     asyncio.run(
-        run(args.workers, args.jobs, args.connections, args.job_seconds, args.interruptions)
+        run(
+            args.workers,
+            args.jobs,
+            args.connections,
+            args.job_seconds,
+            args.interruptions,
+            args.database,
+        )
     )
 
 

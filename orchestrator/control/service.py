@@ -112,6 +112,14 @@ class ControlPlaneService:
             self.stats.ignored_messages += 1
             log.warning("ignored message on %s: %s", topic_name, error)
             return
+        if isinstance(message, Hello):
+            self.registry.on_hello(message)
+            return
+        if isinstance(message, Heartbeat) and not message.recent and not message.jobs:
+            # Liveness only: no job to reconcile, so no need to wait for the tick.
+            if self.registry.on_heartbeat(message) and not message.accepting:
+                self.registry.mark(message.worker_id, WorkerHealth.DRAINING)
+            return
         async with self._lock:
             if isinstance(message, Hello):
                 self.registry.on_hello(message)

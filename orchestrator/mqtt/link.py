@@ -115,6 +115,10 @@ class MqttLink:
             keepalive=settings.keepalive,
             will=will,
             protocol=aiomqtt.ProtocolVersion.V311,
+            # paho allows 20 unacknowledged QoS 1 messages by default; a control plane talking
+            # to a thousand workers needs far more in flight.
+            max_inflight_messages=1000,
+            max_concurrent_outgoing_calls=1000,
         ) as client:
             for subscription in self._subscriptions:
                 await client.subscribe(subscription, qos=1)

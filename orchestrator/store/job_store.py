@@ -245,7 +245,7 @@ class JobStore:
             session.expire_all()
             fresh = session.get(JobRow, job_id)
             assert fresh is not None
-            return _record(fresh)
+            return self._cached_record(fresh)
 
     def note_checkpoint(self, job_id: str, expected_version: int, checkpoint: str) -> JobRecord:
         """Remember the newest durable checkpoint without a state change (still versioned)."""
@@ -311,14 +311,14 @@ class JobStore:
     def find(self, job_id: str) -> JobRecord | None:
         with self._session() as session:
             row = session.get(JobRow, job_id)
-            return _record(row) if row is not None else None
+            return self._cached_record(row) if row is not None else None
 
     def get(self, job_id: str) -> JobRecord:
         with self._session() as session:
             row = session.get(JobRow, job_id)
             if row is None:
                 raise JobNotFound(job_id)
-            return _record(row)
+            return self._cached_record(row)
 
     def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
         """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base
@@ -350,7 +350,7 @@ class JobStore:
             query = select(JobRow).order_by(col(JobRow.created_at), col(JobRow.job_id))
             if state is not None:
                 query = query.where(col(JobRow.state) == state.value)
-            return [_record(row) for row in session.exec(query.limit(limit)).all()]
+            return [self._cached_record(row) for row in session.exec(query.limit(limit)).all()]
 
     def history(self, job_id: str) -> list[JobEvent]:
         with self._session() as session:
@@ -389,7 +389,7 @@ class JobStore:
             ).all()
         return [
             Placement(
-                _record(job),
+                self._cached_record(job),
                 attempt.worker_id or "",
                 attempt.gpu_index or 0,
                 _utc(attempt.started_at),

@@ -17,6 +17,10 @@ python3.11 -m venv /opt/framefleet/venv
 # The CUDA build of torch comes from PyPI's default index on the image, unlike CI.
 /opt/framefleet/venv/bin/pip install "/tmp/framefleet.whl[worker]"
 
+install -m 0644 /tmp/framefleet-worker.service /etc/systemd/system/framefleet-worker.service
+systemctl daemon-reload
+systemctl enable framefleet-worker.service
+
 # Optional warm cache: fetched with the image builder's credentials.
 for model in ${WARM_MODELS:-}; do
   sudo -u framefleet -E /opt/framefleet/venv/bin/framefleet-worker warm-cache --model "$model"

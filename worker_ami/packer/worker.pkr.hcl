@@ -1,6 +1,5 @@
-# Builds the FrameFleet GPU worker AMI: NVIDIA driver, the agent in a virtualenv, and optionally
-# a warm model cache so the first job on a new instance skips the download. (The systemd unit
-# comes with the agent's MQTT service loop.)
+# Builds the FrameFleet GPU worker AMI: NVIDIA driver, the agent in a virtualenv with its systemd
+# unit, and optionally a warm model cache so the first job on a new instance skips the download.
 #   packer init worker_ami/packer && packer build -var region=us-east-1 worker_ami/packer
 packer {
   required_plugins {
@@ -72,6 +71,11 @@ build {
   provisioner "file" {
     source      = var.framefleet_wheel
     destination = "/tmp/framefleet.whl"
+  }
+
+  provisioner "file" {
+    source      = "worker_ami/systemd/framefleet-worker.service"
+    destination = "/tmp/framefleet-worker.service"
   }
 
   provisioner "shell" {
