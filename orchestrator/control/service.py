@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from orchestrator.control.apply import apply_decision
 from orchestrator.control.job_events import Decision, Ignore, RetryPolicy, apply_event, requeue
-from orchestrator.domain.clock import Clock
+from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import ConcurrentModification, FrameFleetError, JobNotFound
 from orchestrator.domain.job_record import JobRecord, Placement
 from orchestrator.domain.job_state import JobState
@@ -96,11 +96,7 @@ class ControlPlaneService:
                 await self.tick()
             except FrameFleetError as error:
                 log.warning("tick failed, retrying: %s", error)
-            sleeper = asyncio.ensure_future(self._clock.sleep(self._settings.tick_seconds))
-            stopper = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            sleeper.cancel()
-            stopper.cancel()
+            await sleep_unless_stopped(self._clock, stop, self._settings.tick_seconds)
         await link
 
     # -- messages from workers ---------------------------------------------------------------

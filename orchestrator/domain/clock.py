@@ -40,3 +40,12 @@ class FakeClock:
     async def sleep(self, seconds: float) -> None:
         self.advance(seconds)
         await asyncio.sleep(0)
+
+
+async def sleep_unless_stopped(clock: Clock, stop: asyncio.Event, seconds: float) -> None:
+    """Sleep on the injected clock, waking early when `stop` is set."""
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    sleeper.cancel()
+    stopper.cancel()

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from orchestrator.domain.clock import Clock
+from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.dead_letter import (
     ATTR_BODY_TRUNCATED,
     ATTR_ERRORS,
@@ -85,15 +85,8 @@ class IntakeLoop:
                 # Nothing was deleted: the batch comes back after its visibility timeout.
                 self._metrics.errors.labels(kind=type(error).__name__).inc()
                 log.warning("intake batch left for redelivery: %s", error)
-                await self._pause(stop, backoff)
+                await sleep_unless_stopped(self._clock, stop, backoff)
                 backoff = min(backoff * 2, self._settings.max_backoff_seconds)
-
-    async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
-        sleeper = asyncio.create_task(self._clock.sleep(seconds))
-        stopper = asyncio.create_task(stop.wait())
-        await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        sleeper.cancel()
-        stopper.cancel()
 
     async def _receive_until(self, stop: asyncio.Event) -> list[ReceivedMessage]:
         receive = asyncio.create_task(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import aiomqtt
 
-from orchestrator.domain.clock import Clock
+from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import FrameFleetError
 
 log = logging.getLogger(__name__)
@@ -89,15 +89,8 @@ class MqttLink:
                 self._client = None
             if stop.is_set():
                 return
-            await self._pause(stop, backoff)
+            await sleep_unless_stopped(self._clock, stop, backoff)
             backoff = min(backoff * 2, self._settings.max_backoff)
-
-    async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        stopper = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        sleeper.cancel()
-        stopper.cancel()
 
     async def _session(self, stop: asyncio.Event) -> None:
         settings = self._settings

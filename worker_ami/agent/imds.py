@@ -16,7 +16,7 @@ from enum import StrEnum
 
 import aiohttp
 
-from orchestrator.domain.clock import Clock
+from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from worker_ami.agent.errors import ImdsError
 from worker_ami.agent.imds_emulator import TOKEN_HEADER, TTL_HEADER, InstanceIdentity
 
@@ -174,8 +174,4 @@ class InterruptionWatcher:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.poll_once()
-            sleeper = asyncio.ensure_future(self._clock.sleep(self._poll))
-            stopper = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            sleeper.cancel()
-            stopper.cancel()
+            await sleep_unless_stopped(self._clock, stop, self._poll)

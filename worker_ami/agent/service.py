@@ -14,7 +14,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 
-from orchestrator.domain.clock import Clock
+from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.worker_protocol import (
     Channel,
     Command,
@@ -197,13 +197,7 @@ class WorkerService:
                 accepting=self._state.accepting,
             )
             await self._publish(Channel.HEARTBEAT, beat.model_dump_json())
-            sleeper = asyncio.ensure_future(
-                self._clock.sleep(self._agent.settings.heartbeat_seconds)
-            )
-            stopper = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            sleeper.cancel()
-            stopper.cancel()
+            await sleep_unless_stopped(self._clock, stop, self._agent.settings.heartbeat_seconds)
 
     # -- events -------------------------------------------------------------------------------
 
