@@ -113,13 +113,10 @@ class ControlPlaneService:
             return
         if isinstance(message, Heartbeat) and not message.recent and not message.jobs:
             # Liveness only: no job to reconcile, so no need to wait for the tick.
-            if self.registry.on_heartbeat(message) and not message.accepting:
-                self.registry.mark(message.worker_id, WorkerHealth.DRAINING)
+            self._note_liveness(message)
             return
         async with self._lock:
-            if isinstance(message, Hello):
-                self.registry.on_hello(message)
-            elif isinstance(message, Heartbeat):
+            if isinstance(message, Heartbeat):
                 await self._on_heartbeat(message)
             elif isinstance(message, Status):
                 self.registry.on_status(message)
@@ -130,11 +127,17 @@ class ControlPlaneService:
             else:
                 await self._apply(message)
 
-    async def _on_heartbeat(self, beat: Heartbeat) -> None:
+    def _note_liveness(self, beat: Heartbeat) -> bool:
+        """False for a heartbeat the registry refuses (unknown worker, out of order)."""
         if not self.registry.on_heartbeat(beat):
-            return
+            return False
         if not beat.accepting:
             self.registry.mark(beat.worker_id, WorkerHealth.DRAINING)
+        return True
+
+    async def _on_heartbeat(self, beat: Heartbeat) -> None:
+        if not self._note_liveness(beat):
+            return
         for outcome in beat.recent:
             await self._apply(outcome)
         for progress in beat.jobs:
@@ -160,18 +163,17 @@ class ControlPlaneService:
         decision = apply_event(job, event, self._clock.now(), self._settings.retry)
         await self._commit(job, decision, quiet)
 
-    async def _commit(self, job: JobRecord, decision: Decision, quiet: bool = False) -> bool:
+    async def _commit(self, job: JobRecord, decision: Decision, quiet: bool = False) -> None:
         if isinstance(decision, Ignore):
             if "stale attempt" in decision.reason:
                 self.stats.stale_events += 1
             if not quiet:
                 log.info("job %s: ignored: %s", job.job_id, decision.reason)
-            return False
+            return
         try:
             await asyncio.to_thread(apply_decision, self._store, job, decision, ACTOR)
         except ConcurrentModification:
             log.info("job %s changed meanwhile; the next message or tick decides again", job.job_id)
-        return True
 
     # -- what EventBridge says about instances -------------------------------------------------
 
@@ -203,20 +205,23 @@ class ControlPlaneService:
         """A spot notice: no new work there; its jobs checkpoint now and move when durable."""
         self.registry.mark(worker_id, WorkerHealth.INTERRUPTED)
         for placement in await asyncio.to_thread(self._store.placements):
-            if placement.worker_id != worker_id or placement.job.state is not JobState.RUNNING:
-                continue
-            try:
-                await asyncio.to_thread(
-                    self._store.transition,
-                    placement.job.job_id,
-                    JobState.CHECKPOINTING,
-                    expected_version=placement.job.version,
-                    actor=ACTOR,
-                    reason=reason,
-                )
-            except ConcurrentModification:
-                continue
-            await self._send(placement, CommandKind.CHECKPOINT_NOW, force=True)
+            if placement.worker_id == worker_id and placement.job.state is JobState.RUNNING:
+                await self._checkpoint_now(placement, reason)
+
+    async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
+        """Record that the job must checkpoint (durable first), then tell its worker."""
+        try:
+            await asyncio.to_thread(
+                self._store.transition,
+                placement.job.job_id,
+                JobState.CHECKPOINTING,
+                expected_version=placement.job.version,
+                actor=ACTOR,
+                reason=reason,
+            )
+        except ConcurrentModification:
+            return
+        await self._send(placement, CommandKind.CHECKPOINT_NOW, force=True)
 
     async def _worker_gone(self, worker_id: str, reason: str) -> None:
         """Lost without (further) notice: its jobs resume elsewhere from their checkpoint."""
@@ -292,18 +297,7 @@ class ControlPlaneService:
             await self._send(placement, CommandKind.ASSIGN, force=True)
         for preemption in decisions.preemptions:
             victim = next(p for p in placements if p.job.job_id == preemption.victim_job_id)
-            try:
-                await asyncio.to_thread(
-                    self._store.transition,
-                    victim.job.job_id,
-                    JobState.CHECKPOINTING,
-                    expected_version=victim.job.version,
-                    actor=ACTOR,
-                    reason=preemption.reason,
-                )
-            except ConcurrentModification:
-                continue
-            await self._send(victim, CommandKind.CHECKPOINT_NOW, force=True)
+            await self._checkpoint_now(victim, preemption.reason)
 
     async def _send(self, placement: Placement, kind: CommandKind, force: bool = False) -> None:
         job = placement.job

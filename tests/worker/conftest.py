@@ -15,6 +15,8 @@ import pytest
 
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_spec import JobSpec, parse_job
+from orchestrator.mqtt.mosquitto import LocalMosquitto
+from tests.conftest import Queues
 from tests.support import job_dict
 from worker_ami.agent.app import s3_client
 from worker_ami.agent.checkpoint import CheckpointStore
@@ -27,6 +29,9 @@ from worker_ami.agent.tiny_model import build_tiny_wan
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+    from tests.worker.system import LocalSystem
 
 MODEL = "wan/tiny-test"
 REVISION = "r1"
@@ -140,3 +145,19 @@ async def imds() -> AsyncIterator[tuple[ImdsEmulator, str]]:
 
 def read_object(s3: S3Client, bucket: str, key: str) -> bytes:
     return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+@pytest.fixture
+def system(
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+    sqs: SQSClient,
+    queues: Queues,
+    moto_endpoint: str,
+    broker: LocalMosquitto,
+    tmp_path: Path,
+) -> LocalSystem:
+    from tests.worker.system import LocalSystem
+
+    return LocalSystem(worker_settings, buckets, sqs, queues, moto_endpoint, broker, tmp_path)

@@ -10,19 +10,60 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from orchestrator.config import ControlConfig, IntakeConfig, MqttConfig, Settings
 from orchestrator.domain.clock import SystemClock
+from orchestrator.domain.job_spec import JobSpec
 from orchestrator.domain.job_state import JobState
+from orchestrator.mqtt.mosquitto import LocalMosquitto
 from orchestrator.store.job_store import JobStore
+from tests.conftest import Queues
+from tests.worker.conftest import Buckets
 from tests.worker.test_exact_resume import worker_env
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.settings import WorkerSettings
 
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
 WORKERS = ("w-a", "w-b", "w-c")
+
+
+@dataclass(frozen=True)
+class LocalSystem:
+    """Everything an end-to-end test talks to: moto, the queues and buckets, a broker of its
+    own, the worker settings (with the tiny model published) and a scratch folder."""
+
+    worker_settings: WorkerSettings
+    buckets: Buckets
+    sqs: SQSClient
+    queues: Queues
+    moto_endpoint: str
+    broker: LocalMosquitto
+    tmp_path: Path
+
+    def submit(self, *specs: JobSpec) -> None:
+        for spec in specs:
+            self.sqs.send_message(QueueUrl=self.queues.jobs_url, MessageBody=spec.canonical_json())
+
+    def plane_settings(
+        self, control: ControlConfig, interruptions_queue_url: str | None = None
+    ) -> Settings:
+        return Settings(
+            endpoint_url=self.moto_endpoint,
+            jobs_queue_url=self.queues.jobs_url,
+            dead_letter_queue_url=self.queues.dead_letter_url,
+            interruptions_queue_url=interruptions_queue_url,
+            database_url=f"sqlite:///{self.tmp_path / 'cp.db'}",
+            intake=IntakeConfig(wait_seconds=1, concurrency=1),
+            mqtt=MqttConfig(host="127.0.0.1", port=self.broker.port),
+            control=control,
+        )
 
 
 class Fleet:
@@ -33,13 +74,12 @@ class Fleet:
 
 @asynccontextmanager
 async def fleet(
-    settings: WorkerSettings,
-    tmp_path: Path,
-    broker_port: int,
+    system: LocalSystem,
     worker_ids: tuple[str, ...] = WORKERS,
     extra_env: dict[str, str] | None = None,
 ) -> AsyncIterator[Fleet]:
     """`framefleet-worker serve` processes, each with an IMDS emulator of its own."""
+    settings, tmp_path, broker_port = system.worker_settings, system.tmp_path, system.broker.port
     workers = Fleet()
     async with AsyncExitStack() as stack:
         for index, worker_id in enumerate(worker_ids):

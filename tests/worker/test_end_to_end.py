@@ -9,64 +9,41 @@ import asyncio
 import json
 import signal
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.app import control_plane
-from orchestrator.config import ControlConfig, IntakeConfig, MqttConfig, Settings
+from orchestrator.config import ControlConfig
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_state import JobState
-from orchestrator.mqtt.mosquitto import LocalMosquitto
-from tests.conftest import Queues
 from tests.support import async_wait_until
-from tests.worker.conftest import Buckets, read_object, video_job
-from tests.worker.system import fleet, route_ec2_events_to, spot_warning, where_running
-from worker_ami.agent.model_cache import ModelRegistry
+from tests.worker.conftest import read_object, video_job
+from tests.worker.system import LocalSystem, fleet, route_ec2_events_to, spot_warning, where_running
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner
-from worker_ami.agent.settings import WorkerSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
-    from mypy_boto3_sqs import SQSClient
 
 
 async def test_an_interrupted_job_resumes_elsewhere_and_every_job_succeeds_once(
-    published_model: ModelRegistry,
-    worker_settings: WorkerSettings,
     runner: JobRunner,
-    buckets: Buckets,
     s3: S3Client,
-    sqs: SQSClient,
-    queues: Queues,
-    moto_endpoint: str,
-    broker: LocalMosquitto,
-    tmp_path: Path,
+    system: LocalSystem,
 ) -> None:
-    interruptions_url = sqs.create_queue(QueueName=f"interruptions-{uuid.uuid4().hex[:8]}")[
+    interruptions_url = system.sqs.create_queue(QueueName=f"interruptions-{uuid.uuid4().hex[:8]}")[
         "QueueUrl"
     ]
-    arn = sqs.get_queue_attributes(QueueUrl=interruptions_url, AttributeNames=["QueueArn"])
-    events = route_ec2_events_to(moto_endpoint, arn["Attributes"]["QueueArn"])
-    settings = Settings(
-        endpoint_url=moto_endpoint,
-        jobs_queue_url=queues.jobs_url,
-        dead_letter_queue_url=queues.dead_letter_url,
-        interruptions_queue_url=interruptions_url,
-        database_url=f"sqlite:///{tmp_path / 'cp.db'}",
-        intake=IntakeConfig(wait_seconds=1, concurrency=1),
-        mqtt=MqttConfig(host="127.0.0.1", port=broker.port),
-        control=ControlConfig(tick_seconds=0.2),
-    )
-    target = video_job(buckets, "e2e-target", steps=300, priority=9)
-    others = [video_job(buckets, f"e2e-{i}", steps=20, priority=5) for i in range(5)]
-    for spec in [target, *others]:
-        sqs.send_message(QueueUrl=queues.jobs_url, MessageBody=spec.canonical_json())
+    arn = system.sqs.get_queue_attributes(QueueUrl=interruptions_url, AttributeNames=["QueueArn"])
+    events = route_ec2_events_to(system.moto_endpoint, arn["Attributes"]["QueueArn"])
+    settings = system.plane_settings(ControlConfig(tick_seconds=0.2), interruptions_url)
+    target = video_job(system.buckets, "e2e-target", steps=300, priority=9)
+    others = [video_job(system.buckets, f"e2e-{i}", steps=20, priority=5) for i in range(5)]
+    system.submit(target, *others)
 
     stop = asyncio.Event()
     async with (
         control_plane(settings, SystemClock()) as plane,
-        fleet(worker_settings, tmp_path, broker.port) as workers,
+        fleet(system) as workers,
     ):
         store = plane.store
         task = asyncio.create_task(plane.run(stop))
@@ -103,8 +80,10 @@ async def test_an_interrupted_job_resumes_elsewhere_and_every_job_succeeds_once(
     assert JobState.PREEMPTED in [e.to_state for e in history]
     assert final.attempt >= 2
     assert [e.to_state for e in history].count(JobState.SUCCEEDED) == 1
-    metadata = json.loads(read_object(s3, buckets.outputs, "e2e-target/e2e-target.json"))
+    metadata = json.loads(read_object(s3, system.buckets.outputs, "e2e-target/e2e-target.json"))
     assert metadata["resumed_from"] is not None
-    reference = await runner.run(video_job(buckets, "e2e-reference", steps=300, priority=9), 1)
+    reference = await runner.run(
+        video_job(system.buckets, "e2e-reference", steps=300, priority=9), 1
+    )
     assert reference.status is RunStatus.SUCCEEDED
     assert metadata["video_sha256"] == reference.video_sha256

@@ -8,28 +8,23 @@ import os
 import signal
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import aiomqtt
 
 from orchestrator.app import control_plane
-from orchestrator.config import ControlConfig, IntakeConfig, MqttConfig, Settings
+from orchestrator.config import ControlConfig
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_state import JobState
 from orchestrator.domain.worker_protocol import Channel, EventKind, WorkerEvent, topic
-from orchestrator.mqtt.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
-from tests.conftest import Queues
 from tests.support import async_wait_until
-from tests.worker.conftest import Buckets, video_job
-from tests.worker.system import fleet, where_running
-from worker_ami.agent.model_cache import ModelRegistry
-from worker_ami.agent.settings import WorkerSettings
+from tests.worker.conftest import video_job
+from tests.worker.system import LocalSystem, fleet, where_running
 
 if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
+    pass
 
 # Periodic checkpoints every few steps: the Young/Daly interval with a tiny mean time between
 # interruptions.
@@ -49,40 +44,25 @@ def state_of(store: JobStore, job_id: str) -> JobState | None:
     return job.state if job else None
 
 
-def plane_settings(
-    moto_endpoint: str, queues: Queues, tmp_path: Path, broker_port: int
-) -> Settings:
-    return Settings(
-        endpoint_url=moto_endpoint,
-        jobs_queue_url=queues.jobs_url,
-        dead_letter_queue_url=queues.dead_letter_url,
-        database_url=f"sqlite:///{tmp_path / 'cp.db'}",
-        intake=IntakeConfig(wait_seconds=1, concurrency=1),
-        mqtt=MqttConfig(host="127.0.0.1", port=broker_port),
-        control=ControlConfig(
-            tick_seconds=0.2, resend_after_seconds=1, suspect_after_seconds=2, lost_after_seconds=4
-        ),
-    )
+# Fast timeouts: a lost worker is noticed in seconds.
+FAST_CONTROL = ControlConfig(
+    tick_seconds=0.2, resend_after_seconds=1, suspect_after_seconds=2, lost_after_seconds=4
+)
 
 
 async def test_a_worker_killed_without_notice_resumes_from_its_last_periodic_checkpoint(
-    published_model: ModelRegistry,
-    worker_settings: WorkerSettings,
-    buckets: Buckets,
-    sqs: SQSClient,
-    queues: Queues,
-    moto_endpoint: str,
-    broker: LocalMosquitto,
-    tmp_path: Path,
+    system: LocalSystem,
 ) -> None:
-    settings = plane_settings(moto_endpoint, queues, tmp_path, broker.port)
-    spec = video_job(buckets, "no-notice", steps=400)
-    sqs.send_message(QueueUrl=queues.jobs_url, MessageBody=spec.canonical_json())
+    settings = system.plane_settings(FAST_CONTROL)
+    spec = video_job(system.buckets, "no-notice", steps=400)
+    system.submit(spec)
     stop = asyncio.Event()
     async with (
         control_plane(settings, SystemClock()) as plane,
         fleet(
-            worker_settings, tmp_path, broker.port, ("k-a", "k-b"), FREQUENT_CHECKPOINTS
+            system,
+            ("k-a", "k-b"),
+            FREQUENT_CHECKPOINTS,
         ) as workers,
     ):
         store = plane.store
@@ -106,32 +86,25 @@ async def test_a_worker_killed_without_notice_resumes_from_its_last_periodic_che
 
 
 async def test_control_plane_crash_and_broker_restart_lose_nothing_and_duplicate_nothing(
-    published_model: ModelRegistry,
-    worker_settings: WorkerSettings,
-    buckets: Buckets,
-    sqs: SQSClient,
-    queues: Queues,
-    moto_endpoint: str,
-    broker: LocalMosquitto,
-    tmp_path: Path,
+    system: LocalSystem,
 ) -> None:
-    settings = plane_settings(moto_endpoint, queues, tmp_path, broker.port)
-    specs = [video_job(buckets, f"cp-{i}", steps=120) for i in range(5)]
+    settings = system.plane_settings(FAST_CONTROL)
+    specs = [video_job(system.buckets, f"cp-{i}", steps=120) for i in range(5)]
     for spec in specs:
-        sqs.send_message(QueueUrl=queues.jobs_url, MessageBody=spec.canonical_json())
+        system.submit(spec)
     env = {
         **os.environ,
-        "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
-        "FRAMEFLEET_JOBS_QUEUE_URL": queues.jobs_url,
-        "FRAMEFLEET_DEAD_LETTER_QUEUE_URL": queues.dead_letter_url,
+        "FRAMEFLEET_ENDPOINT_URL": system.moto_endpoint,
+        "FRAMEFLEET_JOBS_QUEUE_URL": system.queues.jobs_url,
+        "FRAMEFLEET_DEAD_LETTER_QUEUE_URL": system.queues.dead_letter_url,
         "FRAMEFLEET_DATABASE_URL": settings.database_url.get_secret_value(),
         "FRAMEFLEET_INTAKE__WAIT_SECONDS": "1",
         "FRAMEFLEET_MQTT__HOST": "127.0.0.1",
-        "FRAMEFLEET_MQTT__PORT": str(broker.port),
+        "FRAMEFLEET_MQTT__PORT": str(system.broker.port),
         "FRAMEFLEET_CONTROL__TICK_SECONDS": "0.2",
         "FRAMEFLEET_CONTROL__RESEND_AFTER_SECONDS": "1",
     }
-    log_file = (tmp_path / "control-plane.log").open("ab")
+    log_file = (system.tmp_path / "control-plane.log").open("ab")
 
     async def start_control_plane() -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
@@ -147,14 +120,14 @@ async def test_control_plane_crash_and_broker_restart_lose_nothing_and_duplicate
         except Exception:
             return []
 
-    async with fleet(worker_settings, tmp_path, broker.port, ("c-a", "c-b")):
+    async with fleet(system, ("c-a", "c-b")):
         first = await start_control_plane()
         await async_wait_until(lambda: JobState.RUNNING in states(), 120)
         first.send_signal(signal.SIGKILL)
         await first.wait()
         second = await start_control_plane()
         await async_wait_until(lambda: states().count(JobState.SUCCEEDED) >= 1, 120)
-        await asyncio.to_thread(broker.restart)
+        await asyncio.to_thread(system.broker.restart)
         await async_wait_until(lambda: states() == [JobState.SUCCEEDED] * len(specs), 180)
         second.send_signal(signal.SIGTERM)
         assert await second.wait() == 0
@@ -166,23 +139,16 @@ async def test_control_plane_crash_and_broker_restart_lose_nothing_and_duplicate
 
 
 async def test_stale_and_malformed_worker_messages_are_ignored_and_logged(
-    published_model: ModelRegistry,
-    worker_settings: WorkerSettings,
-    buckets: Buckets,
-    sqs: SQSClient,
-    queues: Queues,
-    moto_endpoint: str,
-    broker: LocalMosquitto,
-    tmp_path: Path,
+    system: LocalSystem,
 ) -> None:
-    settings = plane_settings(moto_endpoint, queues, tmp_path, broker.port)
-    spec = video_job(buckets, "fenced", steps=60)
-    sqs.send_message(QueueUrl=queues.jobs_url, MessageBody=spec.canonical_json())
+    settings = system.plane_settings(FAST_CONTROL)
+    spec = video_job(system.buckets, "fenced", steps=60)
+    system.submit(spec)
     stop = asyncio.Event()
     async with (
         control_plane(settings, SystemClock()) as plane,
-        fleet(worker_settings, tmp_path, broker.port, ("s-a",)),
-        aiomqtt.Client("127.0.0.1", broker.port, identifier="zombie") as zombie,
+        fleet(system, ("s-a",)),
+        aiomqtt.Client("127.0.0.1", system.broker.port, identifier="zombie") as zombie,
     ):
         store = plane.store
         service = plane.service
