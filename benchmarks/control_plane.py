@@ -138,6 +138,17 @@ async def connection(
             if command.kind is CommandKind.ASSIGN:
                 if fleet.busy.get(worker_id) == (job_id, attempt):
                     continue
+                if worker_id in fleet.interrupted_workers:  # draining, as the real agent does
+                    refusal = event(
+                        worker_id,
+                        EventKind.FAILED,
+                        job_id=job_id,
+                        attempt=attempt,
+                        failure_kind="refused",
+                        error="worker is draining",
+                    )
+                    await client.publish(topic(worker_id, Channel.EVENTS), refusal, qos=1)
+                    continue
                 if job_id in fleet.noticed and attempt > 1:
                     fleet.latencies.append(time.perf_counter() - fleet.noticed.pop(job_id))
                 fleet.busy[worker_id] = (job_id, attempt)
@@ -179,12 +190,26 @@ async def interrupt(port: int, fleet: Fleet, count: int, every: float, stop: asy
             if not candidates:
                 continue
             worker_id = random.choice(candidates)
-            job_id, _ = fleet.busy[worker_id]
+            # Taken off the worker before any await, so `finish` cannot complete it meanwhile.
+            job_id, attempt = fleet.busy.pop(worker_id)
             fleet.interrupted_workers.add(worker_id)
             fleet.noticed[job_id] = time.perf_counter()
             await client.publish(
                 topic(worker_id, Channel.EVENTS),
                 event(worker_id, EventKind.NOTICE_SEEN, notice="instance-action terminate"),
+                qos=1,
+            )
+            # Like the real agent: checkpoint at once on the notice, then report `preempted`.
+            await client.publish(
+                topic(worker_id, Channel.EVENTS),
+                event(
+                    worker_id,
+                    EventKind.PREEMPTED,
+                    job_id=job_id,
+                    attempt=attempt,
+                    step=3,
+                    checkpoint=f"checkpoints/{job_id}/{attempt}/000003/manifest.json",
+                ),
                 qos=1,
             )
 

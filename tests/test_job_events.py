@@ -132,6 +132,24 @@ def test_worker_faults_retry_elsewhere_until_attempts_run_out(running_job: JobRe
     assert final.path[-1] is JobState.FAILED
 
 
+def test_a_refused_assignment_goes_straight_back_to_the_queue(store: JobStore) -> None:
+    store.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
+    assigned = store.transition("j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r")
+    refusal = event(EventKind.FAILED, failure_kind="refused", error="worker is draining")
+    decision = apply_event(assigned, refusal, NOW)
+    assert isinstance(decision, Move)
+    assert decision.path == (JobState.QUEUED,)
+    assert decision.changes.not_before is None  # nobody's fault: no backoff
+    queued = apply(store, decision)
+    assert queued.state is JobState.QUEUED
+    assert queued.not_before is None
+    assert "refused by w1: worker is draining" in store.history("j")[-1].reason
+    last = replace(assigned, attempt=RetryPolicy().max_attempts)
+    final = apply_event(last, refusal.model_copy(update={"attempt": last.attempt}), NOW)
+    assert isinstance(final, Move)
+    assert final.path[-1] is JobState.FAILED
+
+
 def test_backoff_doubles_up_to_a_cap() -> None:
     policy = RetryPolicy(backoff_base=timedelta(seconds=10), backoff_max=timedelta(seconds=60))
     assert [policy.backoff(n).total_seconds() for n in range(1, 6)] == [10, 20, 40, 60, 60]

@@ -11,8 +11,15 @@ from sqlalchemy import inspect
 from sqlmodel import SQLModel
 
 from orchestrator.domain.clock import FakeClock
-from orchestrator.domain.errors import ConcurrentModification, JobNotFound
-from orchestrator.domain.job_record import AcceptOutcome, JobChanges, Rejection, Submission
+from orchestrator.domain.errors import ConcurrentModification, InvalidTransition, JobNotFound
+from orchestrator.domain.job_record import (
+    AcceptOutcome,
+    JobChanges,
+    JobMove,
+    JobRecord,
+    Rejection,
+    Submission,
+)
 from orchestrator.domain.job_spec import parse_job
 from orchestrator.domain.job_state import JobState
 from orchestrator.store.engine import make_engine
@@ -190,3 +197,38 @@ def test_schedulable_jobs_skip_backoff_and_include_urgent_and_oldest(
     assert ids == {"s4", "s3", "s0", "s1"}  # two most urgent, two oldest; s5 is backing off
     clock.advance(301)
     assert "s5" in {job.job_id for job in store.schedulable(clock.now(), limit=2)}
+
+
+def test_a_batch_commits_each_fenced_move_and_reports_the_rest(store: JobStore) -> None:
+    store.accept_batch([submission(job_id, job_id) for job_id in ("ok", "stale", "bad", "cp")])
+    moves = [
+        JobMove("ok", 1, (JobState.ASSIGNED, JobState.RUNNING), "fits", worker_id="w1"),
+        JobMove("stale", 7, (JobState.ASSIGNED,), "someone else moved it"),
+        JobMove("bad", 1, (JobState.SUCCEEDED,), "queued cannot succeed"),
+        JobMove("ghost", 1, (JobState.ASSIGNED,), "no such job"),
+        JobMove("cp", 1, (), "checkpoint", JobChanges(last_checkpoint="checkpoints/cp/1")),
+    ]
+    ok, stale, bad, ghost, cp = store.apply_moves(moves, actor="control-plane")
+    assert isinstance(ok, JobRecord)
+    assert ok.state is JobState.RUNNING
+    assert (ok.version, ok.attempt) == (3, 1)
+    assert isinstance(stale, ConcurrentModification)
+    assert isinstance(bad, InvalidTransition)
+    assert isinstance(ghost, JobNotFound)
+    assert isinstance(cp, JobRecord)
+    assert cp.state is JobState.QUEUED
+    assert (cp.version, cp.last_checkpoint) == (2, "checkpoints/cp/1")
+    # the refused moves left their jobs untouched and wrote no history
+    assert store.get("stale").version == store.get("bad").version == 1
+    assert [e.to_state for e in store.history("bad")] == [JobState.QUEUED]
+    assert [e.to_state for e in store.history("ok")][-2:] == [JobState.ASSIGNED, JobState.RUNNING]
+    assert [(p.job.job_id, p.worker_id) for p in store.placements()] == [("ok", "w1")]
+
+
+def test_a_batch_moves_each_job_at_most_once(store: JobStore) -> None:
+    store.accept_batch([submission("twice", "m1")])
+    with pytest.raises(ValueError, match="at most once"):
+        store.apply_moves(
+            [JobMove("twice", 1, (JobState.ASSIGNED,), "a"), JobMove("twice", 2, (), "b")], "t"
+        )
+    assert store.get("twice").version == 1

@@ -1,31 +1,31 @@
-"""Apply a job decision through the store (the thin mechanism behind the pure policy)."""
+"""Apply job decisions through the store (the thin mechanism behind the pure policy)."""
 
 from __future__ import annotations
 
 from orchestrator.control.job_events import Decision, Ignore, Record
-from orchestrator.domain.job_record import JobChanges, JobRecord
+from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.job_record import JobMove, JobRecord
 from orchestrator.store.job_store import JobStore
 
 
-def apply_decision(store: JobStore, job: JobRecord, decision: Decision, actor: str) -> JobRecord:
-    """Walk the path from the version the decision was made on; the changes ride on the last
-    step, so they are applied once. A concurrent writer makes this raise
-    ConcurrentModification: reload and decide again."""
+def as_move(job: JobRecord, decision: Decision) -> JobMove | None:
+    """The write a decision asks for, fenced on the version it was decided on; None for none."""
     if isinstance(decision, Ignore):
-        return job
+        return None
     if isinstance(decision, Record):
         if decision.changes.last_checkpoint is None:
-            return job
-        return store.note_checkpoint(job.job_id, job.version, decision.changes.last_checkpoint)
-    record = job
-    last = len(decision.path) - 1
-    for index, target in enumerate(decision.path):
-        record = store.transition(
-            job.job_id,
-            target,
-            expected_version=record.version,
-            actor=actor,
-            reason=decision.reason,
-            changes=decision.changes if index == last else JobChanges(),
-        )
-    return record
+            return None
+        return JobMove(job.job_id, job.version, (), decision.reason, decision.changes)
+    return JobMove(job.job_id, job.version, decision.path, decision.reason, decision.changes)
+
+
+def apply_decision(store: JobStore, job: JobRecord, decision: Decision, actor: str) -> JobRecord:
+    """One decision on its own. A concurrent writer makes this raise ConcurrentModification:
+    reload and decide again."""
+    move = as_move(job, decision)
+    if move is None:
+        return job
+    (outcome,) = store.apply_moves([move], actor)
+    if isinstance(outcome, FrameFleetError):
+        raise outcome
+    return outcome

@@ -123,6 +123,10 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
             (*start, JobState.FAILED),
             f"worker fault on the last of {policy.max_attempts} attempts: {error}",
         )
+    if event.failure_kind == "refused":
+        # Declined before it started (draining after a notice, GPU taken): no fault of
+        # anyone's, so no backoff; the attempt still counts, which bounds a refusal loop.
+        return requeue(job, f"refused by {event.worker_id}: {error}")
     return Move(
         (*start, JobState.PREEMPTED, JobState.QUEUED),
         f"worker fault on {event.worker_id}, retrying elsewhere: {error}",

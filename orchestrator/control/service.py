@@ -9,6 +9,7 @@ as events and again in every heartbeat; the attempt fence makes repeats and zomb
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -16,11 +17,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from orchestrator.control.apply import apply_decision
+from orchestrator.control.apply import as_move
 from orchestrator.control.job_events import Decision, Ignore, RetryPolicy, apply_event, requeue
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.errors import ConcurrentModification, FrameFleetError, JobNotFound
-from orchestrator.domain.job_record import JobRecord, Placement
+from orchestrator.domain.errors import ConcurrentModification, FrameFleetError
+from orchestrator.domain.job_record import JobMove, JobRecord, Placement
 from orchestrator.domain.job_state import JobState
 from orchestrator.domain.worker_protocol import (
     Channel,
@@ -57,6 +58,15 @@ class ControlSettings:
     lost_after: timedelta = timedelta(seconds=30)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_batch: int = 500  # worker messages written in one transaction
+
+
+@dataclass(frozen=True)
+class _Inbound:
+    """A worker message that touches jobs, in arrival order."""
+
+    message: WorkerEvent | Status
+    quiet: bool = False
 
 
 @dataclass
@@ -87,10 +97,14 @@ class ControlPlaneService:
         # (instance type, AZ, market) -> when it last lost an instance; read by the autoscaler.
         self.interrupted_pools: dict[tuple[str, str, str], datetime] = {}
         self._lock = asyncio.Lock()  # one writer at a time inside this replica
+        self._inbox: asyncio.Queue[_Inbound] = asyncio.Queue()
+        # job -> attempt known to be running, from the last tick: heartbeats repeat it.
+        self._running: dict[str, int] = {}
         self.link = MqttLink(link_settings, WORKER_TOPICS, self._on_message, clock)
 
     async def run(self, stop: asyncio.Event) -> None:
         link = asyncio.create_task(self.link.run(stop))
+        processor = asyncio.create_task(self._process_inbox(stop))
         while not stop.is_set():
             try:
                 await self.tick()
@@ -98,10 +112,16 @@ class ControlPlaneService:
                 log.warning("tick failed, retrying: %s", error)
             await sleep_unless_stopped(self._clock, stop, self._settings.tick_seconds)
         await link
+        processor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await processor
 
     # -- messages from workers ---------------------------------------------------------------
 
     async def _on_message(self, topic_name: str, payload: bytes) -> None:
+        """Liveness is noted at once, in memory, so a backlog of job events can never make a
+        live worker look lost; everything that touches a job goes through the inbox in
+        arrival order and is written in batches."""
         try:
             message = decode_worker_message(topic_name, payload)
         except ProtocolError as error:
@@ -110,22 +130,25 @@ class ControlPlaneService:
             return
         if isinstance(message, Hello):
             self.registry.on_hello(message)
-            return
-        if isinstance(message, Heartbeat) and not message.recent and not message.jobs:
-            # Liveness only: no job to reconcile, so no need to wait for the tick.
-            self._note_liveness(message)
-            return
-        async with self._lock:
-            if isinstance(message, Heartbeat):
-                await self._on_heartbeat(message)
-            elif isinstance(message, Status):
-                self.registry.on_status(message)
-                if not message.online:
-                    await self._worker_gone(message.worker_id, "worker went offline")
-            elif message.kind is EventKind.NOTICE_SEEN:
-                await self._interrupt(message.worker_id, f"notice: {message.notice}")
-            else:
-                await self._apply(message)
+        elif isinstance(message, Heartbeat):
+            if self._note_liveness(message):
+                for outcome in message.recent:
+                    self._inbox.put_nowait(_Inbound(outcome))
+                for progress in message.jobs:
+                    if self._running.get(progress.job_id) == progress.attempt:
+                        continue  # already known to run there
+                    # A job the worker is running counts as started even if `started` was lost.
+                    started = WorkerEvent(
+                        worker_id=message.worker_id,
+                        sent_at=message.sent_at,
+                        event_id=f"hb-{uuid.uuid4()}",
+                        kind=EventKind.STARTED,
+                        job_id=progress.job_id,
+                        attempt=progress.attempt,
+                    )
+                    self._inbox.put_nowait(_Inbound(started, quiet=True))
+        else:
+            self._inbox.put_nowait(_Inbound(message))
 
     def _note_liveness(self, beat: Heartbeat) -> bool:
         """False for a heartbeat the registry refuses (unknown worker, out of order)."""
@@ -135,45 +158,83 @@ class ControlPlaneService:
             self.registry.mark(beat.worker_id, WorkerHealth.DRAINING)
         return True
 
-    async def _on_heartbeat(self, beat: Heartbeat) -> None:
-        if not self._note_liveness(beat):
-            return
-        for outcome in beat.recent:
-            await self._apply(outcome)
-        for progress in beat.jobs:
-            # A job the worker is running counts as started even if `started` was lost.
-            started = WorkerEvent(
-                worker_id=beat.worker_id,
-                sent_at=beat.sent_at,
-                event_id=f"hb-{uuid.uuid4()}",
-                kind=EventKind.STARTED,
-                job_id=progress.job_id,
-                attempt=progress.attempt,
-            )
-            await self._apply(started, quiet=True)
+    async def _process_inbox(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            batch = [await self._inbox.get()]
+            while len(batch) < self._settings.max_batch and not self._inbox.empty():
+                batch.append(self._inbox.get_nowait())
+            try:
+                async with self._lock:
+                    await self._handle(batch)
+            except FrameFleetError as error:
+                # Nothing is lost: workers repeat their outcomes in every heartbeat.
+                log.warning("%d worker messages not applied, waiting for repeats: %s",
+                            len(batch), error)  # fmt: skip
 
-    async def _apply(self, event: WorkerEvent, quiet: bool = False) -> None:
-        if event.job_id is None:
-            return
-        try:
-            job = await asyncio.to_thread(self._store.get, event.job_id)
-        except JobNotFound:
-            log.warning("event for unknown job %s ignored", event.job_id)
-            return
-        decision = apply_event(job, event, self._clock.now(), self._settings.retry)
-        await self._commit(job, decision, quiet)
+    async def _handle(self, batch: list[_Inbound]) -> None:
+        events: list[_Inbound] = []
+        for item in batch:
+            message = item.message
+            if isinstance(message, WorkerEvent) and message.kind is not EventKind.NOTICE_SEEN:
+                events.append(item)
+                continue
+            await self._apply_events(events)  # what came before, first
+            events = []
+            if isinstance(message, Status):
+                self.registry.on_status(message)
+                if not message.online:
+                    await self._worker_gone(message.worker_id, "worker went offline")
+            else:
+                await self._interrupt(message.worker_id, f"notice: {message.notice}")
+        await self._apply_events(events)
 
-    async def _commit(self, job: JobRecord, decision: Decision, quiet: bool = False) -> None:
-        if isinstance(decision, Ignore):
-            if "stale attempt" in decision.reason:
-                self.stats.stale_events += 1
-            if not quiet:
-                log.info("job %s: ignored: %s", job.job_id, decision.reason)
+    async def _apply_events(self, items: list[_Inbound]) -> None:
+        """One read and one write per round; a job named twice waits for the next round, so
+        each event is decided on the state the one before it left."""
+        while items:
+            ids = {item.message.job_id for item in items if isinstance(item.message, WorkerEvent)}
+            jobs = await asyncio.to_thread(self._store.find_many, [i for i in ids if i])
+            decided: list[tuple[JobRecord, Decision, bool]] = []
+            later: list[_Inbound] = []
+            named: set[str] = set()
+            for item in items:
+                event = item.message
+                assert isinstance(event, WorkerEvent)
+                if event.job_id is None:
+                    continue
+                if event.job_id in named:
+                    later.append(item)
+                    continue
+                job = jobs.get(event.job_id)
+                if job is None:
+                    log.warning("event for unknown job %s ignored", event.job_id)
+                    continue
+                named.add(event.job_id)
+                now = self._clock.now()
+                decided.append(
+                    (job, apply_event(job, event, now, self._settings.retry), item.quiet)
+                )
+            await self._commit(decided)
+            items = later
+
+    async def _commit(self, decided: list[tuple[JobRecord, Decision, bool]]) -> None:
+        moves = []
+        for job, decision, quiet in decided:
+            move = as_move(job, decision)
+            if move is not None:
+                moves.append(move)
+            elif isinstance(decision, Ignore):
+                if "stale attempt" in decision.reason:
+                    self.stats.stale_events += 1
+                if not quiet:
+                    log.info("job %s: ignored: %s", job.job_id, decision.reason)
+        if not moves:
             return
-        try:
-            await asyncio.to_thread(apply_decision, self._store, job, decision, ACTOR)
-        except ConcurrentModification:
-            log.info("job %s changed meanwhile; the next message or tick decides again", job.job_id)
+        outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR)
+        for move, outcome in zip(moves, outcomes, strict=True):
+            if isinstance(outcome, FrameFleetError):
+                log.info("job %s not moved (the next message or tick decides again): %s",
+                         move.job_id, outcome)  # fmt: skip
 
     # -- what EventBridge says about instances -------------------------------------------------
 
@@ -205,8 +266,15 @@ class ControlPlaneService:
         """A spot notice: no new work there; its jobs checkpoint now and move when durable."""
         self.registry.mark(worker_id, WorkerHealth.INTERRUPTED)
         for placement in await asyncio.to_thread(self._store.placements):
-            if placement.worker_id == worker_id and placement.job.state is JobState.RUNNING:
+            if placement.worker_id != worker_id:
+                continue
+            if placement.job.state is JobState.RUNNING:
                 await self._checkpoint_now(placement, reason)
+            elif placement.job.state is JobState.ASSIGNED:
+                # Its `started` may still be on the way. A worker that runs it checkpoints and
+                # reports `preempted`; one that never started it refuses the assignment; both
+                # send the job back to the queue.
+                await self._send(placement, CommandKind.CHECKPOINT_NOW, force=True)
 
     async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
         """Record that the job must checkpoint (durable first), then tell its worker."""
@@ -225,10 +293,13 @@ class ControlPlaneService:
 
     async def _worker_gone(self, worker_id: str, reason: str) -> None:
         """Lost without (further) notice: its jobs resume elsewhere from their checkpoint."""
-        for placement in await asyncio.to_thread(self._store.placements):
-            if placement.worker_id == worker_id:
-                job = placement.job
-                await self._commit(job, requeue(job, f"{reason} ({worker_id})"))
+        await self._commit(
+            [
+                (p.job, requeue(p.job, f"{reason} ({worker_id})"), False)
+                for p in await asyncio.to_thread(self._store.placements)
+                if p.worker_id == worker_id
+            ]
+        )
 
     # -- the tick: timeouts, re-sends, scheduling ---------------------------------------------
 
@@ -238,11 +309,16 @@ class ControlPlaneService:
                 if change.after is WorkerHealth.LOST:
                     await self._worker_gone(change.worker_id, "heartbeats stopped")
             placements = await asyncio.to_thread(self._store.placements)
-            for placement in placements:
-                if placement.job.state is JobState.ASSIGNED:
-                    await self._send(placement, CommandKind.ASSIGN)
-                elif placement.job.state is JobState.CHECKPOINTING:
-                    await self._send(placement, CommandKind.CHECKPOINT_NOW)
+            self._running = {
+                p.job.job_id: p.job.attempt
+                for p in placements
+                if p.job.state in (JobState.RUNNING, JobState.CHECKPOINTING)
+            }
+            resend = {JobState.ASSIGNED: CommandKind.ASSIGN,
+                      JobState.CHECKPOINTING: CommandKind.CHECKPOINT_NOW}  # fmt: skip
+            await self._send_all(
+                [(p, resend[p.job.state]) for p in placements if p.job.state in resend]
+            )
             await self._schedule(placements)
 
     async def _schedule(self, placements: list[Placement]) -> None:
@@ -277,27 +353,35 @@ class ControlPlaneService:
         )
         self.stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}
-        for assignment in decisions.assignments:
-            job = by_id[assignment.job_id]
-            try:
-                assigned = await asyncio.to_thread(
-                    self._store.transition,
-                    job.job_id,
-                    JobState.ASSIGNED,
-                    expected_version=job.version,
-                    actor=ACTOR,
-                    reason=assignment.reason,
-                    worker_id=assignment.worker_id,
-                    gpu_index=assignment.gpu_index,
-                )
-            except ConcurrentModification:
-                continue
-            self.stats.assignments += 1
-            placement = Placement(assigned, assignment.worker_id, assignment.gpu_index, now)
-            await self._send(placement, CommandKind.ASSIGN, force=True)
+        moves = [
+            JobMove(
+                a.job_id,
+                by_id[a.job_id].version,
+                (JobState.ASSIGNED,),
+                a.reason,
+                worker_id=a.worker_id,
+                gpu_index=a.gpu_index,
+            )
+            for a in decisions.assignments
+        ]
+        outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR) if moves else []
+        placed = [
+            Placement(assigned, move.worker_id or "", move.gpu_index or 0, now)
+            for move, assigned in zip(moves, outcomes, strict=True)
+            if not isinstance(assigned, FrameFleetError)  # else moved meanwhile: next tick
+        ]
+        self.stats.assignments += len(placed)
+        await self._send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)
         for preemption in decisions.preemptions:
             victim = next(p for p in placements if p.job.job_id == preemption.victim_job_id)
             await self._checkpoint_now(victim, preemption.reason)
+
+    async def _send_all(
+        self, commands: list[tuple[Placement, CommandKind]], force: bool = False
+    ) -> None:
+        """Publish side by side: each QoS 1 publish waits for its PUBACK, and a thousand of
+        them one after another would take seconds."""
+        await asyncio.gather(*(self._send(p, kind, force) for p, kind in commands))
 
     async def _send(self, placement: Placement, kind: CommandKind, force: bool = False) -> None:
         job = placement.job

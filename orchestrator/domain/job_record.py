@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
@@ -33,6 +33,21 @@ class JobChanges:
     last_checkpoint: str | None = None
     not_before: datetime | None = None
     add_job_fault: bool = False
+
+
+@dataclass(frozen=True)
+class JobMove:
+    """One job's part of a batch write: walk `path` from `expected_version` (each step checked
+    by the state machine); `changes` ride on the last step. An empty path records `changes`
+    without a state change (still a new version)."""
+
+    job_id: str
+    expected_version: int
+    path: tuple[JobState, ...]
+    reason: str
+    changes: JobChanges = field(default_factory=JobChanges)
+    worker_id: str | None = None
+    gpu_index: int | None = None
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,8 @@ class WorkerEvent(_Message):
     checkpoint: str | None = Field(default=None, description="manifest key, once durable")
     output: str | None = None
     video_sha256: str | None = None
-    failure_kind: Literal["job", "worker"] | None = None
+    # job: the job's own fault; worker: the machine's; refused: declined before starting.
+    failure_kind: Literal["job", "worker", "refused"] | None = None
     error: str | None = Field(default=None, max_length=4000)
     notice: str | None = Field(default=None, description="instance-action or rebalance")
     command_id: str | None = None

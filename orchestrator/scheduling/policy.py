@@ -49,12 +49,23 @@ def fits(job: PendingJob, gpu: GpuSlot) -> bool:
     return gpu.vram_gib >= job.min_vram_gib and (not job.families or gpu.family in job.families)
 
 
-def _best_fit(job: PendingJob, free: Sequence[GpuSlot]) -> GpuSlot | None:
-    # The smallest GPU that fits keeps the large ones for the jobs that need them.
-    candidates = [gpu for gpu in free if fits(job, gpu)]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda g: (g.vram_gib, g.worker_id, g.index))
+class _FreeGpus:
+    """Free GPUs grouped by (family, VRAM), each group in (worker, index) order: picking the
+    best fit costs a pass over the few kinds of GPU, not over a thousand workers."""
+
+    def __init__(self, gpus: Iterable[GpuSlot]) -> None:
+        self._kinds: dict[tuple[str, float], list[GpuSlot]] = {}
+        for gpu in sorted(gpus, key=lambda g: (g.worker_id, g.index), reverse=True):
+            self._kinds.setdefault((gpu.family, gpu.vram_gib), []).append(gpu)
+
+    def take_best_fit(self, job: PendingJob) -> GpuSlot | None:
+        # The smallest GPU that fits keeps the large ones for the jobs that need them.
+        candidates = [kind[-1] for kind in self._kinds.values() if kind and fits(job, kind[-1])]
+        if not candidates:
+            return None
+        best = min(candidates, key=lambda g: (g.vram_gib, g.worker_id, g.index))
+        self._kinds[(best.family, best.vram_gib)].pop()
+        return best
 
 
 def _victim_order(victim: RunningJob) -> tuple[int, float, float, str]:
@@ -76,18 +87,21 @@ def schedule(
 ) -> Decisions:
     settings = settings or SchedulerSettings()
     usable = [gpu for worker in workers if worker.accepting for gpu in worker.gpus]
-    free = [gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None]
+    free = _FreeGpus(gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None)
     already_reserved = {gpu.reserved_for for gpu in usable if gpu.reserved_for}
     busy = [gpu for gpu in usable if gpu.running is not None and gpu.reserved_for is None]
     assignments: list[Assignment] = []
     preemptions: list[Preemption] = []
+    weakest = min(
+        (g.running.priority for g in busy if g.running and g.running.preemptible),
+        default=math.inf,
+    )
 
     for job in queue_order(pending, now, settings):
         if job.job_id in already_reserved:
             continue  # its GPU is being freed for it
-        gpu = _best_fit(job, free)
+        gpu = free.take_best_fit(job)
         if gpu is not None:
-            free.remove(gpu)
             assignments.append(
                 Assignment(
                     job.job_id,
@@ -98,6 +112,8 @@ def schedule(
                 )
             )
             continue
+        if job.priority < weakest + settings.preemption_margin:
+            continue  # nothing running is enough less urgent to give way
         victims = [
             g
             for g in busy

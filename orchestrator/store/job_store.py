@@ -16,11 +16,18 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from orchestrator.domain.clock import Clock
-from orchestrator.domain.errors import ConcurrentModification, JobNotFound, StoreUnavailable
+from orchestrator.domain.errors import (
+    ConcurrentModification,
+    FrameFleetError,
+    InvalidTransition,
+    JobNotFound,
+    StoreUnavailable,
+)
 from orchestrator.domain.job_record import (
     AcceptOutcome,
     JobChanges,
     JobEvent,
+    JobMove,
     JobRecord,
     Placement,
     Rejection,
@@ -196,74 +203,117 @@ class JobStore:
     ) -> JobRecord:
         """Move a job to `target` if the table allows it and nobody moved it since
         `expected_version`; appends the history line in the same transaction."""
-        now = self._clock.now()
-        with self._session() as session:
-            row = session.get(JobRow, job_id)
-            if row is None:
-                raise JobNotFound(job_id)
-            current = JobState(row.state)
-            if row.version != expected_version:
-                raise ConcurrentModification(job_id, expected_version)
-            check_transition(job_id, current, target)
-            attempt = row.attempt + 1 if target is JobState.ASSIGNED else row.attempt
-            values: dict[str, object] = {
-                "state": target.value,
-                "version": expected_version + 1,
-                "attempt": attempt,
-                "updated_at": now,
-                **self._changed_fields(row, changes),
-            }
-            result = session.exec(
-                update(JobRow)
-                .where(col(JobRow.job_id) == job_id, col(JobRow.version) == expected_version)
-                .values(**values)
-            )
-            if result.rowcount != 1:
-                session.rollback()
-                raise ConcurrentModification(job_id, expected_version)
-            session.add(
-                JobEventRow(
-                    job_id=job_id,
-                    at=now,
-                    from_state=current.value,
-                    to_state=target.value,
-                    version=expected_version + 1,
-                    attempt=attempt,
-                    actor=actor,
-                    reason=reason,
-                )
-            )
-            self._track_attempt(
-                session, job_id, attempt, current, target, (worker_id, gpu_index), now
-            )
-            try:
-                session.commit()
-            except IntegrityError as error:
-                # The (job_id, version) history key doubles as a fence on backends where the
-                # UPDATE above did not see the concurrent commit.
-                raise ConcurrentModification(job_id, expected_version) from error
-            session.expire_all()
-            fresh = session.get(JobRow, job_id)
-            assert fresh is not None
-            return self._cached_record(fresh)
+        move = JobMove(
+            job_id, expected_version, (target,), reason, changes or JobChanges(), worker_id,
+            gpu_index,
+        )  # fmt: skip
+        return self._one(move, actor)
 
     def note_checkpoint(self, job_id: str, expected_version: int, checkpoint: str) -> JobRecord:
         """Remember the newest durable checkpoint without a state change (still versioned)."""
+        move = JobMove(job_id, expected_version, (), "checkpoint", JobChanges(checkpoint))
+        return self._one(move, "worker")
+
+    def _one(self, move: JobMove, actor: str) -> JobRecord:
+        (outcome,) = self.apply_moves([move], actor)
+        if isinstance(outcome, FrameFleetError):
+            raise outcome
+        return outcome
+
+    def apply_moves(
+        self, moves: Sequence[JobMove], actor: str
+    ) -> list[JobRecord | FrameFleetError]:
+        """Apply many jobs' moves in one transaction (one commit, one fsync): what keeps a
+        control plane with a thousand workers ahead of their events. Each move is fenced on
+        its own: a move whose job changed since `expected_version`, is unknown, or is not
+        allowed comes back as that error and leaves its job untouched; the others commit."""
+        if len({move.job_id for move in moves}) != len(moves):
+            raise ValueError("a batch moves each job at most once")
+        now = self._clock.now()
+        ids = [move.job_id for move in moves]
+        errors: list[FrameFleetError | None] = []  # None: applied
         with self._session() as session:
+            rows = {row.job_id: row for row in self._rows(session, ids)}
+            for move in moves:
+                try:
+                    self._move(session, rows.get(move.job_id), move, actor, now)
+                    errors.append(None)
+                except (ConcurrentModification, InvalidTransition, JobNotFound) as error:
+                    errors.append(error)
+            try:
+                session.commit()
+            except IntegrityError:
+                # The (job_id, version) history key doubles as a fence on backends where an
+                # UPDATE did not see a concurrent commit; the whole batch is retried one by one.
+                session.rollback()
+                if len(moves) == 1:
+                    return [ConcurrentModification(moves[0].job_id, moves[0].expected_version)]
+                return [outcome for move in moves for outcome in self.apply_moves([move], actor)]
+            session.expire_all()
+            fresh = {row.job_id: row for row in self._rows(session, ids)}
+        return [
+            error or self._cached_record(fresh[move.job_id])
+            for move, error in zip(moves, errors, strict=True)
+        ]
+
+    @staticmethod
+    def _rows(session: Session, job_ids: Sequence[str]) -> Sequence[JobRow]:
+        found: list[JobRow] = []
+        for start in range(0, len(job_ids), 500):  # bounded IN lists
+            chunk = job_ids[start : start + 500]
+            found.extend(session.exec(select(JobRow).where(col(JobRow.job_id).in_(chunk))).all())
+        return found
+
+    def _move(
+        self, session: Session, row: JobRow | None, move: JobMove, actor: str, now: datetime
+    ) -> None:
+        if row is None:
+            raise JobNotFound(move.job_id)
+        if row.version != move.expected_version:
+            raise ConcurrentModification(move.job_id, move.expected_version)
+        current = JobState(row.state)
+        for before, after in zip((current, *move.path), move.path, strict=False):
+            check_transition(move.job_id, before, after)  # all steps before any write
+        version, attempt = move.expected_version, row.attempt
+        changed = self._changed_fields(row, move.changes)
+        for index, target in enumerate(move.path or (None,)):
+            last = index == max(0, len(move.path) - 1)
+            if target is JobState.ASSIGNED:
+                attempt += 1
+            values: dict[str, object] = {"version": version + 1, "updated_at": now}
+            if target is not None:
+                values |= {"state": target.value, "attempt": attempt}
+            if last:
+                values |= changed
             result = session.exec(
                 update(JobRow)
-                .where(col(JobRow.job_id) == job_id, col(JobRow.version) == expected_version)
-                .values(
-                    last_checkpoint=checkpoint,
-                    version=expected_version + 1,
-                    updated_at=self._clock.now(),
-                )
+                .where(col(JobRow.job_id) == move.job_id, col(JobRow.version) == version)
+                .values(**values)
+                .execution_options(synchronize_session=False)
             )
             if result.rowcount != 1:
-                session.rollback()
-                raise ConcurrentModification(job_id, expected_version)
-            session.commit()
-        return self.get(job_id)
+                # Only the first UPDATE can miss: after it this transaction holds the row.
+                raise ConcurrentModification(move.job_id, move.expected_version)
+            version += 1
+            if target is None:
+                continue
+            session.add(
+                JobEventRow(
+                    job_id=move.job_id,
+                    at=now,
+                    from_state=current.value,
+                    to_state=target.value,
+                    version=version,
+                    attempt=attempt,
+                    actor=actor,
+                    reason=move.reason,
+                )
+            )
+            self._track_attempt(
+                session, move.job_id, attempt, current, target, (move.worker_id, move.gpu_index),
+                now,
+            )  # fmt: skip
+            current = target
 
     @staticmethod
     def _changed_fields(row: JobRow, changes: JobChanges | None) -> dict[str, object]:
@@ -319,6 +369,10 @@ class JobStore:
             if row is None:
                 raise JobNotFound(job_id)
             return self._cached_record(row)
+
+    def find_many(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
+        with self._session() as session:
+            return {row.job_id: self._cached_record(row) for row in self._rows(session, job_ids)}
 
     def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
         """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base

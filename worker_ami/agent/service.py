@@ -252,8 +252,8 @@ class WorkerService:
                 EventKind.FAILED,
                 job_id=spec.job_id,
                 attempt=command.attempt,
-                failure_kind="worker",
-                error=f"refused: {why}",
+                failure_kind="refused",
+                error=why,
             )
             self._state.recent.append(outcome)
             return
