@@ -1,4 +1,4 @@
-"""`framefleet` command line: serve, submit, jobs, job, schema, db upgrade.
+"""`framefleet` command line: serve, submit, jobs, job, schema, db upgrade, autoscaler.
 
 Every failure FrameFleet expects prints one line on stderr and exits 2; no tracebacks.
 """
@@ -20,6 +20,8 @@ from prometheus_client import start_http_server
 from rich.console import Console
 from rich.table import Table
 
+from autoscaler.cli import add_commands as add_autoscaler_commands
+from autoscaler.cli import run_command as run_autoscaler_command
 from orchestrator.app import build_store, control_plane
 from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.client import submit_job
@@ -64,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
 
     db = commands.add_parser("db", help="database maintenance")
     db.add_argument("action", choices=["upgrade"])
+
+    add_autoscaler_commands(commands)
     return parser
 
 
@@ -195,6 +199,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             max_message_bytes=settings.max_message_bytes,
         )
         console.print(f"submitted, message id {message_id}")
+    elif args.command == "autoscaler":
+        run_autoscaler_command(args, settings, console)
     elif args.command == "dead-letters":
         _, dead_letter_url = settings.require_queues()
         sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)

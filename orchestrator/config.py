@@ -55,6 +55,22 @@ class ControlConfig(BaseModel):
     max_job_faults: int = Field(default=2, ge=1)
 
 
+class AutoscalerConfig(BaseModel):
+    fleet_id: str = Field(default="framefleet", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    launch_template: str = "framefleet-worker"
+    image_id: str | None = Field(default=None, description="worker AMI, for a new template")
+    zones: list[str] = Field(default_factory=lambda: ["us-east-1a", "us-east-1b", "us-east-1c"])
+    candidate_types: list[str] = Field(
+        default_factory=lambda: ["g6e.xlarge", "g6.xlarge", "g5.xlarge", "g4dn.xlarge"]
+    )
+    budget_per_hour: float = Field(default=50.0, ge=0)
+    budget_per_day: float = Field(default=800.0, ge=0)
+    idle_timeout_seconds: float = Field(default=600.0, ge=0)
+    warm_minimum: int = Field(default=0, ge=0)
+    interval_seconds: float = Field(default=30.0, gt=0)
+    use_create_fleet: bool = True
+
+
 class Settings(EnvThenTomlSettings):
     config_file_env: ClassVar[str] = CONFIG_FILE_ENV
     model_config = SettingsConfigDict(
@@ -74,6 +90,7 @@ class Settings(EnvThenTomlSettings):
     intake: IntakeConfig = Field(default_factory=IntakeConfig)
     mqtt: MqttConfig = Field(default_factory=MqttConfig)
     control: ControlConfig = Field(default_factory=ControlConfig)
+    autoscaler: AutoscalerConfig = Field(default_factory=AutoscalerConfig)
     # EventBridge EC2 events (spot warnings, rebalance, state changes) delivered to SQS.
     interruptions_queue_url: str | None = None
 

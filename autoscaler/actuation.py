@@ -1,0 +1,68 @@
+"""Carry out a plan on EC2 (thin): one launch request per planned instance with a client token
+and tags; capacity errors go to the capacity memory so the next plan buys elsewhere."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from autoscaler.ec2.ports import CapacityUnavailable, Ec2Fleet, LaunchRequest, ObservedInstance
+from autoscaler.market.capacity import CapacityMemory
+from autoscaler.snapshot import Launch, Plan
+from orchestrator.domain.clock import Clock
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Actuation:
+    launched: list[tuple[Launch, ObservedInstance]] = field(default_factory=list)
+    failed: list[tuple[Launch, CapacityUnavailable]] = field(default_factory=list)
+    terminated: list[str] = field(default_factory=list)
+
+
+def client_token(fleet_id: str, launch: Launch, window: str) -> str:
+    """The same launch within the same window (a crash and retry) reuses its token, so EC2
+    returns the instances it already started instead of starting more."""
+    key = f"{fleet_id}|{launch.pool}|{','.join(sorted(launch.job_ids))}|{window}"
+    return f"ff-{uuid.uuid5(uuid.NAMESPACE_URL, key)}"
+
+
+class Actuator:
+    def __init__(self, ec2: Ec2Fleet, capacity: CapacityMemory, fleet_id: str, clock: Clock):
+        self._ec2, self._capacity = ec2, capacity
+        self._fleet_id, self._clock = fleet_id, clock
+
+    async def execute(self, plan: Plan) -> Actuation:
+        done = Actuation()
+        window = self._clock.now().strftime("%Y%m%dT%H%M")[:-1]  # ten-minute windows
+        for launch in plan.launches:
+            request = LaunchRequest(
+                self._fleet_id,
+                launch.pool.market,
+                (launch.pool,),
+                1,
+                client_token(self._fleet_id, launch, window),
+                launch.reason,
+                launch.job_ids,
+            )
+            result = await self._ec2.launch(request)
+            for error in result.errors:
+                self._capacity.mark(error.pool, f"{error.code} on launch")
+                log.warning("launch failed, pool avoided for a while: %s", error)
+            if result.instances:
+                done.launched.extend((launch, instance) for instance in result.instances)
+                log.info("launched %s: %s", result.instances[0].instance_id, launch.reason)
+            else:
+                done.failed.append(
+                    (launch, result.errors[0] if result.errors else
+                     CapacityUnavailable(launch.pool, "NoInstances", "launch returned none"))
+                )  # fmt: skip
+        ids = [t.instance_id for t in plan.terminations]
+        if ids:
+            await self._ec2.terminate(ids)
+            done.terminated.extend(ids)
+            for termination in plan.terminations:
+                log.info("terminated %s: %s", termination.instance_id, termination.reason)
+        return done

@@ -1,0 +1,243 @@
+"""`framefleet autoscaler plan|run`: the decisions for a state, with their reasons; the loop.
+
+`plan --trace DIR --at TIME --jobs FILE` replays a spot-market trace (real prices and
+availability) at one moment; without `--trace` it reads the live market (EC2 at the configured
+endpoint), the control plane's queue and the fleet's instances.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aioboto3
+from rich.console import Console
+from rich.table import Table
+
+from autoscaler.actuation import Actuator
+from autoscaler.demand import StoreDemand, demand_of
+from autoscaler.ec2.adapter import Ec2FleetAdapter
+from autoscaler.loop import AutoscalerLoop
+from autoscaler.market.advisor import SpotAdvisor
+from autoscaler.market.capacity import CapacityMemory
+from autoscaler.market.live import LiveMarket
+from autoscaler.market.trace import TraceMarket, load_trace
+from autoscaler.policy import plan
+from autoscaler.pools import Market, Pool
+from autoscaler.reconcile import Reconciler
+from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
+from autoscaler.throughput import ThroughputModel
+from orchestrator.config import AutoscalerConfig, Settings
+from orchestrator.domain.clock import Clock, FakeClock, SystemClock
+from orchestrator.domain.errors import ConfigurationError, JobValidationError
+from orchestrator.domain.job_spec import parse_job
+from orchestrator.store.engine import make_engine
+from orchestrator.store.job_store import JobStore
+
+
+def add_commands(commands: Any) -> None:
+    autoscaler = commands.add_parser("autoscaler", help="capacity planning and purchasing")
+    actions = autoscaler.add_subparsers(dest="action", required=True)
+    planning = actions.add_parser("plan", help="print the decisions and their reasons")
+    planning.add_argument("--trace", type=Path, help="spot trace folder (else the live market)")
+    planning.add_argument("--at", help="moment to plan at, ISO 8601 (trace mode)")
+    planning.add_argument("--jobs", type=Path, help="JSON list of jobs (else the live queue)")
+    planning.add_argument("--instances", type=Path, help="JSON list of running instances")
+    planning.add_argument("--spent-today", type=float, default=0.0, help="USD spent today")
+    planning.add_argument("--budget-per-hour", type=float)
+    planning.add_argument("--budget-per-day", type=float)
+    actions.add_parser("run", help="run the autoscaler loop against EC2")
+
+
+def purchase_settings(config: AutoscalerConfig) -> PurchaseSettings:
+    return PurchaseSettings(
+        candidate_types=tuple(config.candidate_types),
+        budget_per_hour=config.budget_per_hour,
+        budget_per_day=config.budget_per_day,
+        idle_timeout=timedelta(seconds=config.idle_timeout_seconds),
+        warm_minimum=config.warm_minimum,
+    )
+
+
+def load_jobs(path: Path, now: datetime) -> list[JobDemand]:
+    """Job specs (framefleet.job/v1); beside the spec fields an entry may carry `steps_done`,
+    `submitted_hours_ago` and `deadline_in_hours` (relative to the planning moment)."""
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise ConfigurationError(f"cannot read jobs file {path}: {error}") from None
+    if not isinstance(entries, list):
+        raise ConfigurationError(f"{path}: expected a JSON list of jobs")
+    jobs = []
+    for entry in entries:
+        body = dict(entry)
+        done = int(body.pop("steps_done", 0))
+        submitted = now - timedelta(hours=float(body.pop("submitted_hours_ago", 0)))
+        if "deadline_in_hours" in body:
+            deadline = now + timedelta(hours=float(body.pop("deadline_in_hours")))
+            body["deadline"] = deadline.isoformat()
+        body.setdefault("schema", "framefleet.job/v1")
+        try:
+            spec = parse_job(body, now=None)
+        except JobValidationError as error:
+            raise ConfigurationError(f"{path}: job {body.get('job_id')}: {error}") from None
+        jobs.append(demand_of(spec, submitted, spec.deadline, done))
+    return jobs
+
+
+def load_instances(path: Path | None, now: datetime) -> list[InstanceView]:
+    if path is None:
+        return []
+    views = []
+    for item in json.loads(path.read_text()):
+        pool = Pool(item["instance_type"], item["availability_zone"], Market(item["market"]))
+        busy = int(item.get("busy_gpus", 0))
+        idle = timedelta(minutes=float(item.get("idle_minutes", 0)))
+        views.append(
+            InstanceView(
+                item["instance_id"],
+                pool,
+                float(item["price_per_hour"]),
+                now - timedelta(hours=float(item.get("hours_up", 1))),
+                int(item.get("gpus", 1)),
+                busy_gpus=busy,
+                idle_since=None if busy else now - idle,
+                unsaved_work=busy > 0,
+            )
+        )
+    return views
+
+
+def plan_table(decided: Plan, state: PlanInput) -> Table:
+    table = Table(title=f"autoscaler plan at {state.now:%Y-%m-%d %H:%M} UTC", show_lines=True)
+    table.add_column("decision")
+    table.add_column("what")
+    table.add_column("why", overflow="fold", max_width=90)
+    for launch in decided.launches:
+        table.add_row("launch", f"{launch.pool}\n${launch.price_per_hour:.3f}/h", launch.reason)
+    for job_id, instance_id in decided.placed:
+        table.add_row("place", f"{job_id} -> {instance_id}", "a free GPU that fits is there")
+    for wait in decided.waits:
+        table.add_row("wait", wait.job_id, wait.reason)
+    for termination in decided.terminations:
+        table.add_row("terminate", termination.instance_id, termination.reason)
+    return table
+
+
+async def _plan_from_trace(
+    args: argparse.Namespace, config: AutoscalerConfig
+) -> tuple[Plan, PlanInput]:
+    trace = load_trace(args.trace)
+    at = datetime.fromisoformat(args.at) if args.at else trace.start + timedelta(days=1)
+    at = at if at.tzinfo else at.replace(tzinfo=UTC)
+    clock = FakeClock(at)
+    market = TraceMarket(trace, clock)
+    types = tuple(sorted({z.instance_type for z in trace.zones.values()}))
+    settings = _with_budget(replace(purchase_settings(config), candidate_types=types), args)
+    if args.jobs is None:
+        raise ConfigurationError("--jobs FILE is needed with --trace")
+    state = PlanInput(
+        at,
+        tuple(load_jobs(args.jobs, at)),
+        tuple(load_instances(args.instances, at)),
+        await market.snapshot(market.pools()),
+        spent_today=args.spent_today,
+    )
+    return plan(state, settings, ThroughputModel()), state
+
+
+def _with_budget(settings: PurchaseSettings, args: argparse.Namespace) -> PurchaseSettings:
+    if args.budget_per_hour is not None:
+        settings = replace(settings, budget_per_hour=args.budget_per_hour)
+    if args.budget_per_day is not None:
+        settings = replace(settings, budget_per_day=args.budget_per_day)
+    return settings
+
+
+@dataclass
+class _Live:
+    loop: AutoscalerLoop
+    store: JobStore
+
+
+@asynccontextmanager
+async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Live]:
+    config = settings.autoscaler
+    session = aioboto3.Session(region_name=settings.region)
+    store = JobStore(make_engine(settings.database_url.get_secret_value()), clock)
+    async with (
+        session.client("ec2", endpoint_url=settings.endpoint_url) as ec2,
+        session.client(
+            "pricing", region_name="us-east-1", endpoint_url=settings.endpoint_url
+        ) as pricing,
+    ):
+        capacity = CapacityMemory(clock)
+        adapter = Ec2FleetAdapter(ec2, config.launch_template, config.use_create_fleet)
+        if config.image_id:
+            await adapter.ensure_launch_template(config.image_id)
+        loop = AutoscalerLoop(
+            market=LiveMarket(ec2, pricing, SpotAdvisor.shipped(), capacity, clock),
+            actuator=Actuator(adapter, capacity, config.fleet_id, clock),
+            reconciler=Reconciler(adapter, config.fleet_id, clock),
+            demand=StoreDemand(store),
+            capacity=capacity,
+            model=ThroughputModel(),
+            settings=purchase_settings(config),
+            zones=config.zones,
+            clock=clock,
+            interval_seconds=config.interval_seconds,
+        )
+        try:
+            yield _Live(loop, store)
+        finally:
+            store.dispose()
+
+
+async def _plan_live(args: argparse.Namespace, settings: Settings) -> tuple[Plan, PlanInput]:
+    async with live_autoscaler(settings, SystemClock()) as live:
+        loop = live.loop
+        loop.settings = _with_budget(loop.settings, args)
+        now = loop.clock.now()
+        busy = await asyncio.to_thread(loop.demand.busy_gpus)
+        await loop.reconciler.reconcile(workers_seen=set(busy))
+        market = loop.capacity.screen(await loop.market.snapshot(loop.pools()))
+        jobs = load_jobs(args.jobs, now) if args.jobs else loop.demand.queued(now)
+        state = PlanInput(now, tuple(jobs), tuple(loop.instance_views(busy, market)), market,
+                          spent_today=args.spent_today)  # fmt: skip
+        return plan(state, loop.settings, loop.model), state
+
+
+async def _run(settings: Settings) -> None:
+    stop = asyncio.Event()
+    running = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(signum, stop.set)
+    async with live_autoscaler(settings, SystemClock()) as live:
+        await live.loop.run(stop)
+
+
+def run_command(args: argparse.Namespace, settings: Settings, console: Console) -> None:
+    if args.action == "run":
+        asyncio.run(_run(settings))
+        return
+    if args.trace is not None:
+        decided, state = asyncio.run(_plan_from_trace(args, settings.autoscaler))
+    else:
+        decided, state = asyncio.run(_plan_live(args, settings))
+    console.print(plan_table(decided, state))
+    markets = decided.markets()
+    hourly = sum(launch.price_per_hour for launch in decided.launches)
+    console.print(
+        f"{len(state.queued)} queued jobs: {markets[Market.SPOT]} spot and "
+        f"{markets[Market.ON_DEMAND]} on-demand launches (+${hourly:.2f}/h), "
+        f"{len(decided.placed)} placed on free GPUs, {len(decided.waits)} waiting, "
+        f"{len(decided.terminations)} terminations"
+    )

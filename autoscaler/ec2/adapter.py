@@ -1,0 +1,186 @@
+"""EC2 through aioboto3: CreateFleet (type instant) with launch-template overrides across types
+and AZs, RunInstances for a single pool, TerminateInstances, and instances found by tag."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC
+from typing import Any
+
+from botocore.exceptions import ClientError
+from types_aiobotocore_ec2.client import EC2Client
+
+from autoscaler.ec2.ports import (
+    FLEET_TAG,
+    MARKET_TAG,
+    REASON_TAG,
+    CapacityUnavailable,
+    LaunchRequest,
+    LaunchResult,
+    ObservedInstance,
+)
+from autoscaler.market.capacity import CAPACITY_ERRORS
+from autoscaler.pools import Market, Pool
+from orchestrator.aws.errors import translated
+
+LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
+
+
+def _tags(request: LaunchRequest) -> list[dict[str, str]]:
+    tags = {
+        FLEET_TAG: request.fleet_id,
+        MARKET_TAG: request.market.value,
+        REASON_TAG: request.reason[:255],  # EC2's tag value limit
+        "Name": f"framefleet-{request.fleet_id}",
+    }
+    return [{"Key": key, "Value": value} for key, value in tags.items()]
+
+
+class Ec2FleetAdapter:
+    def __init__(self, ec2: EC2Client, launch_template: str, use_create_fleet: bool = True):
+        self._ec2 = ec2
+        self._template = launch_template
+        self._create_fleet = use_create_fleet
+
+    async def ensure_launch_template(self, image_id: str, user_data_b64: str = "") -> str:
+        """The worker launch template (created once; its id is returned)."""
+        with translated("DescribeLaunchTemplates"):
+            found = await self._ec2.describe_launch_templates(
+                Filters=[{"Name": "launch-template-name", "Values": [self._template]}]
+            )
+        templates = found.get("LaunchTemplates", [])
+        if templates:
+            return templates[0]["LaunchTemplateId"]
+        data: dict[str, Any] = {"ImageId": image_id}
+        if user_data_b64:
+            data["UserData"] = user_data_b64
+        with translated("CreateLaunchTemplate"):
+            query: dict[str, Any] = {
+                "LaunchTemplateName": self._template,
+                "LaunchTemplateData": data,
+            }
+            created = await self._ec2.create_launch_template(**query)
+        return created["LaunchTemplate"]["LaunchTemplateId"]
+
+    async def launch(self, request: LaunchRequest) -> LaunchResult:
+        if self._create_fleet:
+            return await self._fleet(request)
+        return await self._run_instances(request)
+
+    async def _fleet(self, request: LaunchRequest) -> LaunchResult:
+        spot = request.market is Market.SPOT
+        # Plain dicts: the stubs type InstanceType as a closed literal of every type name.
+        query: dict[str, Any] = {
+            "Type": "instant",
+            "ClientToken": request.client_token,
+            "TargetCapacitySpecification": {
+                "TotalTargetCapacity": request.count,
+                "DefaultTargetCapacityType": "spot" if spot else "on-demand",
+            },
+            "SpotOptions": {"AllocationStrategy": "price-capacity-optimized"},
+            "OnDemandOptions": {"AllocationStrategy": "lowest-price"},
+            "LaunchTemplateConfigs": [
+                {
+                    "LaunchTemplateSpecification": {
+                        "LaunchTemplateName": self._template,
+                        "Version": "$Latest",
+                    },
+                    "Overrides": [
+                        {"InstanceType": p.instance_type, "AvailabilityZone": p.availability_zone}
+                        for p in request.pools
+                    ],
+                }
+            ],
+            "TagSpecifications": [{"ResourceType": "instance", "Tags": _tags(request)}],
+        }
+        with translated("CreateFleet"):
+            response = await self._ec2.create_fleet(**query)
+        errors = []
+        for error in response.get("Errors", []):
+            override = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+            pool = Pool(
+                str(override.get("InstanceType", request.pools[0].instance_type)),
+                str(override.get("AvailabilityZone", request.pools[0].availability_zone)),
+                request.market,
+            )
+            errors.append(
+                CapacityUnavailable(pool, error.get("ErrorCode", ""), error.get("ErrorMessage", ""))
+            )
+        ids = [i for group in response.get("Instances", []) for i in group.get("InstanceIds", [])]
+        instances = await self._describe_ids(ids) if ids else []
+        return LaunchResult(tuple(instances), tuple(errors))
+
+    async def _run_instances(self, request: LaunchRequest) -> LaunchResult:
+        """One pool at a time, first that works: for accounts without CreateFleet."""
+        errors = []
+        for pool in request.pools:
+            query: dict[str, Any] = {
+                "LaunchTemplate": {"LaunchTemplateName": self._template, "Version": "$Latest"},
+                "InstanceType": pool.instance_type,
+                "Placement": {"AvailabilityZone": pool.availability_zone},
+                "MinCount": request.count,
+                "MaxCount": request.count,
+                "ClientToken": f"{request.client_token}-{pool}"[:64],
+                "TagSpecifications": [{"ResourceType": "instance", "Tags": _tags(request)}],
+            }
+            if pool.market is Market.SPOT:
+                query["InstanceMarketOptions"] = {
+                    "MarketType": "spot",
+                    "SpotOptions": {"SpotInstanceType": "one-time"},
+                }
+            try:
+                response = await self._ec2.run_instances(**query)
+            except ClientError as error:
+                code = str(error.response.get("Error", {}).get("Code", ""))
+                if code not in CAPACITY_ERRORS:
+                    with translated("RunInstances"):
+                        raise
+                message = str(error.response.get("Error", {}).get("Message", ""))
+                errors.append(CapacityUnavailable(pool, code, message))
+                continue
+            ids = [i["InstanceId"] for i in response.get("Instances", [])]
+            return LaunchResult(tuple(await self._describe_ids(ids)), tuple(errors))
+        return LaunchResult((), tuple(errors))
+
+    async def terminate(self, instance_ids: Sequence[str]) -> None:
+        if not instance_ids:
+            return
+        with translated("TerminateInstances"):
+            await self._ec2.terminate_instances(InstanceIds=list(instance_ids))
+
+    async def describe(self, fleet_id: str) -> list[ObservedInstance]:
+        return await self._query(
+            Filters=[
+                {"Name": f"tag:{FLEET_TAG}", "Values": [fleet_id]},
+                {"Name": "instance-state-name", "Values": LIVE_STATES},
+            ]
+        )
+
+    async def _describe_ids(self, instance_ids: Sequence[str]) -> list[ObservedInstance]:
+        return await self._query(InstanceIds=list(instance_ids))
+
+    async def _query(self, **query: Any) -> list[ObservedInstance]:
+        found = []
+        with translated("DescribeInstances"):
+            async for page in self._ec2.get_paginator("describe_instances").paginate(**query):
+                for reservation in page.get("Reservations", []):
+                    for item in reservation.get("Instances", []):
+                        found.append(_observed(item))
+        return found
+
+
+def _observed(item: Any) -> ObservedInstance:
+    tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
+    spot = item.get("InstanceLifecycle") == "spot" or tags.get(MARKET_TAG) == "spot"
+    launched = item["LaunchTime"]
+    return ObservedInstance(
+        item["InstanceId"],
+        Pool(
+            item["InstanceType"],
+            item.get("Placement", {}).get("AvailabilityZone", ""),
+            Market.SPOT if spot else Market.ON_DEMAND,
+        ),
+        item.get("State", {}).get("Name", "pending"),
+        launched if launched.tzinfo else launched.replace(tzinfo=UTC),
+        tags,
+    )

@@ -1,0 +1,139 @@
+"""The autoscaler loop: reconcile the fleet, read the market, plan, act; again after capacity
+errors (the policy then picks other pools), then sleep. Every decision is logged with its
+reason."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from autoscaler.actuation import Actuation, Actuator
+from autoscaler.catalog import kind_of
+from autoscaler.demand import StoreDemand
+from autoscaler.market.capacity import CapacityMemory
+from autoscaler.market.ports import MarketData
+from autoscaler.market.quotes import MarketSnapshot
+from autoscaler.policy import plan
+from autoscaler.pools import Market, Pool
+from autoscaler.reconcile import Reconciler
+from autoscaler.snapshot import InstanceView, Plan, PlanInput, PurchaseSettings
+from autoscaler.throughput import ThroughputModel
+from orchestrator.domain.clock import Clock, sleep_unless_stopped
+from orchestrator.domain.errors import FrameFleetError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Spend:
+    """Dollars spent today, accrued from the instances' prices as time passes."""
+
+    day: str = ""
+    dollars: float = 0.0
+    last: datetime | None = None
+
+    def accrue(self, now: datetime, hourly: float) -> float:
+        if self.last is not None and now.strftime("%Y-%m-%d") == self.day:
+            self.dollars += hourly * (now - self.last).total_seconds() / 3600
+        else:
+            self.day, self.dollars = now.strftime("%Y-%m-%d"), 0.0
+        self.last = now
+        return self.dollars
+
+
+@dataclass
+class AutoscalerLoop:
+    market: MarketData
+    actuator: Actuator
+    reconciler: Reconciler
+    demand: StoreDemand
+    capacity: CapacityMemory
+    model: ThroughputModel
+    settings: PurchaseSettings
+    zones: Sequence[str]
+    clock: Clock
+    interval_seconds: float = 30.0
+    max_rounds: int = 3
+    spend: Spend = field(default_factory=Spend)
+    prices: dict[str, float] = field(default_factory=dict)  # instance -> $/h at launch
+    idle_since: dict[str, datetime] = field(default_factory=dict)
+    worked: set[str] = field(default_factory=set)  # instances that have run jobs
+
+    def pools(self) -> list[Pool]:
+        return [
+            Pool(t, z, m) for t in self.settings.candidate_types for z in self.zones for m in Market
+        ]
+
+    async def once(self) -> list[Plan]:
+        busy = await asyncio.to_thread(self.demand.busy_gpus)
+        self.worked.update(busy)
+        # Instances this process bought are the idle timeout's business; an adopted one
+        # that never ran a job within the grace period is an orphan.
+        await self.reconciler.reconcile(workers_seen=self.worked | set(self.prices))
+        busy = Counter(busy)  # a copy: this round's launches are added to it
+        plans = []
+        covered: set[str] = set()
+        for _ in range(self.max_rounds):
+            now = self.clock.now()
+            market = self.capacity.screen(await self.market.snapshot(self.pools()))
+            queued = await asyncio.to_thread(self.demand.queued, now)
+            instances = tuple(self.instance_views(busy, market))
+            hourly = sum(i.price_per_hour for i in instances)
+            state = PlanInput(
+                now,
+                tuple(j for j in queued if j.job_id not in covered),
+                instances,
+                market,
+                spent_today=self.spend.accrue(now, hourly),
+            )
+            decided = plan(state, self.settings, self.model)
+            plans.append(decided)
+            for wait in decided.waits:
+                log.info("job %s waits: %s", wait.job_id, wait.reason)
+            done: Actuation = await self.actuator.execute(decided)
+            for launch, instance in done.launched:
+                self.prices[instance.instance_id] = launch.price_per_hour
+                self.reconciler.ledger[instance.instance_id] = instance
+                covered.update(launch.job_ids)
+                # Its GPUs are spoken for by the jobs it was bought for (left out above).
+                busy[instance.instance_id] += len(launch.job_ids)
+            if not done.failed:
+                break
+        return plans
+
+    def instance_views(self, busy: Mapping[str, int], market: MarketSnapshot) -> list[InstanceView]:
+        now = self.clock.now()
+        views = []
+        for instance in self.reconciler.ledger.values():
+            in_use = busy.get(instance.instance_id, 0)
+            if in_use:
+                self.idle_since.pop(instance.instance_id, None)
+            idle_since = None if in_use else self.idle_since.setdefault(instance.instance_id, now)
+            quote = market.quote(instance.pool)
+            # An adopted instance's launch price is unknown: today's price of its pool.
+            price = self.prices.get(instance.instance_id) or (quote.price_per_hour if quote else 0)
+            views.append(
+                InstanceView(
+                    instance.instance_id,
+                    instance.pool,
+                    price,
+                    instance.launched_at,
+                    kind_of(instance.pool.instance_type).gpus,
+                    busy_gpus=in_use,
+                    idle_since=idle_since,
+                    unsaved_work=in_use > 0,
+                )
+            )
+        return views
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.once()
+            except FrameFleetError as error:
+                log.warning("autoscaler round failed, retrying: %s", error)
+            await sleep_unless_stopped(self.clock, stop, self.interval_seconds)

@@ -1,0 +1,226 @@
+"""The purchase policy (pure): what to launch, where, on which market, and what to terminate,
+each with its reason; never past the dollar budget.
+
+1. Queued jobs take free GPUs already in the fleet first (most urgent first).
+2. Each job left picks a market (`deadline.choose_market`) and then the pool with the lowest
+   expected cost per denoising step: price per GPU x (1 + expected rework from the pool's
+   interruption rate) x seconds per step on that GPU. Spot is spread so that no pool holds
+   more than `max_pool_share` of the spot fleet; pools unavailable (capacity errors, recent
+   interruptions, no capacity in the trace) are skipped.
+3. A launch that would pass $/hour or $/day stops all launching; that job and the less urgent
+   ones wait with the reason.
+4. Idle instances past the idle timeout are terminated down to the warm minimum; an instance
+   with unsaved work never is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from autoscaler.catalog import InstanceKind, kind_of
+from autoscaler.deadline import choose_market
+from autoscaler.market.quotes import PoolQuote
+from autoscaler.pools import Market, Pool
+from autoscaler.snapshot import (
+    InstanceView,
+    JobDemand,
+    Launch,
+    Plan,
+    PlanInput,
+    PurchaseSettings,
+    Terminate,
+    Wait,
+)
+from autoscaler.throughput import ThroughputModel
+
+
+@dataclass
+class _FreeSlots:
+    instance: InstanceView
+    kind: InstanceKind
+    free: int
+
+
+def _fits(job: JobDemand, kind: InstanceKind) -> bool:
+    return kind.vram_gib >= job.min_vram_gib and (not job.families or kind.family in job.families)
+
+
+def _urgency(job: JobDemand) -> tuple[int, float, float, str]:
+    deadline = job.deadline.timestamp() if job.deadline else math.inf
+    return (-job.priority, deadline, job.submitted_at.timestamp(), job.job_id)
+
+
+def cost_per_step(
+    quote: PoolQuote, job: JobDemand, model: ThroughputModel, settings: PurchaseSettings
+) -> float:
+    kind = kind_of(quote.pool.instance_type)
+    at_risk_hours = (
+        settings.boot_seconds
+        + settings.model_load_seconds
+        + settings.checkpoint_interval_seconds / 2
+    ) / 3600
+    rework = quote.interruptions_per_hour * at_risk_hours
+    step = model.seconds_per_step(job.shape, kind.family) / 3600
+    return quote.price_per_hour / kind.gpus * (1 + rework) * step
+
+
+def plan(state: PlanInput, settings: PurchaseSettings, model: ThroughputModel) -> Plan:
+    now = state.now
+    slots = [
+        _FreeSlots(i, kind_of(i.pool.instance_type), i.gpus - i.busy_gpus)
+        for i in state.instances
+        if not i.draining
+    ]
+    hourly = sum(i.price_per_hour for i in state.instances)
+    spot_pools = Counter(i.pool for i in state.instances if i.pool.market is Market.SPOT)
+    launches: list[Launch] = []
+    waits: list[Wait] = []
+    placed: list[tuple[str, str]] = []
+    budget_block: str | None = None
+
+    for job in sorted(state.queued, key=_urgency):
+        on_demand = _candidates(state, settings, job, Market.ON_DEMAND)
+        fastest = min(
+            (model.seconds(job.shape, kind_of(q.pool.instance_type).family, job.steps_left)
+             for q in on_demand),
+            default=math.inf,
+        )  # fmt: skip
+        choice = choose_market(job, now, fastest, settings)
+        slot = next(
+            (s for s in slots if s.free > 0 and _fits(job, s.kind)
+             and (choice.market is Market.SPOT or s.instance.pool.market is Market.ON_DEMAND)),
+            None,
+        )  # fmt: skip
+        if slot is not None:
+            slot.free -= 1
+            placed.append((job.job_id, slot.instance.instance_id))
+            continue
+        if budget_block is not None:
+            waits.append(Wait(job.job_id, budget_block))
+            continue
+        if len(launches) >= settings.max_launches:
+            waits.append(Wait(job.job_id, f"launch limit of {settings.max_launches} per plan"))
+            continue
+        picked = _pick_pool(state, settings, model, job, choice.market, spot_pools)
+        if picked is None and choice.market is Market.SPOT and job.deadline is None:
+            waits.append(Wait(job.job_id, "no spot pool available now; no deadline, so it waits"))
+            continue
+        if picked is None and choice.market is Market.SPOT:
+            picked = _pick_pool(state, settings, model, job, Market.ON_DEMAND, spot_pools)
+            choice_reason = f"{choice.reason}; no spot pool available, so on-demand"
+        else:
+            choice_reason = choice.reason
+        if picked is None:
+            waits.append(Wait(job.job_id, "no pool fits this job (VRAM, GPU families, prices)"))
+            continue
+        quote, why_pool = picked
+        day_total = state.spent_today + (hourly + quote.price_per_hour)
+        if hourly + quote.price_per_hour > settings.budget_per_hour:
+            budget_block = (
+                f"budget: ${hourly:.2f}/h running + ${quote.price_per_hour:.2f}/h would pass "
+                f"${settings.budget_per_hour:.2f}/h"
+            )
+        elif day_total > settings.budget_per_day:
+            budget_block = (
+                f"budget: ${state.spent_today:.2f} spent today + the next hour at "
+                f"${hourly + quote.price_per_hour:.2f}/h would pass "
+                f"${settings.budget_per_day:.2f}/day"
+            )
+        if budget_block is not None:
+            waits.append(Wait(job.job_id, budget_block))
+            continue
+        hourly += quote.price_per_hour
+        if quote.pool.market is Market.SPOT:
+            spot_pools[quote.pool] += 1
+        launches.append(
+            Launch(quote.pool, quote.price_per_hour, (job.job_id,),
+                   f"job {job.job_id} (priority {job.priority}): {choice_reason}; {why_pool}")
+        )  # fmt: skip
+
+    terminations = _scale_in(state, settings, placed)
+    return Plan(tuple(launches), tuple(terminations), tuple(waits), tuple(placed))
+
+
+def _candidates(
+    state: PlanInput, settings: PurchaseSettings, job: JobDemand, market: Market
+) -> list[PoolQuote]:
+    return [
+        q
+        for q in state.market.quotes.values()
+        if q.pool.market is market
+        and q.pool.instance_type in settings.candidate_types
+        and q.available
+        and _fits(job, kind_of(q.pool.instance_type))
+    ]
+
+
+def _pick_pool(
+    state: PlanInput,
+    settings: PurchaseSettings,
+    model: ThroughputModel,
+    job: JobDemand,
+    market: Market,
+    spot_pools: Counter[Pool],
+) -> tuple[PoolQuote, str] | None:
+    ranked = sorted(
+        _candidates(state, settings, job, market),
+        key=lambda q: (cost_per_step(q, job, model, settings), q.pool),
+    )
+    if not ranked:
+        return None
+    if market is Market.ON_DEMAND:
+        return ranked[0], _explain(ranked[0], job, model, settings, "cheapest on-demand per step")
+    fleet = sum(spot_pools.values()) + 1
+    cap = max(1, math.floor(settings.max_pool_share * fleet))
+    for quote in ranked:
+        if spot_pools[quote.pool] + 1 <= cap:
+            share = f"{settings.max_pool_share:.0%}"
+            why = (
+                "cheapest spot per step"
+                if quote is ranked[0]
+                else f"cheapest spot pool under the {share} spread cap"
+            )
+            return quote, _explain(quote, job, model, settings, why)
+    # Every pool at its share: the least loaded one (the cheapest among equals).
+    emptiest = min(ranked, key=lambda q: spot_pools[q.pool])
+    return emptiest, _explain(emptiest, job, model, settings, "least-loaded spot pool")
+
+
+def _explain(
+    quote: PoolQuote, job: JobDemand, model: ThroughputModel, settings: PurchaseSettings, why: str
+) -> str:
+    per_hour_of_job = cost_per_step(quote, job, model, settings) * job.steps_left
+    return (
+        f"{why}: {quote.pool} at ${quote.price_per_hour:.3f}/h, "
+        f"{quote.interruptions_per_hour * 24:.2f} interruptions/day, "
+        f"expected ${per_hour_of_job:.2f} for the remaining {job.steps_left} steps"
+    )
+
+
+def _scale_in(
+    state: PlanInput, settings: PurchaseSettings, placed: Iterable[tuple[str, str]]
+) -> list[Terminate]:
+    used = {instance_id for _, instance_id in placed}
+    keep = settings.warm_minimum
+    remaining = len(state.instances)
+    terminations = []
+    idle = sorted(
+        (i for i in state.instances if i.busy_gpus == 0 and i.instance_id not in used),
+        key=lambda i: (-i.price_per_hour, i.instance_id),  # the dearest go first
+    )
+    for instance in idle:
+        if instance.unsaved_work or remaining <= keep:
+            continue
+        since = instance.idle_since or instance.launched_at
+        idle_for = state.now - since
+        if idle_for < settings.idle_timeout:
+            continue
+        minutes = idle_for.total_seconds() / 60
+        timeout = settings.idle_timeout.total_seconds() / 60
+        reason = f"idle {minutes:.0f} min (timeout {timeout:.0f}), no queued job fits it"
+        terminations.append(Terminate(instance.instance_id, f"{reason}; warm minimum {keep}"))
+        remaining -= 1
+    return terminations

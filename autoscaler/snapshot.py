@@ -1,0 +1,105 @@
+"""Frozen inputs and outputs of the purchase policy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from autoscaler.market.quotes import MarketSnapshot
+from autoscaler.pools import Market, Pool
+from autoscaler.throughput import WorkShape
+
+
+@dataclass(frozen=True)
+class JobDemand:
+    """A queued job (new, or back from an interrupted instance with its progress)."""
+
+    job_id: str
+    priority: int
+    submitted_at: datetime
+    deadline: datetime | None
+    shape: WorkShape
+    steps_total: int
+    steps_done: int = 0
+    min_vram_gib: float = 16.0
+    families: frozenset[str] = frozenset()  # empty: any
+
+    @property
+    def steps_left(self) -> int:
+        return max(0, self.steps_total - self.steps_done)
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    instance_id: str
+    pool: Pool
+    price_per_hour: float
+    launched_at: datetime
+    gpus: int
+    busy_gpus: int = 0
+    idle_since: datetime | None = None
+    draining: bool = False
+    # Running a job whose work since its last checkpoint would be lost by a termination.
+    unsaved_work: bool = False
+
+
+@dataclass(frozen=True)
+class PurchaseSettings:
+    candidate_types: tuple[str, ...] = ("g6e.xlarge", "g6.xlarge", "g5.xlarge", "g4dn.xlarge")
+    budget_per_hour: float = 50.0  # USD, the whole fleet
+    budget_per_day: float = 800.0  # USD, today's spend plus the next hour at the new rate
+    boot_seconds: float = 150.0  # launch to agent ready
+    model_load_seconds: float = 60.0
+    checkpoint_interval_seconds: float = 600.0  # work an interruption may lose, at most
+    behind_slack_factor: float = 3.0  # behind uniform progress: spot only with this much slack
+    max_pool_share: float = 0.34  # of the spot fleet in one pool: three pools at least
+    max_launches: int = 100  # per plan
+    idle_timeout: timedelta = timedelta(minutes=10)
+    warm_minimum: int = 0
+    forecast_horizon: timedelta = timedelta(minutes=15)
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    now: datetime
+    queued: tuple[JobDemand, ...]
+    instances: tuple[InstanceView, ...]
+    market: MarketSnapshot
+    spent_today: float = 0.0  # USD so far today
+    # Expected GPU-seconds of arrivals per family over the forecast horizon.
+    forecast_gpu_seconds: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Launch:
+    pool: Pool
+    price_per_hour: float
+    job_ids: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Terminate:
+    instance_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    job_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    launches: tuple[Launch, ...] = ()
+    terminations: tuple[Terminate, ...] = ()
+    waits: tuple[Wait, ...] = ()
+    placed: tuple[tuple[str, str], ...] = ()  # (job, instance) on capacity already there
+
+    def markets(self) -> dict[Market, int]:
+        counts = {market: 0 for market in Market}
+        for launch in self.launches:
+            counts[launch.pool.market] += 1
+        return counts

@@ -1,0 +1,132 @@
+"""The autoscaler loop over the real store and the trace market, with a programmable EC2:
+capacity errors send the policy to other pools, launches carry tokens, tags and reasons, a
+second round buys nothing more, and idle capacity goes after the timeout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from autoscaler.actuation import Actuator
+from autoscaler.demand import StoreDemand, steps_done
+from autoscaler.ec2.fake import FakeEc2
+from autoscaler.ec2.ports import REASON_TAG
+from autoscaler.loop import AutoscalerLoop, Spend
+from autoscaler.market.capacity import CapacityMemory
+from autoscaler.market.trace import TraceMarket, load_trace
+from autoscaler.pools import Market, Pool
+from autoscaler.reconcile import Reconciler
+from autoscaler.snapshot import PurchaseSettings
+from autoscaler.throughput import ThroughputModel
+from orchestrator.domain.clock import FakeClock
+from orchestrator.domain.job_record import Submission
+from orchestrator.domain.job_spec import parse_job
+from orchestrator.store.engine import make_engine
+from orchestrator.store.job_store import JobStore
+from orchestrator.store.migrate import upgrade_to_head
+from tests.support import job_dict
+
+TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
+
+
+@pytest.fixture
+def trace_clock() -> FakeClock:
+    trace = load_trace(TRACES)
+    # A tick where all three zones have spot capacity.
+    for tick in range(200, trace.ticks):
+        if all(z.available[tick] for z in trace.zones.values()):
+            return FakeClock(trace.start + trace.gap * tick)
+    raise AssertionError("no tick with all zones available")
+
+
+@pytest.fixture
+def queued_store(sqlite_url: str, trace_clock: FakeClock) -> Iterator[JobStore]:
+    engine = make_engine(sqlite_url)
+    upgrade_to_head(engine)
+    store = JobStore(engine, trace_clock)
+    store.accept_batch(
+        [Submission(parse_job(job_dict(f"j{i}", seed=i), now=None), f"m{i}") for i in range(3)]
+    )
+    yield store
+    store.dispose()
+
+
+def autoscaler(store: JobStore, clock: FakeClock, ec2: FakeEc2) -> AutoscalerLoop:
+    trace = load_trace(TRACES)
+    capacity = CapacityMemory(clock)
+    return AutoscalerLoop(
+        market=TraceMarket(trace, clock),
+        actuator=Actuator(ec2, capacity, "test-fleet", clock),
+        reconciler=Reconciler(ec2, "test-fleet", clock),
+        demand=StoreDemand(store),
+        capacity=capacity,
+        model=ThroughputModel(),
+        settings=PurchaseSettings(candidate_types=("p3.2xlarge",)),
+        zones=sorted(trace.zones),
+        clock=clock,
+    )
+
+
+async def test_capacity_errors_send_the_launch_to_other_pools(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(queued_store, trace_clock, ec2)
+    snapshot = await loop.market.snapshot(loop.pools())
+    spot = [q for q in snapshot.quotes.values() if q.pool.market is Market.SPOT]
+    cheapest = min(spot, key=lambda q: q.price_per_hour).pool
+    ec2.insufficient.add(cheapest)
+
+    plans = await loop.once()
+
+    assert len(plans) == 2  # the first round hit the error, the second bought elsewhere
+    launched = list(ec2.instances.values())
+    assert len(launched) == 3
+    assert all(i.pool != cheapest and i.pool.market is Market.SPOT for i in launched)
+    assert all("cheapest" in i.tags[REASON_TAG] or "least-loaded" in i.tags[REASON_TAG]
+               for i in launched)  # fmt: skip
+    assert len({r.client_token for r in ec2.requests}) == len(ec2.requests)
+    assert loop.capacity.unavailable(cheapest) is not None
+
+    again = await loop.once()  # nothing registered yet, but the new GPUs are counted
+    assert again[0].launches == ()
+    assert len(again[0].placed) == 3
+    assert len(ec2.instances) == 3
+
+
+async def test_idle_instances_go_after_the_timeout_and_spend_is_accrued(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(queued_store, trace_clock, ec2)
+    loop.settings = replace(loop.settings, idle_timeout=timedelta(minutes=10))
+    await loop.once()
+    assert len(ec2.instances) == 3
+    for job in queued_store.list_jobs():  # the jobs went elsewhere meanwhile
+        queued_store.transition(job.job_id, job.state.CANCELLED, expected_version=job.version,
+                                actor="test", reason="cancelled")  # fmt: skip
+    await loop.once()  # first seen idle now
+    assert len(ec2.instances) == 3
+    trace_clock.advance(11 * 60)
+    await loop.once()
+    assert ec2.instances == {}
+    assert loop.spend.dollars > 0
+
+
+def test_spend_restarts_each_day(trace_clock: FakeClock) -> None:
+    spend = Spend()
+    start = trace_clock.now()
+    assert spend.accrue(start, 10.0) == 0.0
+    assert spend.accrue(start + timedelta(minutes=30), 10.0) == pytest.approx(5.0)
+    assert spend.accrue(start + timedelta(days=1), 10.0) == 0.0
+
+
+def test_progress_is_read_from_the_checkpoint_key() -> None:
+    assert steps_done("checkpoints/j1/3/000017/manifest.json") == 17
+    assert steps_done(None) == 0
+    assert steps_done("something/else") == 0
+    assert Pool("p3.2xlarge", "us-west-2b", Market.SPOT).region == "us-west-2"

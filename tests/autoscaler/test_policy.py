@@ -1,0 +1,196 @@
+"""The purchase policy as tables: each case a state and the decision it must lead to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from autoscaler.market.quotes import MarketSnapshot, PoolQuote
+from autoscaler.policy import plan
+from autoscaler.pools import Market, Pool
+from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
+from autoscaler.throughput import ThroughputModel, WorkShape
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+TYPE = "g6e.xlarge"
+SHAPE = WorkShape("wan/t2v", 832, 480, 81)  # ~2 s per step on an L40S (prior)
+SETTINGS = PurchaseSettings(candidate_types=(TYPE,))
+
+
+def pool(zone: str, market: Market = Market.SPOT) -> Pool:
+    return Pool(TYPE, f"us-east-1{zone}", market)
+
+
+def market(*quotes: PoolQuote) -> MarketSnapshot:
+    return MarketSnapshot(NOW, {q.pool: q for q in quotes})
+
+
+SPOT_A = PoolQuote(pool("a"), 0.70, 0.002)
+SPOT_B = PoolQuote(pool("b"), 0.75, 0.002)
+SPOT_C = PoolQuote(pool("c"), 0.80, 0.002)
+ON_DEMAND = PoolQuote(pool("a", Market.ON_DEMAND), 1.861, 0.0)
+MARKET = market(SPOT_A, SPOT_B, SPOT_C, ON_DEMAND)
+
+
+def job(
+    job_id: str = "j",
+    *,
+    deadline_in: timedelta | None = None,
+    submitted_ago: timedelta = timedelta(0),
+    done: int = 0,
+    steps: int = 1500,  # ~49 minutes on an L40S (prior)
+    priority: int = 5,
+) -> JobDemand:
+    return JobDemand(
+        job_id,
+        priority,
+        NOW - submitted_ago,
+        NOW + deadline_in if deadline_in is not None else None,
+        SHAPE,
+        steps,
+        done,
+    )
+
+
+def decide(
+    *jobs: JobDemand, quotes: MarketSnapshot = MARKET, instances: Sequence[InstanceView] = ()
+) -> Plan:
+    return plan(PlanInput(NOW, jobs, tuple(instances), quotes), SETTINGS, ThroughputModel())
+
+
+CASES = [
+    # (case, job, expected market, words in the reason)
+    ("slack -> spot", job(deadline_in=timedelta(hours=8)), Market.SPOT, "slack"),
+    ("no deadline -> spot", job(), Market.SPOT, "no deadline"),
+    (
+        "behind uniform progress -> on-demand",
+        job(deadline_in=timedelta(hours=1.4), submitted_ago=timedelta(hours=6), done=150),
+        Market.ON_DEMAND,
+        "behind uniform progress",
+    ),
+    (
+        "deadline unreachable on spot -> on-demand at once",
+        job(deadline_in=timedelta(hours=1.0)),
+        Market.ON_DEMAND,
+        "one interruption from unreachable",
+    ),
+    (
+        "already too late -> on-demand at once (best effort)",
+        job(deadline_in=timedelta(minutes=20)),
+        Market.ON_DEMAND,
+        "unreachable on spot",
+    ),
+    (
+        "behind but with plenty of slack -> still spot",
+        job(deadline_in=timedelta(hours=10), submitted_ago=timedelta(hours=10), done=100),
+        Market.SPOT,
+        "behind pace",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "demand", "expected", "words"), CASES, ids=[c[0] for c in CASES])
+def test_market_per_job(case: str, demand: JobDemand, expected: Market, words: str) -> None:
+    decided = decide(demand)
+    assert len(decided.launches) == 1, case
+    launch = decided.launches[0]
+    assert launch.pool.market is expected
+    assert words in launch.reason
+    assert launch.job_ids == (demand.job_id,)
+
+
+def test_the_cheapest_pool_per_step_wins_and_spot_is_spread() -> None:
+    decided = decide(*(job(f"j{i}") for i in range(6)))
+    pools = [launch.pool for launch in decided.launches]
+    assert pools[0] == SPOT_A.pool
+    assert {p.availability_zone for p in pools} == {"us-east-1a", "us-east-1b", "us-east-1c"}
+    assert max(pools.count(p) for p in set(pools)) == 2  # 34% of six
+
+
+def test_a_recently_interrupted_pool_is_avoided() -> None:
+    interrupted = replace(SPOT_A, available=False, why_unavailable="spot interruption")
+    decided = decide(job(), quotes=market(interrupted, SPOT_B, ON_DEMAND))
+    (launch,) = decided.launches
+    assert launch.pool == SPOT_B.pool
+
+
+def test_a_risky_pool_costs_more_than_its_price_says() -> None:
+    risky = replace(SPOT_A, interruptions_per_hour=2.0)  # two per hour: rework dominates
+    decided = decide(job(), quotes=market(risky, SPOT_B))
+    (launch,) = decided.launches
+    assert launch.pool == SPOT_B.pool
+
+
+def test_no_spot_anywhere_a_deadline_job_goes_on_demand_others_wait() -> None:
+    down = [replace(q, available=False) for q in (SPOT_A, SPOT_B, SPOT_C)]
+    decided = decide(
+        job("urgent", deadline_in=timedelta(hours=8)), job("whenever"),
+        quotes=market(*down, ON_DEMAND),
+    )  # fmt: skip
+    (launch,) = decided.launches
+    assert launch.job_ids == ("urgent",)
+    assert launch.pool.market is Market.ON_DEMAND
+    assert "no spot pool available" in launch.reason
+    (wait,) = decided.waits
+    assert wait.job_id == "whenever"
+
+
+@pytest.mark.parametrize(
+    ("limit", "spent"), [("budget_per_hour", 0.0), ("budget_per_day", 99.0)], ids=["hour", "day"]
+)
+def test_budget_reached_means_no_launch_and_a_reason(limit: str, spent: float) -> None:
+    running = InstanceView("i-1", SPOT_A.pool, 0.70, NOW, 1, busy_gpus=1, unsaved_work=True)
+    if limit == "budget_per_hour":
+        settings = replace(SETTINGS, budget_per_hour=1.0)
+    else:
+        settings = replace(SETTINGS, budget_per_day=100.0)
+    state = PlanInput(
+        NOW, (job("high", priority=9), job("low", priority=1)), (running,), MARKET,
+        spent_today=spent,
+    )  # fmt: skip
+    decided = plan(state, settings, ThroughputModel())
+    assert decided.launches == ()
+    assert [w.job_id for w in decided.waits] == ["high", "low"]  # the less urgent wait too
+    assert all("budget" in w.reason for w in decided.waits)
+
+
+def test_budget_lets_the_urgent_job_in_and_holds_the_rest() -> None:
+    settings = replace(SETTINGS, budget_per_hour=1.0)
+    state = PlanInput(NOW, (job("low", priority=1), job("high", priority=9)), (), MARKET)
+    decided = plan(state, settings, ThroughputModel())
+    assert [launch.job_ids for launch in decided.launches] == [("high",)]
+    assert [w.job_id for w in decided.waits] == ["low"]
+
+
+def test_free_gpus_are_used_before_buying() -> None:
+    idle = InstanceView("i-idle", SPOT_B.pool, 0.75, NOW, 1, idle_since=NOW)
+    decided = decide(job("a"), job("b"), instances=[idle])
+    assert decided.placed == (("a", "i-idle"),)
+    assert [launch.job_ids for launch in decided.launches] == [("b",)]
+
+
+def test_a_spot_gpu_is_not_used_for_a_job_that_needs_on_demand() -> None:
+    idle_spot = InstanceView("i-spot", SPOT_B.pool, 0.75, NOW, 1, idle_since=NOW)
+    decided = decide(job("tight", deadline_in=timedelta(hours=1)), instances=[idle_spot])
+    assert decided.placed == ()
+    assert decided.launches[0].pool.market is Market.ON_DEMAND
+
+
+def test_scale_in_terminates_idle_instances_but_keeps_warm_minimum_and_unsaved_work() -> None:
+    long_ago = NOW - timedelta(hours=1)
+    instances = [
+        InstanceView("i-idle-dear", ON_DEMAND.pool, 1.861, long_ago, 1, idle_since=long_ago),
+        InstanceView("i-idle-cheap", SPOT_A.pool, 0.70, long_ago, 1, idle_since=long_ago),
+        InstanceView("i-just-idle", SPOT_B.pool, 0.75, long_ago, 1, idle_since=NOW),
+        InstanceView("i-busy", SPOT_C.pool, 0.80, long_ago, 1, busy_gpus=1, unsaved_work=True),
+    ]
+    settings = replace(SETTINGS, warm_minimum=3)
+    decided = plan(PlanInput(NOW, (), tuple(instances), MARKET), settings, ThroughputModel())
+    (termination,) = decided.terminations
+    assert termination.instance_id == "i-idle-dear"  # the dearest idle one, down to three
+    assert "idle 60 min" in termination.reason
+    everything = plan(PlanInput(NOW, (), tuple(instances), MARKET), SETTINGS, ThroughputModel())
+    assert {t.instance_id for t in everything.terminations} == {"i-idle-dear", "i-idle-cheap"}
