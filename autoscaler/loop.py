@@ -62,6 +62,7 @@ class AutoscalerLoop:
     prices: dict[str, float] = field(default_factory=dict)  # instance -> $/h at launch
     idle_since: dict[str, datetime] = field(default_factory=dict)
     worked: set[str] = field(default_factory=set)  # instances that have run jobs
+    ended: set[str] = field(default_factory=set)  # instances this loop terminated
 
     def pools(self) -> list[Pool]:
         return [
@@ -73,7 +74,16 @@ class AutoscalerLoop:
         self.worked.update(busy)
         # Instances this process bought are the idle timeout's business; an adopted one
         # that never ran a job within the grace period is an orphan.
-        await self.reconciler.reconcile(workers_seen=self.worked | set(self.prices))
+        known = dict(self.reconciler.ledger)
+        synced = await self.reconciler.reconcile(workers_seen=self.worked | set(self.prices))
+        for instance_id in synced.forgotten:
+            # A spot instance gone without our asking was interrupted: its pool's rate and
+            # the capacity memory learn from it.
+            ours = instance_id in self.ended or instance_id in self.reconciler.terminated
+            if known[instance_id].pool.market is Market.SPOT and not ours:
+                self.capacity.interrupted(known[instance_id].pool)
+                log.warning("spot instance %s in %s was interrupted", instance_id,
+                            known[instance_id].pool)  # fmt: skip
         busy = Counter(busy)  # a copy: this round's launches are added to it
         plans = []
         covered: set[str] = set()
@@ -101,6 +111,7 @@ class AutoscalerLoop:
                 covered.update(launch.job_ids)
                 # Its GPUs are spoken for by the jobs it was bought for (left out above).
                 busy[instance.instance_id] += len(launch.job_ids)
+            self.ended.update(done.terminated)
             if not done.failed:
                 break
         return plans

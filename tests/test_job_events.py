@@ -139,15 +139,25 @@ def test_a_refused_assignment_goes_straight_back_to_the_queue(store: JobStore) -
     decision = apply_event(assigned, refusal, NOW)
     assert isinstance(decision, Move)
     assert decision.path == (JobState.QUEUED,)
-    assert decision.changes.not_before is None  # nobody's fault: no backoff
+    assert decision.changes.not_before == NOW + RetryPolicy().backoff_base  # not a tight loop
+    assert not decision.changes.add_job_fault
     queued = apply(store, decision)
     assert queued.state is JobState.QUEUED
-    assert queued.not_before is None
     assert "refused by w1: worker is draining" in store.history("j")[-1].reason
     last = replace(assigned, attempt=RetryPolicy().max_attempts)
     final = apply_event(last, refusal.model_copy(update={"attempt": last.attempt}), NOW)
     assert isinstance(final, Move)
     assert final.path[-1] is JobState.FAILED
+
+
+def test_a_late_checkpoint_of_the_attempt_just_left_is_kept(running_job: JobRecord) -> None:
+    queued = replace(running_job, state=JobState.QUEUED)
+    late = event(EventKind.PREEMPTED, checkpoint=CHECKPOINT, step=5)
+    decision = apply_event(queued, late, NOW)
+    assert isinstance(decision, Record)
+    assert decision.changes.last_checkpoint == CHECKPOINT
+    stale = apply_event(replace(queued, attempt=2), late, NOW)
+    assert isinstance(stale, Ignore)  # an older attempt's checkpoint is not
 
 
 def test_backoff_doubles_up_to_a_cap() -> None:

@@ -73,6 +73,14 @@ def apply_event(
     if event.attempt != job.attempt:
         return Ignore(f"stale attempt {event.attempt}; the job is on attempt {job.attempt}")
     if job.state not in _ACTIVE:
+        if (
+            job.state is JobState.QUEUED
+            and event.checkpoint
+            and event.kind in (EventKind.PREEMPTED, EventKind.CHECKPOINT_DURABLE)
+        ):
+            # The attempt the job just left (its worker was cut off but kept going) saved
+            # work: the next attempt resumes from it.
+            return Record(JobChanges(last_checkpoint=event.checkpoint), "late checkpoint")
         return Ignore(f"job is {job.state.value}; {event.kind.value} changes nothing")
     worker = event.worker_id
 
@@ -124,9 +132,16 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
             f"worker fault on the last of {policy.max_attempts} attempts: {error}",
         )
     if event.failure_kind == "refused":
-        # Declined before it started (draining after a notice, GPU taken): no fault of
-        # anyone's, so no backoff; the attempt still counts, which bounds a refusal loop.
-        return requeue(job, f"refused by {event.worker_id}: {error}")
+        # Declined before it started (draining after a notice, or its GPU still busy with an
+        # attempt the control plane lost track of, which it is now cancelling): back to the
+        # queue after the base backoff, so a stale view cannot burn the attempts in a second.
+        return Move(
+            (JobState.QUEUED,)
+            if job.state is JobState.ASSIGNED
+            else (*start, JobState.PREEMPTED, JobState.QUEUED),
+            f"refused by {event.worker_id}: {error}",
+            JobChanges(not_before=now + policy.backoff_base),
+        )
     return Move(
         (*start, JobState.PREEMPTED, JobState.QUEUED),
         f"worker fault on {event.worker_id}, retrying elsewhere: {error}",

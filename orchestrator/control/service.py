@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from orchestrator.control.apply import as_move
@@ -211,11 +211,41 @@ class ControlPlaneService:
                     continue
                 named.add(event.job_id)
                 now = self._clock.now()
-                decided.append(
-                    (job, apply_event(job, event, now, self._settings.retry), item.quiet)
-                )
+                decision = apply_event(job, event, now, self._settings.retry)
+                decided.append((job, decision, item.quiet))
+                if event.kind is EventKind.STARTED and isinstance(decision, Ignore):
+                    await self._cancel_zombie(job, event)
             await self._commit(decided)
             items = later
+
+    async def _cancel_zombie(self, job: JobRecord, event: WorkerEvent) -> None:
+        """A worker runs an attempt the job has left (it was cut off, the job moved on): stop
+        it, so its GPU is free for the work the scheduler believes it can give it."""
+        if job.state in (JobState.ASSIGNED, JobState.RUNNING, JobState.CHECKPOINTING) and (
+            event.attempt == job.attempt
+        ):
+            return
+        attempt = event.attempt or 0
+        key = (job.job_id, attempt, CommandKind.CANCEL)
+        now = self._clock.now()
+        last = self._last_sent.get(key)
+        if last is not None and now - last < self._settings.resend_after:
+            return
+        cancel = Command(
+            worker_id=event.worker_id,
+            sent_at=now,
+            command_id=command_id(CommandKind.CANCEL, replace(job, attempt=attempt)),
+            kind=CommandKind.CANCEL,
+            job_id=job.job_id,
+            attempt=attempt,
+        )
+        try:
+            await self.link.publish(topic(event.worker_id, Channel.CMD), cancel.model_dump_json())
+        except NotConnected:
+            return
+        self._last_sent[key] = now
+        log.info("cancelled %s attempt %d on %s: the job is %s at attempt %d", job.job_id,
+                 attempt, event.worker_id, job.state.value, job.attempt)  # fmt: skip
 
     async def _commit(self, decided: list[tuple[JobRecord, Decision, bool]]) -> None:
         moves = []

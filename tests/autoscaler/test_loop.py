@@ -117,6 +117,22 @@ async def test_idle_instances_go_after_the_timeout_and_spend_is_accrued(
     assert loop.spend.dollars > 0
 
 
+async def test_a_spot_instance_that_vanished_counts_as_an_interruption(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(queued_store, trace_clock, ec2)
+    await loop.once()
+    gone = next(iter(ec2.instances.values()))
+    await ec2.terminate([gone.instance_id])  # AWS took it back
+    await loop.once()
+    assert "spot interruption" in (loop.capacity.unavailable(gone.pool) or "")
+    assert (loop.capacity.observed_rate(gone.pool) or 0) > 0
+    # ...and its job was bought a place in another pool.
+    assert all(i.pool != gone.pool for i in list(ec2.instances.values())[2:])
+    assert len(ec2.instances) == 3
+
+
 def test_spend_restarts_each_day(trace_clock: FakeClock) -> None:
     spend = Spend()
     start = trace_clock.now()

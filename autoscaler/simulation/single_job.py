@@ -1,0 +1,164 @@
+"""The single-job setting of Wu et al., "Can't Be Late" (NSDI'24), replayed on real traces.
+
+One job needs `work` ticks of compute and must finish within `deadline` ticks. Each tick it is
+idle, on a spot instance in some zone, or on on-demand. Starting an instance (and moving to
+another zone) costs `changeover` ticks of paid time without progress. A spot instance is lost
+when its zone's availability is 0 (a two-minute notice is far shorter than a tick, so progress
+made so far is kept, as in the paper). Prices are the trace's spot price per tick and the fixed
+on-demand price. Policies see only the past and the present tick; the omniscient optimum
+(`omniscient.py`) sees everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+
+class Mode(StrEnum):
+    IDLE = "idle"
+    SPOT = "spot"
+    ON_DEMAND = "on-demand"
+
+
+@dataclass(frozen=True)
+class Setup:
+    work: int  # ticks of compute the job needs
+    deadline: int  # ticks from its start
+    changeover: int  # ticks of start-up without progress
+    tick_hours: float
+    on_demand_price: float  # USD/hour
+
+
+@dataclass(frozen=True)
+class Market:
+    """Availability (1/0) and spot price (USD/hour) per zone, from the job's start on."""
+
+    zones: tuple[str, ...]
+    available: npt.NDArray[np.int8]  # [zone, tick]
+    price: npt.NDArray[np.float64]  # [zone, tick]
+
+
+@dataclass(frozen=True)
+class Action:
+    mode: Mode
+    zone: int = 0  # for spot
+
+
+@dataclass
+class JobState:
+    tick: int = 0
+    done: float = 0.0  # ticks of work done
+    mode: Mode = Mode.IDLE
+    zone: int = 0
+    warming: int = 0  # changeover ticks left on the current instance
+
+
+class Policy(Protocol):
+    name: str
+
+    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+        """Decide for tick `state.tick`; may read `market` up to and including that tick."""
+        ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    policy: str
+    cost: float
+    spot_hours: float
+    on_demand_hours: float
+    finished_tick: int | None
+
+    @property
+    def met_deadline(self) -> bool:
+        return self.finished_tick is not None
+
+
+def must_go_on_demand(state: JobState, setup: Setup) -> bool:
+    """The safety net: one more tick without progress would leave no time to finish on
+    on-demand (including its start-up)."""
+    left = setup.work - state.done
+    start = 0 if state.mode is Mode.ON_DEMAND else setup.changeover
+    return setup.deadline - state.tick - 1 < left + start
+
+
+def simulate(policy: Policy, setup: Setup, market: Market) -> Outcome:
+    state = JobState()
+    cost = spot_hours = on_demand_hours = 0.0
+    while state.tick < setup.deadline and state.done < setup.work:
+        t = state.tick
+        if state.mode is Mode.SPOT and market.available[state.zone, t] == 0:
+            state.mode = Mode.IDLE  # preempted: the instance is gone
+        action = policy.act(state, setup, market)
+        if action.mode is Mode.SPOT and market.available[action.zone, t] == 0:
+            action = Action(Mode.IDLE)  # no capacity: the launch fails
+        if action.mode is not state.mode or (
+            action.mode is Mode.SPOT and action.zone != state.zone
+        ):
+            state.warming = setup.changeover if action.mode is not Mode.IDLE else 0
+        state.mode, state.zone = action.mode, action.zone
+        if state.mode is Mode.SPOT:
+            cost += market.price[state.zone, t] * setup.tick_hours
+            spot_hours += setup.tick_hours
+        elif state.mode is Mode.ON_DEMAND:
+            cost += setup.on_demand_price * setup.tick_hours
+            on_demand_hours += setup.tick_hours
+        if state.mode is not Mode.IDLE:
+            if state.warming > 0:
+                state.warming -= 1
+            else:
+                state.done += 1
+        state.tick += 1
+    finished = state.tick if state.done >= setup.work else None
+    return Outcome(policy.name, cost, spot_hours, on_demand_hours, finished)
+
+
+class OnDemandOnly:
+    name = "on-demand only"
+
+    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+        return Action(Mode.ON_DEMAND)
+
+
+class Greedy:
+    """Spot in its zone whenever there is capacity; idle otherwise; on-demand for good once
+    the safety net says so."""
+
+    name = "greedy"
+
+    def __init__(self, zone: int = 0) -> None:
+        self.zone = zone
+
+    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+        if state.mode is Mode.ON_DEMAND or must_go_on_demand(state, setup):
+            return Action(Mode.ON_DEMAND)
+        if market.available[self.zone, state.tick]:
+            return Action(Mode.SPOT, self.zone)
+        return Action(Mode.IDLE)
+
+
+class UniformProgress:
+    """Wu et al.'s Uniform Progress: spot when available; when not, on-demand only if the job
+    is behind uniform progress (work x elapsed / deadline); with hysteresis, on-demand is kept
+    until the job is a changeover ahead; the safety net as in Greedy."""
+
+    name = "uniform progress"
+
+    def __init__(self, zone: int = 0) -> None:
+        self.zone = zone
+
+    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+        if must_go_on_demand(state, setup):
+            return Action(Mode.ON_DEMAND)
+        expected = setup.work * (state.tick + 1) / setup.deadline
+        behind = state.done < expected
+        if state.mode is Mode.ON_DEMAND and state.done < expected + setup.changeover:
+            return Action(Mode.ON_DEMAND)  # hysteresis
+        if market.available[self.zone, state.tick]:
+            return Action(Mode.SPOT, self.zone)
+        return Action(Mode.ON_DEMAND) if behind else Action(Mode.IDLE)
