@@ -1,4 +1,5 @@
-"""`framefleet` command line: serve, submit, jobs, job, schema, db upgrade, autoscaler.
+"""`framefleet` command line: serve, submit, jobs, job, schema, db upgrade, autoscaler,
+simulate.
 
 Every failure FrameFleet expects prints one line on stderr and exits 2; no tracebacks.
 """
@@ -22,6 +23,8 @@ from rich.table import Table
 
 from autoscaler.cli import add_commands as add_autoscaler_commands
 from autoscaler.cli import run_command as run_autoscaler_command
+from autoscaler.simulation.cli import add_commands as add_simulate_commands
+from autoscaler.simulation.cli import run_command as run_simulate_command
 from orchestrator.app import build_store, control_plane
 from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.client import submit_job
@@ -68,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     db.add_argument("action", choices=["upgrade"])
 
     add_autoscaler_commands(commands)
+    add_simulate_commands(commands)
     return parser
 
 
@@ -199,6 +203,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             max_message_bytes=settings.max_message_bytes,
         )
         console.print(f"submitted, message id {message_id}")
+    elif args.command == "simulate":
+        run_simulate_command(args, console)
     elif args.command == "autoscaler":
         run_autoscaler_command(args, settings, console)
     elif args.command == "dead-letters":

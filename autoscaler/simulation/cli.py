@@ -1,0 +1,68 @@
+"""`framefleet simulate --traces DIR [--jobs FILE]`: replay your own market data and workload
+and see what each policy would have paid (FrameFleet's policy against the baselines)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from autoscaler.market.trace import load_trace
+from autoscaler.simulation.fleet import FleetResult, run_baseline, run_framefleet
+from autoscaler.simulation.report import chart, fleet_table
+from autoscaler.simulation.workload import daily_poisson, load_jobs
+from orchestrator.domain.errors import ConfigurationError
+
+BASELINES = ("on-demand only", "greedy", "uniform progress")
+
+
+def add_commands(commands: Any) -> None:
+    simulate = commands.add_parser("simulate", help="replay a spot trace and a workload")
+    simulate.add_argument("--traces", type=Path, required=True, help="trace folder")
+    simulate.add_argument("--jobs", type=Path, help="JSON list of jobs (else a generated week)")
+    simulate.add_argument("--count", type=int, default=200, help="generated jobs")
+    simulate.add_argument("--days", type=float, default=7.0, help="generated arrival span")
+    simulate.add_argument("--seed", type=int, default=1)
+    simulate.add_argument("--changeover-hours", type=float, default=0.2)
+    simulate.add_argument("--start-hours", type=float, default=0.0, help="offset into the trace")
+    simulate.add_argument("--json", type=Path, help="write the results here")
+    simulate.add_argument("--chart", type=Path, help="write a PNG chart here")
+
+
+def simulate_fleet(
+    traces: Path, jobs_file: Path | None, count: int, days: float, seed: int,
+    changeover_hours: float, start_hours: float,
+) -> list[FleetResult]:  # fmt: skip
+    trace = load_trace(traces)
+    jobs = load_jobs(jobs_file) if jobs_file else daily_poisson(count, days, seed)
+    tick_hours = trace.gap.total_seconds() / 3600
+    changeover = round(changeover_hours / tick_hours)
+    start = round(start_hours / tick_hours)
+    span = max(j.arrival_hours + (j.deadline_hours or j.compute_hours * 4) for j in jobs)
+    if start + span / tick_hours >= trace.ticks:
+        raise ConfigurationError(
+            f"the workload needs {span:.0f} h from hour {start_hours:g}; the trace has "
+            f"{trace.ticks * tick_hours:.0f} h"
+        )
+    results = [asyncio.run(run_framefleet(trace, jobs, changeover, start))]
+    results += [run_baseline(name, trace, jobs, changeover, start) for name in BASELINES]
+    return sorted(results, key=lambda r: r.cost)
+
+
+def run_command(args: argparse.Namespace, console: Console) -> None:
+    results = simulate_fleet(
+        args.traces, args.jobs, args.count, args.days, args.seed, args.changeover_hours,
+        args.start_hours,
+    )  # fmt: skip
+    console.print(fleet_table(f"what the workload would have cost on {args.traces.name}", results))
+    if args.json:
+        rows = [{k: v for k, v in asdict(r).items() if k != "per_job_cost"} for r in results]
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        console.print(f"wrote {args.json}")
+    if args.chart:
+        console.print(f"wrote {chart({}, results, args.chart)}")

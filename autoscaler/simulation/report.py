@@ -1,0 +1,67 @@
+"""Tables and a chart for the simulator's results (rich, matplotlib)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+from rich.table import Table
+
+from autoscaler.simulation.fleet import FleetResult
+from autoscaler.simulation.study import PolicySummary
+
+
+def study_table(title: str, summaries: list[PolicySummary]) -> Table:
+    table = Table(title=title)
+    for column in ("policy", "runs", "mean cost", "vs on-demand", "gap to optimum",
+                   "on-demand h", "spot h", "misses"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for s in summaries:
+        table.add_row(
+            s.policy, str(s.runs), f"${s.mean_cost:.2f}", f"{s.cost_vs_on_demand:.1%}",
+            f"{s.gap_to_optimum:+.1%}", f"{s.on_demand_hours:.1f}", f"{s.spot_hours:.1f}",
+            str(s.misses),
+        )  # fmt: skip
+    return table
+
+
+def fleet_table(title: str, results: list[FleetResult]) -> Table:
+    on_demand = next((r.cost for r in results if r.policy == "on-demand only"), None)
+    table = Table(title=title)
+    for column in ("policy", "total cost", "below on-demand", "on-demand h", "spot h",
+                   "deadline misses", "unfinished"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for r in results:
+        saving = f"{1 - r.cost / on_demand:.1%}" if on_demand else "-"
+        table.add_row(
+            r.policy, f"${r.cost:,.2f}", saving, f"{r.on_demand_hours:,.1f}",
+            f"{r.spot_hours:,.1f}", str(r.misses), str(r.unfinished),
+        )  # fmt: skip
+    return table
+
+
+def chart(
+    studies: dict[str, list[PolicySummary]], fleet: list[FleetResult] | None, path: Path
+) -> Path:
+    panels = len(studies) + (1 if fleet else 0)
+    figure, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4.2), squeeze=False)
+    for axis, (title, summaries) in zip(axes[0], studies.items(), strict=False):
+        names = [s.policy for s in summaries]
+        axis.barh(names, [s.mean_cost for s in summaries], color="#4c72b0")
+        axis.set_title(title, fontsize=9)
+        axis.set_xlabel("mean cost per job (USD)")
+        axis.invert_yaxis()
+    if fleet:
+        axis = axes[0][-1]
+        names = [r.policy for r in fleet]
+        axis.barh(names, [r.cost for r in fleet], color="#dd8452")
+        axis.set_title("fleet setting: total cost", fontsize=9)
+        axis.set_xlabel("USD")
+        axis.invert_yaxis()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

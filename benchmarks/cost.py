@@ -1,0 +1,82 @@
+"""The cost benchmark on the real spot traces (issue: trace-driven simulator).
+
+    .venv/bin/python -m benchmarks.cost [--traces DIR] [--starts 100] [--jobs 220]
+
+(a) the single-job setting of Wu et al., NSDI'24: 48 h of compute, changeover 0.2 h, job
+    fraction 0.6 and 0.8, `--starts` random start times per zone, in one zone (Greedy, Uniform
+    Progress, FrameFleet, the omniscient optimum) and free to move across all nine zones
+    (FrameFleet and the multi-zone omniscient optimum);
+(b) the fleet setting: `--jobs` video jobs over 7 days across the nine zones, FrameFleet's
+    purchase policy against on-demand only, Greedy and Uniform Progress per job.
+
+Prints the tables and writes benchmarks/results/cost.json and cost.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.console import Console
+
+from autoscaler.market.trace import load_trace
+from autoscaler.simulation.cli import BASELINES
+from autoscaler.simulation.fleet import run_baseline, run_framefleet
+from autoscaler.simulation.report import chart, fleet_table, study_table
+from autoscaler.simulation.study import PolicySummary, StudyConfig, run_study
+from autoscaler.simulation.workload import daily_poisson
+from benchmarks.common import RESULTS_DIR, write_result
+
+DEFAULT_TRACES = Path(__file__).parent.parent.parent / "shared" / "traces" / (
+    "aws-v100-availability-2023-02-15")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--starts", type=int, default=100, help="start times per zone in (a)")
+    parser.add_argument("--jobs", type=int, default=220, help="jobs in the fleet setting (b)")
+    parser.add_argument("--seeds", type=int, default=3, help="fleet workloads in (b)")
+    args = parser.parse_args()
+    console = Console(width=150)
+    trace = load_trace(args.traces)
+    results: dict[str, object] = {}
+    studies: dict[str, list[PolicySummary]] = {}
+    for fraction in (0.6, 0.8):
+        for multi_zone in (False, True):
+            started = time.perf_counter()
+            config = StudyConfig(job_fraction=fraction, starts_per_zone=args.starts,
+                                 multi_zone_starts=args.starts)  # fmt: skip
+            summaries, _ = run_study(trace, config, multi_zone=multi_zone)
+            where = "all 9 zones" if multi_zone else "one zone"
+            title = f"(a) 48 h job, job fraction {fraction}, {where}"
+            console.print(
+                study_table(f"{title} ({time.perf_counter() - started:.0f} s)", summaries)
+            )
+            studies[title] = summaries
+            results[title] = [asdict(s) for s in summaries]
+    fleet_runs = []
+    for seed in range(1, args.seeds + 1):
+        jobs = daily_poisson(args.jobs, 7, seed)
+        start_hours = 24.0 * (seed - 1) * 3  # different weeks of the trace
+        start = round(start_hours * 3600 / trace.gap.total_seconds())
+        changeover = round(0.2 * 3600 / trace.gap.total_seconds())
+        fleet = [asyncio.run(run_framefleet(trace, jobs, changeover, start))]
+        fleet += [run_baseline(name, trace, jobs, changeover, start) for name in BASELINES]
+        fleet.sort(key=lambda r: r.cost)
+        console.print(fleet_table(f"(b) fleet: {len(jobs)} jobs over 7 days from day "
+                                  f"{start_hours / 24:.0f}, seed {seed}", fleet))  # fmt: skip
+        results[f"(b) seed {seed}"] = [
+            {k: v for k, v in asdict(r).items() if k != "per_job_cost"} for r in fleet
+        ]
+        fleet_runs.append(fleet)
+    RESULTS_DIR.mkdir(exist_ok=True)
+    console.print(f"wrote {write_result('cost', results)}")
+    console.print(f"wrote {chart(studies, fleet_runs[0], RESULTS_DIR / 'cost.png')}")
+
+
+if __name__ == "__main__":
+    main()
