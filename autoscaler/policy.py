@@ -105,14 +105,17 @@ def plan(state: PlanInput, settings: PurchaseSettings, model: ThroughputModel) -
             waits.append(Wait(job.job_id, f"launch limit of {settings.max_launches} per plan"))
             continue
         picked = _pick_pool(state, settings, model, job, choice.market, spot_pools)
-        if picked is None and choice.market is Market.SPOT and job.deadline is None:
-            waits.append(Wait(job.job_id, "no spot pool available now; no deadline, so it waits"))
-            continue
         if picked is None and choice.market is Market.SPOT:
-            picked = _pick_pool(state, settings, model, job, Market.ON_DEMAND, spot_pools)
-            choice_reason = f"{choice.reason}; no spot pool available, so on-demand"
-        else:
-            choice_reason = choice.reason
+            # Slack is worth more than an early on-demand start: wait for spot; the safety
+            # net sends the job to on-demand once one more interruption would be too many.
+            why = (
+                "no deadline"
+                if job.deadline is None
+                else (f"{choice.slack_seconds / 3600:.2f} h slack; on-demand once it runs short")
+            )
+            waits.append(Wait(job.job_id, f"no spot pool available now; {why}, so it waits"))
+            continue
+        choice_reason = choice.reason
         if picked is None:
             waits.append(Wait(job.job_id, "no pool fits this job (VRAM, GPU families, prices)"))
             continue

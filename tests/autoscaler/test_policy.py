@@ -124,18 +124,21 @@ def test_a_risky_pool_costs_more_than_its_price_says() -> None:
     assert launch.pool == SPOT_B.pool
 
 
-def test_no_spot_anywhere_a_deadline_job_goes_on_demand_others_wait() -> None:
+def test_no_spot_anywhere_jobs_with_slack_wait_and_tight_ones_go_on_demand() -> None:
     down = [replace(q, available=False) for q in (SPOT_A, SPOT_B, SPOT_C)]
     decided = decide(
-        job("urgent", deadline_in=timedelta(hours=8)), job("whenever"),
+        job("tight", deadline_in=timedelta(hours=1)),
+        job("slack", deadline_in=timedelta(hours=8)),
+        job("whenever"),
         quotes=market(*down, ON_DEMAND),
-    )  # fmt: skip
+    )
     (launch,) = decided.launches
-    assert launch.job_ids == ("urgent",)
+    assert launch.job_ids == ("tight",)
     assert launch.pool.market is Market.ON_DEMAND
-    assert "no spot pool available" in launch.reason
-    (wait,) = decided.waits
-    assert wait.job_id == "whenever"
+    waits = {w.job_id: w.reason for w in decided.waits}
+    assert set(waits) == {"slack", "whenever"}
+    assert "h slack; on-demand once it runs short" in waits["slack"]
+    assert "no deadline" in waits["whenever"]
 
 
 @pytest.mark.parametrize(
