@@ -1,0 +1,54 @@
+"""One round of the live autoscaler as `framefleet autoscaler run` builds it: aioboto3 against
+the moto server, the control plane's database, the shipped advisor and the dated price table."""
+
+from __future__ import annotations
+
+import boto3
+
+from autoscaler.cli import live_autoscaler
+from autoscaler.ec2.ports import FLEET_TAG, MARKET_TAG
+from orchestrator.config import AutoscalerConfig, Settings
+from orchestrator.domain.clock import SystemClock
+from orchestrator.domain.job_record import Submission
+from orchestrator.domain.job_spec import parse_job
+from orchestrator.store.engine import make_engine
+from orchestrator.store.job_store import JobStore
+from orchestrator.store.migrate import upgrade_to_head
+from tests.support import job_dict
+
+
+async def test_one_round_buys_tagged_spot_capacity_for_the_queue(
+    moto_endpoint: str, sqlite_url: str
+) -> None:
+    engine = make_engine(sqlite_url)
+    upgrade_to_head(engine)
+    store = JobStore(engine, SystemClock())
+    store.accept_batch(
+        [Submission(parse_job(job_dict(f"live-{i}", seed=i), now=None), f"m{i}") for i in range(2)]
+    )
+    store.dispose()
+    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    settings = Settings(
+        endpoint_url=moto_endpoint,
+        database_url=sqlite_url,
+        autoscaler=AutoscalerConfig(
+            fleet_id="live-test",
+            launch_template="framefleet-live-test",
+            image_id=image,
+            zones=["us-east-1a", "us-east-1b"],
+            candidate_types=["g6e.xlarge", "g5.xlarge"],
+        ),
+    )
+    async with live_autoscaler(settings, SystemClock()) as live:
+        plans = await live.loop.once()
+        again = await live.loop.once()
+    assert len(plans[0].launches) == 2
+    assert all(launch.pool.market.value == "spot" for launch in plans[0].launches)
+    assert again[0].launches == ()  # the new capacity is counted, nothing bought twice
+    found = ec2.describe_instances(Filters=[{"Name": f"tag:{FLEET_TAG}", "Values": ["live-test"]}])[
+        "Reservations"
+    ]
+    instances = [i for r in found for i in r["Instances"]]
+    assert len(instances) == 2
+    assert all({"Key": MARKET_TAG, "Value": "spot"} in i["Tags"] for i in instances)
