@@ -180,11 +180,12 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         ) as pricing,
     ):
         capacity = CapacityMemory(clock)
+        advisor = await asyncio.to_thread(SpotAdvisor.fetch_or_shipped, config.advisor_url)
         adapter = Ec2FleetAdapter(ec2, config.launch_template, config.use_create_fleet)
         if config.image_id:
             await adapter.ensure_launch_template(config.image_id)
         loop = AutoscalerLoop(
-            market=LiveMarket(ec2, pricing, SpotAdvisor.shipped(), capacity, clock),
+            market=LiveMarket(ec2, pricing, advisor, capacity, clock),
             actuator=Actuator(adapter, capacity, config.fleet_id, clock),
             reconciler=Reconciler(adapter, config.fleet_id, clock),
             demand=StoreDemand(store),

@@ -69,6 +69,8 @@ class AutoscalerConfig(BaseModel):
     warm_minimum: int = Field(default=0, ge=0)
     interval_seconds: float = Field(default=30.0, gt=0)
     use_create_fleet: bool = True
+    # The Spot Instance Advisor feed; unreachable means the snapshot shipped with the package.
+    advisor_url: str = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
 
 
 class Settings(EnvThenTomlSettings):

@@ -4,11 +4,14 @@ package; `refresh` reads the public feed when it is reachable)."""
 from __future__ import annotations
 
 import json
+import logging
+import urllib.request
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 HOURS_PER_MONTH = 730.0
+log = logging.getLogger(__name__)
 SNAPSHOT = "spot-advisor-gpu-2025-06.json"
 FEED_URL = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
 # The advisor's buckets are "interruptions per month" bands; take the middle of each
@@ -40,6 +43,17 @@ class SpotAdvisor:
         """The public feed's shape: spot_advisor[region]["Linux"][type] = {"s":…, "r":…}."""
         regions = feed["spot_advisor"]
         return cls({"spot_advisor": {r: v.get("Linux", {}) for r, v in regions.items()}})
+
+    @classmethod
+    def fetch_or_shipped(cls, url: str = FEED_URL, timeout: float = 5.0) -> SpotAdvisor:
+        """The public feed when it answers (it is refreshed by AWS every few days); the
+        shipped snapshot otherwise, for example on a machine without internet access."""
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310
+                return cls.from_feed(json.loads(response.read()))
+        except (OSError, ValueError, KeyError, AttributeError) as error:
+            log.info("spot advisor feed unavailable (%s); using the shipped %s", error, SNAPSHOT)
+            return cls.shipped()
 
     def entry(self, region: str, instance_type: str) -> AdvisorEntry | None:
         found = self._data["spot_advisor"].get(region, {}).get(instance_type)

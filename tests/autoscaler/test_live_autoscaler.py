@@ -3,6 +3,8 @@ the moto server, the control plane's database, the shipped advisor and the dated
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import boto3
 
 from autoscaler.cli import live_autoscaler
@@ -18,7 +20,7 @@ from tests.support import job_dict
 
 
 async def test_one_round_buys_tagged_spot_capacity_for_the_queue(
-    moto_endpoint: str, sqlite_url: str
+    moto_endpoint: str, sqlite_url: str, tmp_path: Path
 ) -> None:
     engine = make_engine(sqlite_url)
     upgrade_to_head(engine)
@@ -38,6 +40,7 @@ async def test_one_round_buys_tagged_spot_capacity_for_the_queue(
             image_id=image,
             zones=["us-east-1a", "us-east-1b"],
             candidate_types=["g6e.xlarge", "g5.xlarge"],
+            advisor_url=(tmp_path / "no-feed-offline.json").as_uri(),  # the shipped snapshot
         ),
     )
     async with live_autoscaler(settings, SystemClock()) as live:

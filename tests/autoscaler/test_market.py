@@ -52,6 +52,21 @@ def test_the_shipped_advisor_snapshot_covers_the_gpu_families() -> None:
     assert advisor.entry("us-east-1", "m5.large") is None  # not a GPU type: not shipped
 
 
+def test_the_advisor_feed_is_read_when_it_answers_and_the_snapshot_otherwise(
+    tmp_path: Path,
+) -> None:
+    feed = {"spot_advisor": {"us-east-1": {"Linux": {"g6e.xlarge": {"s": 60, "r": 0}}}}}
+    path = tmp_path / "feed.json"
+    path.write_text(json.dumps(feed))
+    fresh = SpotAdvisor.fetch_or_shipped(path.as_uri())
+    entry = fresh.entry("us-east-1", "g6e.xlarge")
+    assert entry is not None
+    assert entry.bucket == 0
+    assert fresh.entry("us-east-1", "g5.xlarge") is None  # only what the feed said
+    fallback = SpotAdvisor.fetch_or_shipped((tmp_path / "missing.json").as_uri())
+    assert fallback.entry("us-east-1", "g5.xlarge") is not None  # the shipped snapshot
+
+
 def test_on_demand_fallback_table_is_dated_and_covers_the_main_regions() -> None:
     for region in ("us-east-1", "us-east-2", "us-west-2"):
         for instance_type in ("g4dn.xlarge", "g5.xlarge", "g6.xlarge", "g6e.xlarge", "p5.48xlarge"):
