@@ -28,6 +28,20 @@ def job(
     return PendingJob(job_id, priority, deadline, NOW - timedelta(hours=waited_h), vram, families)
 
 
+def test_deadline_jobs_take_on_demand_gpus_and_the_others_spot() -> None:
+    spot = WorkerSnapshot("a-spot", (GpuSlot("a-spot", 0, "l40s", 48, spot=True),))
+    on_demand = WorkerSnapshot("b-on-demand", (GpuSlot("b-on-demand", 0, "l40s", 48),))
+    # Without the market preference the first in the queue would take the first worker.
+    jobs = [job("due", priority=9, deadline_h=2), job("whenever", priority=5)]
+    decisions = schedule(jobs, [spot, on_demand], NOW, SchedulerSettings(aging_per_hour=0))
+    placed = {a.job_id: a.worker_id for a in decisions.assignments}
+    assert placed == {"due": "b-on-demand", "whenever": "a-spot"}
+    # A smaller GPU that fits still comes first: the market only breaks ties.
+    small_spot = WorkerSnapshot("c-spot", (GpuSlot("c-spot", 0, "l4", 24, spot=True),))
+    only = schedule([job("due", deadline_h=2)], [on_demand, small_spot], NOW)
+    assert [a.worker_id for a in only.assignments] == ["c-spot"]
+
+
 def worker(
     worker_id: str,
     gpus: int = 1,

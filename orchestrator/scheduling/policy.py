@@ -50,21 +50,27 @@ def fits(job: PendingJob, gpu: GpuSlot) -> bool:
 
 
 class _FreeGpus:
-    """Free GPUs grouped by (family, VRAM), each group in (worker, index) order: picking the
-    best fit costs a pass over the few kinds of GPU, not over a thousand workers."""
+    """Free GPUs grouped by (family, VRAM, market), each group in (worker, index) order:
+    picking the best fit costs a pass over the few kinds of GPU, not over a thousand workers."""
 
     def __init__(self, gpus: Iterable[GpuSlot]) -> None:
-        self._kinds: dict[tuple[str, float], list[GpuSlot]] = {}
+        self._kinds: dict[tuple[str, float, bool], list[GpuSlot]] = {}
         for gpu in sorted(gpus, key=lambda g: (g.worker_id, g.index), reverse=True):
-            self._kinds.setdefault((gpu.family, gpu.vram_gib), []).append(gpu)
+            self._kinds.setdefault((gpu.family, gpu.vram_gib, gpu.spot), []).append(gpu)
 
     def take_best_fit(self, job: PendingJob) -> GpuSlot | None:
-        # The smallest GPU that fits keeps the large ones for the jobs that need them.
+        # The smallest GPU that fits keeps the large ones for the jobs that need them. Among
+        # equals, a job with a deadline takes on-demand capacity (the autoscaler may have
+        # bought it for exactly that), and one without takes spot.
         candidates = [kind[-1] for kind in self._kinds.values() if kind and fits(job, kind[-1])]
         if not candidates:
             return None
-        best = min(candidates, key=lambda g: (g.vram_gib, g.worker_id, g.index))
-        self._kinds[(best.family, best.vram_gib)].pop()
+        wants_spot = job.deadline is None
+        best = min(
+            candidates,
+            key=lambda g: (g.vram_gib, g.spot is not wants_spot, g.worker_id, g.index),
+        )
+        self._kinds[(best.family, best.vram_gib, best.spot)].pop()
         return best
 
 

@@ -123,6 +123,7 @@ class WorkerRegistry:
                         gpu.family,
                         gpu.vram_gib,
                         running.get((worker_id, gpu.index)),
+                        spot=record.hello.market == "spot",
                     )
                     for gpu in record.hello.gpus
                 ),

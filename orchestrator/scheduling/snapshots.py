@@ -37,6 +37,7 @@ class GpuSlot:
     vram_gib: float
     running: RunningJob | None = None
     reserved_for: str | None = None  # a job waiting for this GPU to be freed by a preemption
+    spot: bool = False  # on a spot instance (may be interrupted)
 
 
 @dataclass(frozen=True)
