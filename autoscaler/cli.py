@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -36,7 +35,7 @@ from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from orchestrator.config import AutoscalerConfig, Settings
-from orchestrator.domain.clock import Clock, FakeClock, SystemClock
+from orchestrator.domain.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from orchestrator.domain.errors import ConfigurationError, JobValidationError
 from orchestrator.domain.job_spec import parse_job
 from orchestrator.store.engine import make_engine
@@ -208,19 +207,14 @@ async def _plan_live(args: argparse.Namespace, settings: Settings) -> tuple[Plan
         loop.settings = _with_budget(loop.settings, args)
         now = loop.clock.now()
         busy = await asyncio.to_thread(loop.demand.busy_gpus)
-        await loop.reconciler.reconcile(workers_seen=set(busy))
-        market = loop.capacity.screen(await loop.market.snapshot(loop.pools()))
+        await loop.reconciler.sync()  # what exists; `plan` terminates nothing
         jobs = load_jobs(args.jobs, now) if args.jobs else loop.demand.queued(now)
-        state = PlanInput(now, tuple(jobs), tuple(loop.instance_views(busy, market)), market,
-                          spent_today=args.spent_today)  # fmt: skip
+        state = await loop.plan_input(busy, jobs, spent_today=args.spent_today)
         return plan(state, loop.settings, loop.model), state
 
 
 async def _run(settings: Settings) -> None:
-    stop = asyncio.Event()
-    running = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(signum, stop.set)
+    stop = stop_on_signals()
     async with live_autoscaler(settings, SystemClock()) as live:
         await live.loop.run(stop)
 

@@ -20,7 +20,7 @@ from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.policy import plan
 from autoscaler.pools import Market, Pool
 from autoscaler.reconcile import Reconciler
-from autoscaler.snapshot import InstanceView, Plan, PlanInput, PurchaseSettings
+from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import FrameFleetError
@@ -70,36 +70,12 @@ class AutoscalerLoop:
         ]
 
     async def once(self) -> list[Plan]:
-        busy = await asyncio.to_thread(self.demand.busy_gpus)
-        self.worked.update(busy)
-        # Instances this process bought are the idle timeout's business; an adopted one
-        # that never ran a job within the grace period is an orphan.
-        known = dict(self.reconciler.ledger)
-        synced = await self.reconciler.reconcile(workers_seen=self.worked | set(self.prices))
-        for instance_id in synced.forgotten:
-            # A spot instance gone without our asking was interrupted: its pool's rate and
-            # the capacity memory learn from it.
-            ours = instance_id in self.ended or instance_id in self.reconciler.terminated
-            if known[instance_id].pool.market is Market.SPOT and not ours:
-                self.capacity.interrupted(known[instance_id].pool)
-                log.warning("spot instance %s in %s was interrupted", instance_id,
-                            known[instance_id].pool)  # fmt: skip
-        busy = Counter(busy)  # a copy: this round's launches are added to it
+        busy = await self._sync_fleet()
+        queued = await asyncio.to_thread(self.demand.queued, self.clock.now())
         plans = []
         covered: set[str] = set()
         for _ in range(self.max_rounds):
-            now = self.clock.now()
-            market = self.capacity.screen(await self.market.snapshot(self.pools()))
-            queued = await asyncio.to_thread(self.demand.queued, now)
-            instances = tuple(self.instance_views(busy, market))
-            hourly = sum(i.price_per_hour for i in instances)
-            state = PlanInput(
-                now,
-                tuple(j for j in queued if j.job_id not in covered),
-                instances,
-                market,
-                spent_today=self.spend.accrue(now, hourly),
-            )
+            state = await self.plan_input(busy, [j for j in queued if j.job_id not in covered])
             decided = plan(state, self.settings, self.model)
             plans.append(decided)
             for wait in decided.waits:
@@ -115,6 +91,37 @@ class AutoscalerLoop:
             if not done.failed:
                 break
         return plans
+
+    async def _sync_fleet(self) -> Counter[str]:
+        """Reconcile with EC2; returns the busy GPUs per instance (a copy the caller may add
+        this round's launches to)."""
+        busy = Counter(await asyncio.to_thread(self.demand.busy_gpus))
+        self.worked.update(busy)
+        # Instances this process bought are the idle timeout's business; an adopted one
+        # that never ran a job within the grace period is an orphan.
+        known = dict(self.reconciler.ledger)
+        synced = await self.reconciler.reconcile(workers_seen=self.worked | set(self.prices))
+        for instance_id in synced.forgotten:
+            # A spot instance gone without our asking was interrupted: its pool's rate and
+            # the capacity memory learn from it.
+            ours = instance_id in self.ended or instance_id in self.reconciler.terminated
+            if known[instance_id].pool.market is Market.SPOT and not ours:
+                self.capacity.interrupted(known[instance_id].pool)
+                log.warning("spot instance %s in %s was interrupted", instance_id,
+                            known[instance_id].pool)  # fmt: skip
+        return busy
+
+    async def plan_input(
+        self, busy: Mapping[str, int], queued: Sequence[JobDemand], spent_today: float | None = None
+    ) -> PlanInput:
+        """The policy's snapshot now: the market (capacity holds applied), the fleet, the
+        queue, and today's spend (accrued unless given)."""
+        now = self.clock.now()
+        market = self.capacity.screen(await self.market.snapshot(self.pools()))
+        instances = tuple(self.instance_views(busy, market))
+        if spent_today is None:
+            spent_today = self.spend.accrue(now, sum(i.price_per_hour for i in instances))
+        return PlanInput(now, tuple(queued), instances, market, spent_today=spent_today)
 
     def instance_views(self, busy: Mapping[str, int], market: MarketSnapshot) -> list[InstanceView]:
         now = self.clock.now()

@@ -32,9 +32,15 @@ class Reconciler:
         self.terminated: set[str] = set()  # orphans it ended (not interruptions)
 
     async def reconcile(self, workers_seen: Collection[str]) -> ReconcileResult:
+        result = await self.sync()
+        result.orphans_terminated = await self._terminate_orphans(workers_seen)
+        return result
+
+    async def sync(self) -> ReconcileResult:
+        """The passive phase alone: learn what exists (what `plan` needs, acting on nothing)."""
         result = ReconcileResult()
         observed = {i.instance_id: i for i in await self._ec2.describe(self._fleet_id)}
-        for instance_id, instance in observed.items():  # passive: learn what exists
+        for instance_id, instance in observed.items():
             if instance_id not in self.ledger:
                 result.adopted.append(instance_id)
             self.ledger[instance_id] = instance
@@ -42,18 +48,21 @@ class Reconciler:
             if instance_id not in observed:
                 result.forgotten.append(instance_id)
                 del self.ledger[instance_id]
+        return result
+
+    async def _terminate_orphans(self, workers_seen: Collection[str]) -> list[str]:
+        """The active phase: what no worker came up on within the grace period."""
         now = self._clock.now()
         orphans = [
             i.instance_id
             for i in self.ledger.values()
             if i.instance_id not in workers_seen and now - i.launched_at > self._grace
         ]
-        if orphans:  # active: what no worker came up on
+        if orphans:
             await self._ec2.terminate(orphans)
             self.terminated.update(orphans)
             for instance_id in orphans:
                 log.warning("terminated orphan %s: no worker registered within %s",
                             instance_id, self._grace)  # fmt: skip
                 del self.ledger[instance_id]
-            result.orphans_terminated.extend(orphans)
-        return result
+        return orphans

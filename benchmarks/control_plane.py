@@ -70,6 +70,15 @@ def event(worker_id: str, kind: EventKind, **fields: object) -> str:
     ).model_dump_json()
 
 
+def preempted(worker_id: str, job_id: str, attempt: int) -> str:
+    """The event a worker sends once its checkpoint is durable and it has stopped the job."""
+    checkpoint = f"checkpoints/{job_id}/{attempt}/000003/manifest.json"
+    return event(
+        worker_id, EventKind.PREEMPTED, job_id=job_id, attempt=attempt, step=3,
+        checkpoint=checkpoint,
+    )  # fmt: skip
+
+
 async def connection(
     port: int, worker_ids: list[str], fleet: Fleet, ready: asyncio.Event, stop: asyncio.Event
 ) -> None:
@@ -163,18 +172,8 @@ async def connection(
             elif command.kind is CommandKind.CHECKPOINT_NOW:
                 if fleet.busy.pop(worker_id, None) is None:
                     continue
-                checkpoint = f"checkpoints/{job_id}/{attempt}/000003/manifest.json"
                 await client.publish(
-                    topic(worker_id, Channel.EVENTS),
-                    event(
-                        worker_id,
-                        EventKind.PREEMPTED,
-                        job_id=job_id,
-                        attempt=attempt,
-                        step=3,
-                        checkpoint=checkpoint,
-                    ),
-                    qos=1,
+                    topic(worker_id, Channel.EVENTS), preempted(worker_id, job_id, attempt), qos=1
                 )
         beating.cancel()
 
@@ -201,16 +200,7 @@ async def interrupt(port: int, fleet: Fleet, count: int, every: float, stop: asy
             )
             # Like the real agent: checkpoint at once on the notice, then report `preempted`.
             await client.publish(
-                topic(worker_id, Channel.EVENTS),
-                event(
-                    worker_id,
-                    EventKind.PREEMPTED,
-                    job_id=job_id,
-                    attempt=attempt,
-                    step=3,
-                    checkpoint=f"checkpoints/{job_id}/{attempt}/000003/manifest.json",
-                ),
-                qos=1,
+                topic(worker_id, Channel.EVENTS), preempted(worker_id, job_id, attempt), qos=1
             )
 
 

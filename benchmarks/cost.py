@@ -15,7 +15,6 @@ Prints the tables and writes benchmarks/results/cost.json and cost.png.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -23,8 +22,7 @@ from pathlib import Path
 from rich.console import Console
 
 from autoscaler.market.trace import load_trace
-from autoscaler.simulation.cli import BASELINES
-from autoscaler.simulation.fleet import run_baseline, run_framefleet
+from autoscaler.simulation.fleet import compare_fleet
 from autoscaler.simulation.report import chart, fleet_table, study_table
 from autoscaler.simulation.study import PolicySummary, StudyConfig, run_study
 from autoscaler.simulation.workload import daily_poisson
@@ -62,11 +60,7 @@ def main() -> None:
     for seed in range(1, args.seeds + 1):
         jobs = daily_poisson(args.jobs, 7, seed)
         start_hours = 24.0 * (seed - 1) * 3  # different weeks of the trace
-        start = round(start_hours * 3600 / trace.gap.total_seconds())
-        changeover = round(0.2 * 3600 / trace.gap.total_seconds())
-        fleet = [asyncio.run(run_framefleet(trace, jobs, changeover, start))]
-        fleet += [run_baseline(name, trace, jobs, changeover, start) for name in BASELINES]
-        fleet.sort(key=lambda r: r.cost)
+        fleet = compare_fleet(trace, jobs, changeover_hours=0.2, start_hours=start_hours)
         console.print(fleet_table(f"(b) fleet: {len(jobs)} jobs over 7 days from day "
                                   f"{start_hours / 24:.0f}, seed {seed}", fleet))  # fmt: skip
         results[f"(b) seed {seed}"] = [

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import json
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +28,7 @@ from orchestrator.app import build_store, control_plane
 from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.client import submit_job
 from orchestrator.config import Settings, load_settings
-from orchestrator.domain.clock import SystemClock
+from orchestrator.domain.clock import SystemClock, stop_on_signals
 from orchestrator.domain.errors import ConfigurationError
 from orchestrator.domain.job_record import JobRecord
 from orchestrator.domain.job_spec import job_json_schema
@@ -162,10 +161,7 @@ def show_job(store: JobStore, job_id: str, console: Console) -> None:
 
 
 async def _serve(settings: Settings) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stop = stop_on_signals()
     async with control_plane(settings, SystemClock()) as plane:
         if settings.metrics_port:
             start_http_server(settings.metrics_port, registry=plane.registry)

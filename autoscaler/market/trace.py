@@ -9,12 +9,14 @@ Trace format (skypilot-org/spot-traces): `{zone}_{type}.json` = {"metadata": {"g
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
 from autoscaler.pools import Market, Pool
@@ -92,6 +94,15 @@ class TraceMarket:
         self.trace = trace
         self._clock = clock
         self._lookback_ticks = max(1, int(lookback / trace.gap))
+        # Running counts, so a rate over the lookback costs two lookups, not a pass over it
+        # (the simulator asks for every zone at every tick).
+        self._drops: dict[str, npt.NDArray[np.int64]] = {}
+        self._ups: dict[str, npt.NDArray[np.int64]] = {}
+        for name, zone in trace.zones.items():
+            series = np.asarray(zone.available, dtype=np.int64)
+            drops = (series[:-1] == 1) & (series[1:] == 0)
+            self._drops[name] = np.concatenate(([0], np.cumsum(drops, dtype=np.int64)))
+            self._ups[name] = np.concatenate(([0], np.cumsum(series)))
 
     def pools(self) -> list[Pool]:
         return [
@@ -104,11 +115,10 @@ class TraceMarket:
         return self.trace.zones[zone].available[self.trace.tick(at)] == 1
 
     def interruptions_per_hour(self, zone: str, tick: int) -> float:
-        series = self.trace.zones[zone].available
         first = max(0, tick - self._lookback_ticks)
-        window = series[first : tick + 1]
-        drops = sum(1 for a, b in itertools.pairwise(window) if a == 1 and b == 0)
-        up_hours = max(1.0, sum(window) * self.trace.gap.total_seconds() / 3600)
+        drops = int(self._drops[zone][tick] - self._drops[zone][first])  # 1 -> 0 up to `tick`
+        ups = int(self._ups[zone][tick + 1] - self._ups[zone][first])
+        up_hours = max(1.0, ups * self.trace.gap.total_seconds() / 3600)
         return drops / up_hours
 
     async def snapshot(self, pools: Sequence[Pool]) -> MarketSnapshot:

@@ -4,7 +4,6 @@ and see what each policy would have paid (FrameFleet's policy against the baseli
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -13,12 +12,10 @@ from typing import Any
 from rich.console import Console
 
 from autoscaler.market.trace import load_trace
-from autoscaler.simulation.fleet import FleetResult, run_baseline, run_framefleet
+from autoscaler.simulation.fleet import FleetResult, compare_fleet
 from autoscaler.simulation.report import chart, fleet_table
 from autoscaler.simulation.workload import daily_poisson, load_jobs
 from orchestrator.domain.errors import ConfigurationError
-
-BASELINES = ("on-demand only", "greedy", "uniform progress")
 
 
 def add_commands(commands: Any) -> None:
@@ -41,17 +38,13 @@ def simulate_fleet(
     trace = load_trace(traces)
     jobs = load_jobs(jobs_file) if jobs_file else daily_poisson(count, days, seed)
     tick_hours = trace.gap.total_seconds() / 3600
-    changeover = round(changeover_hours / tick_hours)
-    start = round(start_hours / tick_hours)
     span = max(j.arrival_hours + (j.deadline_hours or j.compute_hours * 4) for j in jobs)
-    if start + span / tick_hours >= trace.ticks:
+    if (start_hours + span) / tick_hours >= trace.ticks:
         raise ConfigurationError(
             f"the workload needs {span:.0f} h from hour {start_hours:g}; the trace has "
             f"{trace.ticks * tick_hours:.0f} h"
         )
-    results = [asyncio.run(run_framefleet(trace, jobs, changeover, start))]
-    results += [run_baseline(name, trace, jobs, changeover, start) for name in BASELINES]
-    return sorted(results, key=lambda r: r.cost)
+    return compare_fleet(trace, jobs, changeover_hours, start_hours)
 
 
 def run_command(args: argparse.Namespace, console: Console) -> None:

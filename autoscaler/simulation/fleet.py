@@ -9,11 +9,10 @@ gets what `plan` decides. The baselines run each job on its own with the single-
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import dataclass, field
 from datetime import timedelta
-
-import numpy as np
 
 from autoscaler.market.trace import ON_DEMAND_PRICES, Trace, TraceMarket
 from autoscaler.policy import plan
@@ -28,6 +27,7 @@ from autoscaler.simulation.single_job import (
     UniformProgress,
     simulate,
 )
+from autoscaler.simulation.study import market_from
 from autoscaler.simulation.workload import SimJob
 from autoscaler.snapshot import InstanceView, JobDemand, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
@@ -86,6 +86,7 @@ async def run_framefleet(
     pools = market.pools()
     settings = settings_for(trace, changeover)
     model = ThroughputModel(priors={"v100": tick_seconds})
+    by_id = {j.job_id: j for j in jobs}
     arrival = {j.job_id: start_tick + ticks(j.arrival_hours, trace) for j in jobs}
     work = {j.job_id: ticks(j.compute_hours, trace) for j in jobs}
     deadline = {
@@ -121,7 +122,6 @@ async def run_framefleet(
                 for r in running.values()
             )  # fmt: skip
             decided = PLANNER(PlanInput(clock_at, tuple(queued), views, snapshot), settings, model)
-            by_id = {j.job_id: j for j in jobs}
             for launch in decided.launches:
                 for job_id in launch.job_ids:
                     launches += 1
@@ -175,9 +175,8 @@ def run_baseline(
 ) -> FleetResult:
     """Each job alone, from its arrival, in its home zone: the cheapest zone with capacity
     when it arrives (the first zone if none has)."""
-    zones = sorted(trace.zones)
-    available = np.array([trace.zones[z].available for z in zones], dtype=np.int8)
-    price = np.array([trace.zones[z].prices for z in zones])
+    whole = market_from(trace, 0, trace.ticks)
+    available, price = whole.available, whole.price
     tick_hours = trace.gap.total_seconds() / 3600
     cost = spot = on_demand = 0.0
     misses = unfinished = 0
@@ -187,7 +186,7 @@ def run_baseline(
         work = ticks(job.compute_hours, trace)
         window = ticks(job.deadline_hours, trace) if job.deadline_hours else 4 * work + 48
         window = min(window, trace.ticks - begin)
-        open_zones = [z for z in range(len(zones)) if available[z, begin]]
+        open_zones = [z for z in range(len(whole.zones)) if available[z, begin]]
         home = min(open_zones, key=lambda z: price[z, begin]) if open_zones else 0
         policy: Policy = OnDemandOnly()
         if name == "greedy":
@@ -195,7 +194,7 @@ def run_baseline(
         elif name == "uniform progress":
             policy = UniformProgress(home)
         setup = Setup(work, window, changeover, tick_hours, ON_DEMAND_PRICES[INSTANCE_TYPE])
-        market = Market(tuple(zones), available[:, begin : begin + window],
+        market = Market(whole.zones, available[:, begin : begin + window],
                         price[:, begin : begin + window])  # fmt: skip
         outcome = simulate(policy, setup, market)
         cost += outcome.cost
@@ -208,3 +207,18 @@ def run_baseline(
             else:
                 misses += 1
     return FleetResult(name, cost, spot, on_demand, misses, unfinished, per_job)
+
+
+BASELINES = ("on-demand only", "greedy", "uniform progress")
+
+
+def compare_fleet(
+    trace: Trace, jobs: list[SimJob], changeover_hours: float, start_hours: float = 0.0
+) -> list[FleetResult]:
+    """FrameFleet and every baseline on the same jobs and stretch of the trace, cheapest first."""
+    tick_hours = trace.gap.total_seconds() / 3600
+    changeover = round(changeover_hours / tick_hours)
+    start = round(start_hours / tick_hours)
+    results = [asyncio.run(run_framefleet(trace, jobs, changeover, start))]
+    results += [run_baseline(name, trace, jobs, changeover, start) for name in BASELINES]
+    return sorted(results, key=lambda r: r.cost)

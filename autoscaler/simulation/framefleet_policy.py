@@ -5,6 +5,7 @@ while its zone lasts (moving costs a changeover)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -25,12 +26,7 @@ class FrameFleetPolicy:
 
     def act(self, state: JobState, setup: Setup, market: Market) -> Action:
         tick_seconds = setup.tick_hours * 3600
-        settings = PurchaseSettings(
-            boot_seconds=setup.changeover * tick_seconds,
-            model_load_seconds=0.0,
-            # Progress survives an interruption here; one tick is what a notice can cost.
-            checkpoint_interval_seconds=tick_seconds,
-        )
+        settings = _settings(setup)
         now = EPOCH + timedelta(seconds=state.tick * tick_seconds)
         job = JobDemand(
             "job", 5, EPOCH, EPOCH + timedelta(seconds=setup.deadline * tick_seconds), SHAPE,
@@ -49,3 +45,14 @@ class FrameFleetPolicy:
                 return Action(Mode.ON_DEMAND)  # no spot to go back to: keep the progress
             return Action(Mode.IDLE)
         return Action(Mode.SPOT, min(open_zones, key=lambda z: (market.price[z, t], z)))
+
+
+@functools.cache
+def _settings(setup: Setup) -> PurchaseSettings:
+    tick_seconds = setup.tick_hours * 3600
+    return PurchaseSettings(
+        boot_seconds=setup.changeover * tick_seconds,
+        model_load_seconds=0.0,
+        # Progress survives an interruption here; one tick is what a notice can cost.
+        checkpoint_interval_seconds=tick_seconds,
+    )

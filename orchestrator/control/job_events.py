@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from orchestrator.domain.job_record import JobChanges, JobRecord
-from orchestrator.domain.job_state import JobState
+from orchestrator.domain.job_state import ACTIVE_STATES, JobState
 from orchestrator.domain.worker_protocol import EventKind, WorkerEvent
 
 
@@ -51,8 +51,6 @@ class Record:
 
 Decision = Ignore | Move | Record
 
-_ACTIVE = {JobState.ASSIGNED, JobState.RUNNING, JobState.CHECKPOINTING}
-
 
 def requeue(job: JobRecord, reason: str, checkpoint: str | None = None) -> Move:
     """Back to the queue from wherever the job is, resuming from its newest checkpoint."""
@@ -72,7 +70,7 @@ def apply_event(
         return Ignore("event names no attempt of this job")
     if event.attempt != job.attempt:
         return Ignore(f"stale attempt {event.attempt}; the job is on attempt {job.attempt}")
-    if job.state not in _ACTIVE:
+    if job.state not in ACTIVE_STATES:
         if (
             job.state is JobState.QUEUED
             and event.checkpoint

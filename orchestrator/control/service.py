@@ -22,7 +22,7 @@ from orchestrator.control.job_events import Decision, Ignore, RetryPolicy, apply
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import ConcurrentModification, FrameFleetError
 from orchestrator.domain.job_record import JobMove, JobRecord, Placement
-from orchestrator.domain.job_state import JobState
+from orchestrator.domain.job_state import ACTIVE_STATES, JobState
 from orchestrator.domain.worker_protocol import (
     Channel,
     Command,
@@ -221,29 +221,12 @@ class ControlPlaneService:
     async def _cancel_zombie(self, job: JobRecord, event: WorkerEvent) -> None:
         """A worker runs an attempt the job has left (it was cut off, the job moved on): stop
         it, so its GPU is free for the work the scheduler believes it can give it."""
-        if job.state in (JobState.ASSIGNED, JobState.RUNNING, JobState.CHECKPOINTING) and (
-            event.attempt == job.attempt
-        ):
+        if job.state in ACTIVE_STATES and event.attempt == job.attempt:
             return
         attempt = event.attempt or 0
-        key = (job.job_id, attempt, CommandKind.CANCEL)
-        now = self._clock.now()
-        last = self._last_sent.get(key)
-        if last is not None and now - last < self._settings.resend_after:
+        zombie = Placement(replace(job, attempt=attempt), event.worker_id, 0, self._clock.now())
+        if not await self._send(zombie, CommandKind.CANCEL):
             return
-        cancel = Command(
-            worker_id=event.worker_id,
-            sent_at=now,
-            command_id=command_id(CommandKind.CANCEL, replace(job, attempt=attempt)),
-            kind=CommandKind.CANCEL,
-            job_id=job.job_id,
-            attempt=attempt,
-        )
-        try:
-            await self.link.publish(topic(event.worker_id, Channel.CMD), cancel.model_dump_json())
-        except NotConnected:
-            return
-        self._last_sent[key] = now
         log.info("cancelled %s attempt %d on %s: the job is %s at attempt %d", job.job_id,
                  attempt, event.worker_id, job.state.value, job.attempt)  # fmt: skip
 
@@ -413,13 +396,15 @@ class ControlPlaneService:
         them one after another would take seconds."""
         await asyncio.gather(*(self._send(p, kind, force) for p, kind in commands))
 
-    async def _send(self, placement: Placement, kind: CommandKind, force: bool = False) -> None:
+    async def _send(self, placement: Placement, kind: CommandKind, force: bool = False) -> bool:
+        """Publish unless the same command went out less than `resend_after` ago (or `force`);
+        True when it was published now."""
         job = placement.job
         key = (job.job_id, job.attempt, kind)
         now = self._clock.now()
         last = self._last_sent.get(key)
         if not force and last is not None and now - last < self._settings.resend_after:
-            return
+            return False
         command = Command(
             worker_id=placement.worker_id,
             sent_at=now,
@@ -428,7 +413,8 @@ class ControlPlaneService:
             kind=kind,
             job_id=job.job_id,
             attempt=job.attempt,
-            gpu_index=placement.gpu_index,
+            # What an assignment needs; other commands name the job and attempt only.
+            gpu_index=placement.gpu_index if kind is CommandKind.ASSIGN else None,
             spec=job.spec if kind is CommandKind.ASSIGN else None,
             resume_from=job.last_checkpoint if kind is CommandKind.ASSIGN else None,
         )
@@ -438,6 +424,7 @@ class ControlPlaneService:
             )
         except NotConnected as error:
             log.info("command not sent yet: %s", error)
-            return
+            return False
         self._last_sent[key] = now
         self.stats.commands_sent += 1
+        return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -49,3 +50,13 @@ async def sleep_unless_stopped(clock: Clock, stop: asyncio.Event, seconds: float
     await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
     sleeper.cancel()
     stopper.cancel()
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event that SIGTERM or SIGINT sets: how every long-running command is told to drain
+    and stop (call it inside the running event loop)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    return stop

@@ -39,6 +39,10 @@ JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
 }
 
 
+# On a worker: placed there, running, or checkpointing (what a worker's events can move).
+ACTIVE_STATES = frozenset({_S.ASSIGNED, _S.RUNNING, _S.CHECKPOINTING})
+
+
 def check_transition(job_id: str, current: JobState, target: JobState) -> None:
     if target not in JOB_TRANSITIONS[current]:
         raise InvalidTransition(job_id, current.value, target.value)

@@ -34,7 +34,7 @@ from orchestrator.domain.job_record import (
     Submission,
 )
 from orchestrator.domain.job_spec import JobSpec, parse_job
-from orchestrator.domain.job_state import JobState, check_transition
+from orchestrator.domain.job_state import ACTIVE_STATES, JobState, check_transition
 from orchestrator.store.migrate import upgrade_to_head
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, RejectedMessageRow
 
@@ -429,7 +429,7 @@ class JobStore:
 
     def placements(self) -> list[Placement]:
         """Jobs assigned, running or checkpointing, with the worker and GPU of their attempt."""
-        active = [JobState.ASSIGNED.value, JobState.RUNNING.value, JobState.CHECKPOINTING.value]
+        active = [state.value for state in ACTIVE_STATES]
         with self._session() as session:
             rows = session.exec(
                 select(JobRow, JobAttemptRow)

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.domain.clock import SystemClock
+from orchestrator.domain.clock import SystemClock, stop_on_signals
 from orchestrator.domain.job_spec import JobSpec, parse_job
 from orchestrator.domain.settings_support import exit_with
 from worker_ami.agent.app import s3_client, worker
@@ -106,12 +106,8 @@ async def _serve(settings: WorkerSettings) -> int:
                 "set FRAMEFLEET_WORKER_WORKER_ID (or enable IMDS for the instance id)"
             )
         service = WorkerService(worker_id, agent, clock)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            # A drain: running jobs checkpoint at their next step, then the service exits.
-            loop.add_signal_handler(signum, stop.set)
-        await service.run(stop)
+        # A drain: running jobs checkpoint at their next step, then the service exits.
+        await service.run(stop_on_signals())
     return 0
 
 
