@@ -54,6 +54,7 @@ WORKER_TOPICS = [
 class ControlSettings:
     tick_seconds: float = 0.5
     resend_after: timedelta = timedelta(seconds=3)
+    resend_max: timedelta = timedelta(seconds=30)
     suspect_after: timedelta = timedelta(seconds=10)
     lost_after: timedelta = timedelta(seconds=30)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
@@ -93,7 +94,8 @@ class ControlPlaneService:
         self._settings = settings
         self.registry = WorkerRegistry(clock, settings.suspect_after, settings.lost_after)
         self.stats = ControlStats()
-        self._last_sent: dict[tuple[str, int, CommandKind], datetime] = {}
+        # (job, attempt, kind) -> when it last went out and how often it has.
+        self._last_sent: dict[tuple[str, int, CommandKind], tuple[datetime, int]] = {}
         # (instance type, AZ, market) -> when it last lost an instance; read by the autoscaler.
         self.interrupted_pools: dict[tuple[str, str, str], datetime] = {}
         self._lock = asyncio.Lock()  # one writer at a time inside this replica
@@ -397,13 +399,18 @@ class ControlPlaneService:
         await asyncio.gather(*(self._send(p, kind, force) for p, kind in commands))
 
     async def _send(self, placement: Placement, kind: CommandKind, force: bool = False) -> bool:
-        """Publish unless the same command went out less than `resend_after` ago (or `force`);
-        True when it was published now."""
+        """Publish unless the same command went out too recently (or `force`); True when it was
+        published now. Re-sends back off (resend_after, then twice that, up to resend_max): a
+        control plane behind on its events must not bury the broker in repeats of commands
+        whose answers are merely queued."""
         job = placement.job
         key = (job.job_id, job.attempt, kind)
         now = self._clock.now()
-        last = self._last_sent.get(key)
-        if not force and last is not None and now - last < self._settings.resend_after:
+        last, sends = self._last_sent.get(key, (None, 0))
+        wait = min(
+            self._settings.resend_after * (1 << max(0, sends - 1)), self._settings.resend_max
+        )
+        if not force and last is not None and now - last < wait:
             return False
         command = Command(
             worker_id=placement.worker_id,
@@ -425,6 +432,6 @@ class ControlPlaneService:
         except NotConnected as error:
             log.info("command not sent yet: %s", error)
             return False
-        self._last_sent[key] = now
+        self._last_sent[key] = (now, sends + 1)
         self.stats.commands_sent += 1
         return True
