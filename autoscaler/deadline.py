@@ -4,13 +4,14 @@
 - slack: how much time the job can still waste and finish on on-demand capacity started now;
 - one interruption costs a changeover (boot, model load) plus the work since the last
   checkpoint: spot is allowed only while the slack can absorb one (the safety net);
-- behind uniform progress (a smaller share of the work done than of the time used), spot
-  needs `behind_slack_factor` times that slack, so a lagging job moves to on-demand early
-  instead of at the last moment.
+- behind uniform progress (a smaller share of the work done than of the time used, by more
+  than one interruption's worth), spot needs `behind_slack_factor` times that slack, so a
+  lagging job moves to on-demand early instead of at the last moment.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,6 +24,11 @@ class MarketChoice:
     market: Market
     reason: str
     slack_seconds: float
+
+
+# (job, now, on-demand seconds left, settings) -> choice: `choose_market`, or another rule to
+# compare it with in the simulator.
+MarketRule = Callable[[JobDemand, datetime, float, PurchaseSettings], MarketChoice]
 
 
 def choose_market(
@@ -47,7 +53,10 @@ def choose_market(
     window = (job.deadline - job.submitted_at).total_seconds()
     time_used = (now - job.submitted_at).total_seconds() / window if window > 0 else 1.0
     work_done = job.steps_done / job.steps_total if job.steps_total else 1.0
-    if work_done < time_used and slack < settings.behind_slack_factor * interruption:
+    # Lagging by less than one interruption's worth of the window is noise (a start-up, a
+    # notice), not a trend: only a real lag moves the job to on-demand early.
+    tolerance = interruption / window if window > 0 else 0.0
+    if work_done < time_used - tolerance and slack < settings.behind_slack_factor * interruption:
         return MarketChoice(
             Market.ON_DEMAND,
             f"behind uniform progress ({work_done:.0%} done, {time_used:.0%} of the time used) "

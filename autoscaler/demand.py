@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 
 from autoscaler.snapshot import JobDemand
 from autoscaler.throughput import WorkShape
-from orchestrator.domain.job_record import JobRecord
+from orchestrator.domain.job_record import JobRecord, Reservation
 from orchestrator.domain.job_spec import JobSpec
 from orchestrator.store.job_store import JobStore
 
@@ -48,6 +49,15 @@ class StoreDemand:
 
     def queued(self, now: datetime) -> list[JobDemand]:
         return [job_demand(job) for job in self._store.schedulable(now)]
+
+    def reserve(self, reservations: Sequence[Reservation]) -> None:
+        if reservations:
+            self._store.reserve(reservations)
+
+    def reservations(self, now: datetime) -> dict[str, str]:
+        """job -> the instance reserved for it."""
+        held = self._store.reservations(now)
+        return {job_id: r.instance_id for job_id, r in held.items() if r.instance_id}
 
     def busy_gpus(self) -> Counter[str]:
         return Counter(p.worker_id for p in self._store.placements())

@@ -9,10 +9,11 @@ import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation, Actuator
 from autoscaler.catalog import kind_of
+from autoscaler.deadline import MarketRule, choose_market
 from autoscaler.demand import StoreDemand
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
@@ -24,8 +25,11 @@ from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, Purcha
 from autoscaler.throughput import ThroughputModel
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.job_record import Reservation
 
 log = logging.getLogger(__name__)
+# How long a reservation outlives the expected boot and model load.
+RESERVATION_GRACE = timedelta(minutes=10)
 
 
 @dataclass
@@ -58,6 +62,7 @@ class AutoscalerLoop:
     clock: Clock
     interval_seconds: float = 30.0
     max_rounds: int = 3
+    market_rule: MarketRule = choose_market  # the simulator swaps in the baselines' rules
     spend: Spend = field(default_factory=Spend)
     prices: dict[str, float] = field(default_factory=dict)  # instance -> $/h at launch
     idle_since: dict[str, datetime] = field(default_factory=dict)
@@ -76,7 +81,7 @@ class AutoscalerLoop:
         covered: set[str] = set()
         for _ in range(self.max_rounds):
             state = await self.plan_input(busy, [j for j in queued if j.job_id not in covered])
-            decided = plan(state, self.settings, self.model)
+            decided = plan(state, self.settings, self.model, self.market_rule)
             plans.append(decided)
             for wait in decided.waits:
                 log.info("job %s waits: %s", wait.job_id, wait.reason)
@@ -88,9 +93,29 @@ class AutoscalerLoop:
                 # Its GPUs are spoken for by the jobs it was bought for (left out above).
                 busy[instance.instance_id] += len(launch.job_ids)
             self.ended.update(done.terminated)
+            await asyncio.to_thread(self.demand.reserve, self._reservations(decided, done))
             if not done.failed:
                 break
         return plans
+
+    def _reservations(self, decided: Plan, done: Actuation) -> list[Reservation]:
+        """What this round bought or picked for each job, for the control plane's scheduler:
+        held until the instance has had time to boot and load the model, and a while more."""
+        settings = self.settings
+        expires = (
+            self.clock.now()
+            + timedelta(seconds=settings.boot_seconds + settings.model_load_seconds)
+            + RESERVATION_GRACE
+        )
+        picked = [(job_id, instance_id) for job_id, instance_id in decided.placed]
+        picked += [(j, i.instance_id) for launch, i in done.launched for j in launch.job_ids]
+        reservations = []
+        for job_id, instance_id in picked:
+            instance = self.reconciler.ledger.get(instance_id)
+            if instance is not None:
+                on_demand = instance.pool.market is Market.ON_DEMAND
+                reservations.append(Reservation(job_id, instance_id, on_demand, expires))
+        return reservations
 
     async def _sync_fleet(self) -> Counter[str]:
         """Reconcile with EC2; returns the busy GPUs per instance (a copy the caller may add
@@ -121,7 +146,9 @@ class AutoscalerLoop:
         instances = tuple(self.instance_views(busy, market))
         if spent_today is None:
             spent_today = self.spend.accrue(now, sum(i.price_per_hour for i in instances))
-        return PlanInput(now, tuple(queued), instances, market, spent_today=spent_today)
+        reserved = await asyncio.to_thread(self.demand.reservations, now)
+        return PlanInput(now, tuple(queued), instances, market, spent_today=spent_today,
+                         reservations=reserved)  # fmt: skip
 
     def instance_views(self, busy: Mapping[str, int], market: MarketSnapshot) -> list[InstanceView]:
         now = self.clock.now()

@@ -18,10 +18,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from autoscaler.catalog import InstanceKind, kind_of
-from autoscaler.deadline import choose_market
+from autoscaler.deadline import MarketRule, choose_market
 from autoscaler.market.quotes import PoolQuote
 from autoscaler.pools import Market, Pool
 from autoscaler.snapshot import (
@@ -67,7 +68,44 @@ def cost_per_step(
     return quote.price_per_hour / kind.gpus * (1 + rework) * step
 
 
-def plan(state: PlanInput, settings: PurchaseSettings, model: ThroughputModel) -> Plan:
+def _market_allows(
+    job: JobDemand,
+    instance: InstanceView,
+    market: Market,
+    now: datetime,
+    on_demand_seconds_left: float,
+    settings: PurchaseSettings,
+    rule: MarketRule,
+) -> bool:
+    """May the job take a free GPU on `instance`? A spot GPU for a job whose deadline wants
+    on-demand only if the deadline still takes an interruption counting the start-up that GPU
+    has left, not a whole new one: the instance bought for the job and now almost booted must
+    not look worse each round than a new on-demand one."""
+    if market is Market.SPOT or instance.pool.market is Market.ON_DEMAND:
+        return True
+    booted_at = instance.launched_at + timedelta(seconds=settings.boot_seconds)
+    boot_left = max(0.0, (booted_at - now).total_seconds())
+    there = replace(settings, boot_seconds=boot_left)
+    return rule(job, now, on_demand_seconds_left, there).market is Market.SPOT
+
+
+def _fastest_on_demand(
+    state: PlanInput, settings: PurchaseSettings, model: ThroughputModel, job: JobDemand
+) -> float:
+    """The job's remaining work in seconds on the fastest on-demand pool that fits it."""
+    return min(
+        (model.seconds(job.shape, kind_of(q.pool.instance_type).family, job.steps_left)
+         for q in _candidates(state, settings, job, Market.ON_DEMAND)),
+        default=math.inf,
+    )  # fmt: skip
+
+
+def plan(
+    state: PlanInput,
+    settings: PurchaseSettings,
+    model: ThroughputModel,
+    rule: MarketRule = choose_market,
+) -> Plan:
     now = state.now
     slots = [
         _FreeSlots(i, kind_of(i.pool.instance_type), i.gpus - i.busy_gpus)
@@ -80,18 +118,31 @@ def plan(state: PlanInput, settings: PurchaseSettings, model: ThroughputModel) -
     waits: list[Wait] = []
     placed: list[tuple[str, str]] = []
     budget_block: str | None = None
+    queue = sorted(state.queued, key=_urgency)
+    fastest = {job.job_id: _fastest_on_demand(state, settings, model, job) for job in queue}
+    choices = {j.job_id: rule(j, now, fastest[j.job_id], settings) for j in queue}
 
-    for job in sorted(state.queued, key=_urgency):
-        on_demand = _candidates(state, settings, job, Market.ON_DEMAND)
-        fastest = min(
-            (model.seconds(job.shape, kind_of(q.pool.instance_type).family, job.steps_left)
-             for q in on_demand),
-            default=math.inf,
-        )  # fmt: skip
-        choice = choose_market(job, now, fastest, settings)
+    # Jobs keep what earlier rounds bought or picked for them (the control plane's scheduler
+    # gives it to them too), so a more urgent job arriving meanwhile buys its own.
+    for job in queue:
         slot = next(
-            (s for s in slots if s.free > 0 and _fits(job, s.kind)
-             and (choice.market is Market.SPOT or s.instance.pool.market is Market.ON_DEMAND)),
+            (s for s in slots if s.free > 0
+             and s.instance.instance_id == state.reservations.get(job.job_id)
+             and _fits(job, s.kind) and _market_allows(
+                 job, s.instance, choices[job.job_id].market, now, fastest[job.job_id], settings,
+                 rule)),
+            None,
+        )  # fmt: skip
+        if slot is not None:
+            slot.free -= 1
+            placed.append((job.job_id, slot.instance.instance_id))
+    kept = {job_id for job_id, _ in placed}
+
+    for job in (j for j in queue if j.job_id not in kept):
+        choice = choices[job.job_id]
+        slot = next(
+            (s for s in slots if s.free > 0 and _fits(job, s.kind) and _market_allows(
+                job, s.instance, choice.market, now, fastest[job.job_id], settings, rule)),
             None,
         )  # fmt: skip
         if slot is not None:

@@ -69,6 +69,8 @@ class PlanInput:
     spent_today: float = 0.0  # USD so far today
     # Expected GPU-seconds of arrivals per family over the forecast horizon.
     forecast_gpu_seconds: Mapping[str, float] = field(default_factory=dict)
+    # job -> the instance an earlier round bought or picked for it (still booting, or free).
+    reservations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from orchestrator.scheduling.policy import schedule
@@ -145,3 +146,32 @@ def test_decisions_are_deterministic() -> None:
     jobs = [job(f"j{i}", priority=i % 3, deadline_h=i % 5 or None) for i in range(30)]
     workers = [worker(f"w{i}", gpus=2, vram=24 + 8 * i) for i in range(6)]
     assert schedule(jobs, workers, NOW) == schedule(list(reversed(jobs)), workers[::-1], NOW)
+
+
+def test_the_gpu_bought_for_a_job_goes_to_that_job() -> None:
+    bought = WorkerSnapshot("i-bought", (GpuSlot("i-bought", 0, "l40s", 48),))
+    reserved = replace(job("waited-for-it", priority=3), reserved_on=frozenset({"i-bought"}))
+    # Without the reservation the more urgent job would take the only GPU.
+    decisions = schedule([job("urgent", priority=9), reserved], [bought], NOW)
+    assert [(a.job_id, a.worker_id) for a in decisions.assignments] == [
+        ("waited-for-it", "i-bought")
+    ]
+    assert "reserved for it" in decisions.assignments[0].reason
+
+
+def test_a_job_bought_on_demand_capacity_stays_off_spot_gpus() -> None:
+    spot = WorkerSnapshot("a-spot", (GpuSlot("a-spot", 0, "l40s", 48, spot=True),))
+    tight = replace(job("tight", deadline_h=1), on_demand_only=True)
+    assert schedule([tight], [spot], NOW).assignments == ()
+    on_demand = WorkerSnapshot("b-on-demand", (GpuSlot("b-on-demand", 0, "l40s", 48),))
+    [placed] = schedule([tight], [spot, on_demand], NOW).assignments
+    assert placed.worker_id == "b-on-demand"
+
+
+def test_a_job_due_sooner_is_not_preempted_for_one_due_later() -> None:
+    due_soon = RunningJob("due-soon", 1, NOW + timedelta(hours=1), NOW)
+    busy = worker("w", running={0: due_soon})
+    for urgent in (job("no-deadline", priority=9), job("due-later", priority=9, deadline_h=3)):
+        assert schedule([urgent], [busy], NOW).preemptions == ()
+    [preempted] = schedule([job("due-first", priority=9, deadline_h=0.5)], [busy], NOW).preemptions
+    assert preempted.victim_job_id == "due-soon"

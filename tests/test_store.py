@@ -18,6 +18,7 @@ from orchestrator.domain.job_record import (
     JobMove,
     JobRecord,
     Rejection,
+    Reservation,
     Submission,
 )
 from orchestrator.domain.job_spec import parse_job
@@ -232,3 +233,27 @@ def test_a_batch_moves_each_job_at_most_once(store: JobStore) -> None:
             [JobMove("twice", 1, (JobState.ASSIGNED,), "a"), JobMove("twice", 2, (), "b")], "t"
         )
     assert store.get("twice").version == 1
+
+
+def test_reservations_are_replaced_per_job_and_expire(store: JobStore, clock: FakeClock) -> None:
+    store.accept_batch([submission("r1", "m1"), submission("r2", "m2")])
+    soon = clock.now() + timedelta(minutes=20)
+    store.reserve([Reservation("r1", "i-a", True, soon), Reservation("r2", "i-b", False, soon)])
+    store.reserve([Reservation("r1", "i-c", False, soon + timedelta(minutes=5))])
+    held = store.reservations(clock.now())
+    assert {j: (r.instance_id, r.on_demand) for j, r in held.items()} == {
+        "r1": ("i-c", False), "r2": ("i-b", False)}  # fmt: skip
+    clock.advance(21 * 60)
+    assert list(store.reservations(clock.now())) == ["r1"]
+    store.reserve([])  # drops the expired one on the way
+    clock.advance(5 * 60)
+    assert store.reservations(clock.now()) == {}
+
+
+def test_placing_a_job_uses_up_its_reserved_instance(store: JobStore, clock: FakeClock) -> None:
+    store.accept_batch([submission("u1", "m1")])
+    store.reserve([Reservation("u1", "i-a", True, clock.now() + timedelta(minutes=20))])
+    store.transition("u1", JobState.ASSIGNED, expected_version=1, actor="s", reason="r",
+                     worker_id="i-a", gpu_index=0)  # fmt: skip
+    [(job_id, held)] = store.reservations(clock.now()).items()
+    assert (job_id, held.instance_id, held.on_demand) == ("u1", "", True)

@@ -16,6 +16,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from orchestrator.control.apply import as_move
 from orchestrator.control.job_events import Decision, Ignore, RetryPolicy, apply_event, requeue
@@ -80,6 +81,14 @@ class ControlStats:
     schedule_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
 
 
+class WorkerLink(Protocol):
+    """How commands reach workers: MQTT in production, in memory in the simulator."""
+
+    async def publish(self, topic: str, payload: str, retain: bool = False) -> None: ...
+
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+
 def command_id(kind: CommandKind, job: JobRecord) -> str:
     attempt_id = uuid.uuid5(uuid.NAMESPACE_URL, f"framefleet:{job.job_id}/{job.attempt}")
     return f"{kind.value.replace('_', '-')}-{attempt_id}"
@@ -87,7 +96,12 @@ def command_id(kind: CommandKind, job: JobRecord) -> str:
 
 class ControlPlaneService:
     def __init__(
-        self, store: JobStore, link_settings: LinkSettings, clock: Clock, settings: ControlSettings
+        self,
+        store: JobStore,
+        link_settings: LinkSettings,
+        clock: Clock,
+        settings: ControlSettings,
+        link: WorkerLink | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -102,7 +116,9 @@ class ControlPlaneService:
         self._inbox: asyncio.Queue[_Inbound] = asyncio.Queue()
         # job -> attempt known to be running, from the last tick: heartbeats repeat it.
         self._running: dict[str, int] = {}
-        self.link = MqttLink(link_settings, WORKER_TOPICS, self._on_message, clock)
+        self.link: WorkerLink = link or MqttLink(
+            link_settings, WORKER_TOPICS, self.on_message, clock
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         link = asyncio.create_task(self.link.run(stop))
@@ -120,7 +136,7 @@ class ControlPlaneService:
 
     # -- messages from workers ---------------------------------------------------------------
 
-    async def _on_message(self, topic_name: str, payload: bytes) -> None:
+    async def on_message(self, topic_name: str, payload: bytes) -> None:
         """Liveness is noted at once, in memory, so a backlog of job events can never make a
         live worker look lost; everything that touches a job goes through the inbox in
         arrival order and is written in batches."""
@@ -162,16 +178,24 @@ class ControlPlaneService:
 
     async def _process_inbox(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            batch = [await self._inbox.get()]
-            while len(batch) < self._settings.max_batch and not self._inbox.empty():
-                batch.append(self._inbox.get_nowait())
-            try:
-                async with self._lock:
-                    await self._handle(batch)
-            except FrameFleetError as error:
-                # Nothing is lost: workers repeat their outcomes in every heartbeat.
-                log.warning("%d worker messages not applied, waiting for repeats: %s",
-                            len(batch), error)  # fmt: skip
+            await self._apply_batch([await self._inbox.get()])
+
+    async def apply_pending(self) -> None:
+        """Apply every worker message received so far (the simulator's step between
+        deliveries; the live service does the same continuously)."""
+        while not self._inbox.empty():
+            await self._apply_batch([self._inbox.get_nowait()])
+
+    async def _apply_batch(self, batch: list[_Inbound]) -> None:
+        while len(batch) < self._settings.max_batch and not self._inbox.empty():
+            batch.append(self._inbox.get_nowait())
+        try:
+            async with self._lock:
+                await self._handle(batch)
+        except FrameFleetError as error:
+            # Nothing is lost: workers repeat their outcomes in every heartbeat.
+            log.warning("%d worker messages not applied, waiting for repeats: %s",
+                        len(batch), error)  # fmt: skip
 
     async def _handle(self, batch: list[_Inbound]) -> None:
         events: list[_Inbound] = []
@@ -339,19 +363,26 @@ class ControlPlaneService:
     async def _schedule(self, placements: list[Placement]) -> None:
         now = self._clock.now()
         queued = await asyncio.to_thread(self._store.schedulable, now)
-        pending = [
-            PendingJob(
-                job.job_id,
-                job.priority,
-                job.deadline,
-                job.created_at,
-                job.spec.gpu.min_vram_gib,
-                frozenset(job.spec.gpu.families),
-            )
-            for job in queued
-        ]
-        if not pending:
+        if not queued:
             return
+        reserved = await asyncio.to_thread(self._store.reservations, now)
+        pending = []
+        for job in queued:
+            reservation = reserved.get(job.job_id)
+            pending.append(
+                PendingJob(
+                    job.job_id,
+                    job.priority,
+                    job.deadline,
+                    job.created_at,
+                    job.spec.gpu.min_vram_gib,
+                    frozenset(job.spec.gpu.families),
+                    reserved_on=frozenset(
+                        self.registry.by_instance(reservation.instance_id) if reservation else ()
+                    ),
+                    on_demand_only=reservation is not None and reservation.on_demand,
+                )
+            )
         running = {
             (p.worker_id, p.gpu_index): RunningJob(
                 p.job.job_id,

@@ -61,6 +61,16 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """The autoscaler bought (or picked) `instance_id` for a queued job; see ReservationRow."""
+
+    job_id: str
+    instance_id: str
+    on_demand: bool
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
 class JobEvent:
     """One line of a job's append-only history: who moved it, why, and when."""
 

@@ -1,5 +1,6 @@
 """The scheduler: priority (aged), then earliest deadline, then arrival; GPU fit by VRAM and
-family; one job per GPU; a much more urgent job may preempt a less urgent one when nothing fits.
+family; one job per GPU; a much more urgent job may preempt a less urgent one when nothing fits,
+but never one due before it. The GPU the autoscaler bought for a job goes to that job first.
 
 Pure: the same snapshots and `now` always give the same decisions.
 """
@@ -58,11 +59,23 @@ class _FreeGpus:
         for gpu in sorted(gpus, key=lambda g: (g.worker_id, g.index), reverse=True):
             self._kinds.setdefault((gpu.family, gpu.vram_gib, gpu.spot), []).append(gpu)
 
+    def take_reserved(self, job: PendingJob) -> GpuSlot | None:
+        """A free GPU that fits on one of the workers reserved for the job."""
+        for kind in self._kinds.values():
+            for position, gpu in enumerate(kind):
+                if gpu.worker_id in job.reserved_on and fits(job, gpu):
+                    return kind.pop(position)
+        return None
+
     def take_best_fit(self, job: PendingJob) -> GpuSlot | None:
         # The smallest GPU that fits keeps the large ones for the jobs that need them. Among
         # equals, a job with a deadline takes on-demand capacity (the autoscaler may have
         # bought it for exactly that), and one without takes spot.
-        candidates = [kind[-1] for kind in self._kinds.values() if kind and fits(job, kind[-1])]
+        candidates = [
+            kind[-1]
+            for kind in self._kinds.values()
+            if kind and fits(job, kind[-1]) and not (job.on_demand_only and kind[-1].spot)
+        ]
         if not candidates:
             return None
         wants_spot = job.deadline is None
@@ -85,6 +98,18 @@ def _victim_order(victim: RunningJob) -> tuple[int, float, float, str]:
     )
 
 
+def _assignment(
+    job: PendingJob, gpu: GpuSlot, now: datetime, settings: SchedulerSettings, why: str = ""
+) -> Assignment:
+    return Assignment(
+        job.job_id,
+        gpu.worker_id,
+        gpu.index,
+        f"priority {effective_priority(job, now, settings):.2f}, {why}fits "
+        f"{gpu.family} {gpu.vram_gib:g} GiB on {gpu.worker_id}",
+    )
+
+
 def schedule(
     pending: Sequence[PendingJob],
     workers: Sequence[WorkerSnapshot],
@@ -103,20 +128,23 @@ def schedule(
         default=math.inf,
     )
 
-    for job in queue_order(pending, now, settings):
-        if job.job_id in already_reserved:
-            continue  # its GPU is being freed for it
+    ordered = queue_order(pending, now, settings)
+    # First the capacity the autoscaler bought for a job goes to that job, so another job
+    # cannot take the on-demand GPU a deadline needed and leave it to wait for the next one.
+    on_reserved: set[str] = set()
+    for job in ordered:
+        if not job.reserved_on or job.job_id in already_reserved:
+            continue
+        gpu = free.take_reserved(job)
+        if gpu is not None:
+            on_reserved.add(job.job_id)
+            assignments.append(_assignment(job, gpu, now, settings, "reserved for it, "))
+    for job in ordered:
+        if job.job_id in already_reserved or job.job_id in on_reserved:
+            continue  # its GPU is being freed for it, or it has its reserved one
         gpu = free.take_best_fit(job)
         if gpu is not None:
-            assignments.append(
-                Assignment(
-                    job.job_id,
-                    gpu.worker_id,
-                    gpu.index,
-                    f"priority {effective_priority(job, now, settings):.2f}, fits "
-                    f"{gpu.family} {gpu.vram_gib:g} GiB on {gpu.worker_id}",
-                )
-            )
+            assignments.append(_assignment(job, gpu, now, settings))
             continue
         if job.priority < weakest + settings.preemption_margin:
             continue  # nothing running is enough less urgent to give way
@@ -127,6 +155,11 @@ def schedule(
             and g.running.preemptible
             and fits(job, g)
             and g.running.priority + settings.preemption_margin <= job.priority
+            # A deadline outranks priority: only a job due no later may take its GPU (in an
+            # autoscaled fleet the urgent job gets its own GPU minutes later anyway).
+            and (
+                g.running.deadline is None or _seconds(job.deadline) <= _seconds(g.running.deadline)
+            )
         ]
         if not victims:
             continue

@@ -16,6 +16,12 @@ class PendingJob:
     queued_since: datetime
     min_vram_gib: float
     families: frozenset[str] = frozenset()  # empty: any family
+    # Workers on the instance the autoscaler bought (or picked) for this job: their free GPU
+    # goes to it before anyone else.
+    reserved_on: frozenset[str] = frozenset()
+    # The autoscaler bought on-demand capacity for it (its deadline cannot take a spot
+    # interruption): it takes on-demand GPUs only.
+    on_demand_only: bool = False
 
 
 @dataclass(frozen=True)

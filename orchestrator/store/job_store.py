@@ -31,12 +31,19 @@ from orchestrator.domain.job_record import (
     JobRecord,
     Placement,
     Rejection,
+    Reservation,
     Submission,
 )
 from orchestrator.domain.job_spec import JobSpec, parse_job
 from orchestrator.domain.job_state import ACTIVE_STATES, JobState, check_transition
 from orchestrator.store.migrate import upgrade_to_head
-from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, RejectedMessageRow
+from orchestrator.store.tables import (
+    JobAttemptRow,
+    JobEventRow,
+    JobRow,
+    RejectedMessageRow,
+    ReservationRow,
+)
 
 INTAKE_ACTOR = "intake"
 
@@ -234,12 +241,23 @@ class JobStore:
         errors: list[FrameFleetError | None] = []  # None: applied
         with self._session() as session:
             rows = {row.job_id: row for row in self._rows(session, ids)}
+            assigned = []
             for move in moves:
                 try:
                     self._move(session, rows.get(move.job_id), move, actor, now)
                     errors.append(None)
+                    if move.path and move.path[-1] is JobState.ASSIGNED:
+                        assigned.append(move.job_id)
                 except (ConcurrentModification, InvalidTransition, JobNotFound) as error:
                     errors.append(error)
+            if assigned:
+                # The instance reserved for a job is used up once the job is placed: if it comes
+                # back to the queue it has no claim on that GPU (the market choice stays).
+                session.exec(
+                    update(ReservationRow)
+                    .where(col(ReservationRow.job_id).in_(assigned))
+                    .values(instance_id="")
+                )
             try:
                 session.commit()
             except IntegrityError:
@@ -450,6 +468,33 @@ class JobStore:
             )
             for job, attempt in rows
         ]
+
+    def reserve(self, reservations: Sequence[Reservation]) -> None:
+        """Record (or replace) each job's reservation; expired ones are dropped on the way."""
+        now = self._clock.now()
+        with self._session() as session:
+            for stale in session.exec(
+                select(ReservationRow).where(col(ReservationRow.expires_at) <= now)
+            ).all():
+                session.delete(stale)
+            for r in reservations:
+                row = ReservationRow(
+                    job_id=r.job_id, instance_id=r.instance_id, on_demand=r.on_demand,
+                    expires_at=r.expires_at,
+                )  # fmt: skip
+                session.merge(row)
+            session.commit()
+
+    def reservations(self, now: datetime) -> dict[str, Reservation]:
+        """Unexpired reservations by job."""
+        with self._session() as session:
+            rows = session.exec(
+                select(ReservationRow).where(col(ReservationRow.expires_at) > now)
+            ).all()
+        return {
+            r.job_id: Reservation(r.job_id, r.instance_id, r.on_demand, _utc(r.expires_at))
+            for r in rows
+        }
 
     def count_jobs(self) -> int:
         with self._session() as session:

@@ -77,3 +77,16 @@ class RejectedMessageRow(SQLModel, table=True):
     errors_json: str = Field(sa_column=Column(Text, nullable=False))
     body: str = Field(sa_column=Column(Text, nullable=False))
     dead_lettered_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+
+
+class ReservationRow(SQLModel, table=True):
+    """Capacity the autoscaler bought (or picked) for a queued job. The scheduler gives that
+    instance's GPU to the job first, and keeps a job it bought on-demand capacity for off spot
+    GPUs, until the reservation expires."""
+
+    __tablename__ = "reservations"
+
+    job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
+    instance_id: str = Field(max_length=128)  # empty once the job was placed
+    on_demand: bool
+    expires_at: datetime = Field(sa_column=_utc_column(index=True))

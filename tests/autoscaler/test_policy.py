@@ -197,3 +197,24 @@ def test_scale_in_terminates_idle_instances_but_keeps_warm_minimum_and_unsaved_w
     assert "idle 60 min" in termination.reason
     everything = plan(PlanInput(NOW, (), tuple(instances), MARKET), SETTINGS, ThroughputModel())
     assert {t.instance_id for t in everything.terminations} == {"i-idle-dear", "i-idle-cheap"}
+
+
+def test_a_job_keeps_the_instance_bought_for_it() -> None:
+    booting = InstanceView("i-for-b", SPOT_B.pool, 0.75, NOW - timedelta(minutes=1), 1)
+    state = PlanInput(NOW, (job("a", priority=9), job("b", priority=1)), (booting,), MARKET,
+                      reservations={"b": "i-for-b"})  # fmt: skip
+    decided = plan(state, SETTINGS, ThroughputModel())
+    assert decided.placed == (("b", "i-for-b"),)
+    assert [launch.job_ids for launch in decided.launches] == [("a",)]
+
+
+def test_a_spot_instance_almost_booted_still_counts_for_a_tight_job() -> None:
+    # Slack for a start-up from scratch is too short for spot, but the instance bought for
+    # the job has nearly finished its start-up: waiting for it beats buying on-demand.
+    tight = job("tight", deadline_in=timedelta(minutes=64))
+    assert decide(tight).launches[0].pool.market is Market.ON_DEMAND
+    nearly = InstanceView("i-nearly", SPOT_B.pool, 0.75, NOW - timedelta(seconds=140), 1)
+    state = PlanInput(NOW, (tight,), (nearly,), MARKET, reservations={"tight": "i-nearly"})
+    decided = plan(state, SETTINGS, ThroughputModel())
+    assert decided.placed == (("tight", "i-nearly"),)
+    assert decided.launches == ()
