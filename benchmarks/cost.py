@@ -22,11 +22,11 @@ from pathlib import Path
 from rich.console import Console
 
 from autoscaler.market.trace import load_trace
-from autoscaler.simulation.fleet import compare_fleet
-from autoscaler.simulation.report import chart, fleet_table, study_table
-from autoscaler.simulation.study import PolicySummary, StudyConfig, run_study
-from autoscaler.simulation.workload import daily_poisson
 from benchmarks.common import RESULTS_DIR, write_result
+from simulator.fleet import compare_fleet
+from simulator.report import chart, fleet_table, study_table
+from simulator.study import PolicySummary, StudyConfig, run_study
+from simulator.workload import daily_poisson
 
 DEFAULT_TRACES = Path(__file__).parent.parent.parent / "shared" / "traces" / (
     "aws-v100-availability-2023-02-15")  # fmt: skip
@@ -63,9 +63,7 @@ def main() -> None:
         fleet = compare_fleet(trace, jobs, changeover_hours=0.2, start_hours=start_hours)
         console.print(fleet_table(f"(b) fleet: {len(jobs)} jobs over 7 days from day "
                                   f"{start_hours / 24:.0f}, seed {seed}", fleet))  # fmt: skip
-        results[f"(b) seed {seed}"] = [
-            {k: v for k, v in asdict(r).items() if k != "per_job_cost"} for r in fleet
-        ]
+        results[f"(b) seed {seed}"] = [asdict(r) for r in fleet]
         fleet_runs.append(fleet)
     RESULTS_DIR.mkdir(exist_ok=True)
     console.print(f"wrote {write_result('cost', results)}")

@@ -22,8 +22,6 @@ from rich.table import Table
 
 from autoscaler.cli import add_commands as add_autoscaler_commands
 from autoscaler.cli import run_command as run_autoscaler_command
-from autoscaler.simulation.cli import add_commands as add_simulate_commands
-from autoscaler.simulation.cli import run_command as run_simulate_command
 from orchestrator.app import build_store, control_plane
 from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.client import submit_job
@@ -35,6 +33,8 @@ from orchestrator.domain.job_spec import job_json_schema
 from orchestrator.domain.job_state import JobState
 from orchestrator.domain.settings_support import exit_with
 from orchestrator.store.job_store import JobStore
+from simulator.cli import add_commands as add_simulate_commands
+from simulator.cli import run_command as run_simulate_command
 
 log = logging.getLogger("framefleet")
 

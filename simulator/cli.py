@@ -12,10 +12,11 @@ from typing import Any
 from rich.console import Console
 
 from autoscaler.market.trace import load_trace
-from autoscaler.simulation.fleet import FleetResult, compare_fleet
-from autoscaler.simulation.report import chart, fleet_table
-from autoscaler.simulation.workload import daily_poisson, load_jobs
 from orchestrator.domain.errors import ConfigurationError
+from simulator.fleet import compare_fleet
+from simulator.report import chart, fleet_table
+from simulator.results import FleetResult
+from simulator.workload import daily_poisson, load_jobs
 
 
 def add_commands(commands: Any) -> None:
@@ -54,7 +55,7 @@ def run_command(args: argparse.Namespace, console: Console) -> None:
     )  # fmt: skip
     console.print(fleet_table(f"what the workload would have cost on {args.traces.name}", results))
     if args.json:
-        rows = [{k: v for k, v in asdict(r).items() if k != "per_job_cost"} for r in results]
+        rows = [asdict(r) for r in results]
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
         console.print(f"wrote {args.json}")
     if args.chart:

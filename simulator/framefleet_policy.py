@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 from autoscaler.deadline import choose_market
 from autoscaler.pools import Market as Purchase
-from autoscaler.simulation.single_job import Action, JobState, Market, Mode, Setup
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import WorkShape
+from simulator.single_job import Action, JobState, Market, Mode, Setup
 
 EPOCH = datetime(2023, 1, 1, tzinfo=UTC)
 SHAPE = WorkShape("single-job", 16, 16, 1)

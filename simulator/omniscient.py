@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from autoscaler.simulation.single_job import Market, Outcome, Setup
+from simulator.single_job import Market, Outcome, Setup
 
 INF = float("inf")
 Vector = npt.NDArray[np.float64]

@@ -10,8 +10,8 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 from rich.table import Table
 
-from autoscaler.simulation.fleet import FleetResult
-from autoscaler.simulation.study import PolicySummary
+from simulator.results import FleetResult
+from simulator.study import PolicySummary
 
 
 def study_table(title: str, summaries: list[PolicySummary]) -> Table:

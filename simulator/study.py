@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from autoscaler.market.trace import ON_DEMAND_PRICES, Trace
-from autoscaler.simulation.framefleet_policy import FrameFleetPolicy
-from autoscaler.simulation.omniscient import omniscient
-from autoscaler.simulation.single_job import (
+from simulator.framefleet_policy import FrameFleetPolicy
+from simulator.omniscient import omniscient
+from simulator.single_job import (
     Greedy,
     Market,
     OnDemandOnly,

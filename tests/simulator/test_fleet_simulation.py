@@ -1,5 +1,6 @@
-"""The fleet simulator drives the live loop's own policy and market port; the baselines run on
-the same trace; `framefleet simulate` replays a user's trace and workload."""
+"""The fleet simulator runs the product's own object graph (store, control plane, interruptions
+loop, autoscaler loop, the worker's checkpoint policy) on a simulated cloud; the baselines run
+on the same trace by the same product; `framefleet simulate` replays a user's trace and workload."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ import pytest
 
 import autoscaler.loop
 import autoscaler.policy
-from autoscaler.market.trace import load_trace
-from autoscaler.simulation import fleet
-from autoscaler.simulation.fleet import run_baseline, run_framefleet
-from autoscaler.simulation.workload import SimJob, daily_poisson, dump_jobs, load_jobs
+import simulator.workers
+import worker_ami.agent.checkpoint_policy
+from autoscaler.loop import AutoscalerLoop
+from autoscaler.market.trace import ON_DEMAND_PRICES, load_trace
 from orchestrator.cli import run
+from orchestrator.control.service import ControlPlaneService
 from orchestrator.domain.errors import ConfigurationError
+from orchestrator.domain.job_state import JobState
+from simulator.fleet import FleetSimulation, setup_for_changeover
+from simulator.workload import SimJob, daily_poisson, dump_jobs, load_jobs
 
 TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
 
@@ -29,24 +34,40 @@ def small_workload() -> list[SimJob]:
     ]
 
 
-def test_the_simulator_drives_the_live_policy_function() -> None:
-    assert fleet.PLANNER is autoscaler.policy.plan
-    assert vars(autoscaler.loop)["plan"] is fleet.PLANNER  # the live loop calls the same one
-
-
-async def test_framefleet_meets_every_deadline_and_pays_less_than_on_demand() -> None:
+async def test_the_product_runs_the_fleet_meets_every_deadline_and_pays_less(
+    tmp_path: Path,
+) -> None:
     trace = load_trace(TRACES)
     jobs = small_workload()
-    ours = await run_framefleet(trace, jobs, changeover=4, start_tick=100)
-    on_demand = run_baseline("on-demand only", trace, jobs, changeover=4, start_tick=100)
-    greedy = run_baseline("greedy", trace, jobs, changeover=4, start_tick=100)
-    assert (ours.misses, ours.unfinished) == (0, 0)
-    assert on_demand.misses == 0
-    assert greedy.misses == 0  # the safety net
-    assert ours.cost < on_demand.cost
+    simulation = FleetSimulation(trace, jobs, setup_for_changeover(0.2), 100,
+                                 tmp_path / "jobs.db")  # fmt: skip
+    # The live classes, and the policies they call, not re-implementations.
+    assert type(simulation.control) is ControlPlaneService
+    assert type(simulation.autoscaler) is AutoscalerLoop
+    assert vars(autoscaler.loop)["plan"] is autoscaler.policy.plan
+    for name in ("young_daly_interval", "periodic_checkpoint_due"):
+        assert vars(simulator.workers)[name] is vars(worker_ami.agent.checkpoint_policy)[name]
+    ours = await simulation.run()
+    assert (ours.misses, ours.unfinished, ours.finished_twice) == (0, 0, 0)
+    # On-demand only would pay at least the compute itself at the on-demand price.
+    on_demand_floor = ON_DEMAND_PRICES["p3.2xlarge"] * sum(j.compute_hours for j in jobs)
+    assert ours.cost < 0.6 * on_demand_floor
     assert ours.spot_hours > ours.on_demand_hours
-    assert set(ours.per_job_cost) == {j.job_id for j in jobs}
-    assert sum(ours.per_job_cost.values()) == pytest.approx(ours.cost)
+    # Every job went through the store to the end, once.
+    assert simulation.store.count_by_state() == {JobState.SUCCEEDED: len(jobs)}
+    # Spot instances were reclaimed, and each job caught on one resumed from its checkpoint
+    # on a later attempt after the control plane's notice path moved it.
+    assert ours.interruptions > 0
+    moved = [
+        j.job_id
+        for j in jobs
+        if any("stopped on" in e.reason for e in simulation.store.history(j.job_id))
+    ]
+    assert moved
+    for job_id in moved:
+        history = simulation.store.history(job_id)
+        assert history[-1].to_state is JobState.SUCCEEDED
+        assert history[-1].attempt >= 2
 
 
 def test_generated_workloads_leave_room_for_a_start_up() -> None:
@@ -74,7 +95,7 @@ def test_framefleet_simulate_replays_a_trace_and_a_jobs_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     jobs_file = tmp_path / "jobs.json"
-    dump_jobs(small_workload(), jobs_file)
+    dump_jobs(small_workload()[:3], jobs_file)
     out = tmp_path / "result.json"
     chart = tmp_path / "result.png"
     argv = ["simulate", "--traces", str(TRACES), "--jobs", str(jobs_file), "--start-hours", "6",

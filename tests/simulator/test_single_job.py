@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from autoscaler.market.trace import load_trace
-from autoscaler.simulation.framefleet_policy import FrameFleetPolicy
-from autoscaler.simulation.omniscient import omniscient
-from autoscaler.simulation.single_job import (
+from simulator.framefleet_policy import FrameFleetPolicy
+from simulator.omniscient import omniscient
+from simulator.single_job import (
     Greedy,
     Market,
     OnDemandOnly,
@@ -19,7 +19,7 @@ from autoscaler.simulation.single_job import (
     UniformProgress,
     simulate,
 )
-from autoscaler.simulation.study import StudyConfig, market_from, run_study, setup_for
+from simulator.study import StudyConfig, market_from, run_study, setup_for
 
 TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
 

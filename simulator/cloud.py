@@ -1,0 +1,183 @@
+"""The simulated cloud: the autoscaler's EC2 port (`Ec2Fleet`) over a spot trace.
+
+- A spot launch in a zone the trace has no capacity in fails with
+  InsufficientInstanceCapacity, as EC2 would.
+- A running spot instance gets the two-minute notice (on its IMDS and as an EventBridge spot
+  warning) before its zone's availability goes 1 -> 0, and is gone when it does. A share of
+  interruptions come without a usable notice (AWS sends it best effort), chosen by a seeded
+  hash so every run of the same setup is the same.
+- Every instance is billed per second, from launch to termination, at its pool's price at the
+  time: the trace's spot price of the tick, or on-demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from autoscaler.ec2.ports import (
+    FLEET_TAG,
+    MARKET_TAG,
+    REASON_TAG,
+    CapacityUnavailable,
+    LaunchRequest,
+    LaunchResult,
+    ObservedInstance,
+)
+from autoscaler.market.trace import ON_DEMAND_PRICES, Trace
+from autoscaler.pools import Market, Pool
+from orchestrator.domain.clock import Clock
+from orchestrator.interruptions.events import SPOT_WARNING
+
+
+@dataclass
+class SimInstance:
+    observed: ObservedInstance
+    ready_at: datetime  # booted: its agent says hello
+    silent: bool  # its interruption (if any) comes without a usable notice
+    noticed: bool = False
+    ended_at: datetime | None = None
+    interrupted: bool = False
+    billed_until: datetime | None = None
+    cost: float = 0.0
+
+    @property
+    def instance_id(self) -> str:
+        return self.observed.instance_id
+
+    @property
+    def pool(self) -> Pool:
+        return self.observed.pool
+
+
+class SimulatedEc2:
+    def __init__(
+        self, trace: Trace, clock: Clock, boot_seconds: float, silent_share: float = 0.0
+    ) -> None:
+        self.trace = trace
+        self._clock = clock
+        self._boot = timedelta(seconds=boot_seconds)
+        self._silent_share = silent_share
+        self.instances: dict[str, SimInstance] = {}  # every instance ever launched
+        self._by_token: dict[str, LaunchResult] = {}
+        self._ids = itertools.count(1)
+
+    # -- the Ec2Fleet port ---------------------------------------------------------------------
+
+    async def launch(self, request: LaunchRequest) -> LaunchResult:
+        if request.client_token in self._by_token:
+            return self._by_token[request.client_token]
+        errors = []
+        for pool in request.pools:
+            if not self._has_capacity(pool):
+                errors.append(
+                    CapacityUnavailable(
+                        pool, "InsufficientInstanceCapacity", "no spot capacity in the trace now"
+                    )
+                )
+                continue
+            launched = tuple(self._start(pool, request) for _ in range(request.count))
+            result = LaunchResult(launched, tuple(errors))
+            self._by_token[request.client_token] = result
+            return result
+        return LaunchResult((), tuple(errors))
+
+    async def terminate(self, instance_ids: Sequence[str]) -> None:
+        for instance_id in instance_ids:
+            instance = self.instances.get(instance_id)
+            if instance is not None and instance.ended_at is None:
+                self._end(instance)
+
+    async def describe(self, fleet_id: str) -> list[ObservedInstance]:
+        return [i.observed for i in self.live() if i.observed.tags.get(FLEET_TAG) == fleet_id]
+
+    # -- what the simulation asks of the cloud --------------------------------------------------
+
+    def live(self) -> list[SimInstance]:
+        return [i for i in self.instances.values() if i.ended_at is None]
+
+    def bill(self, until: datetime) -> None:
+        """Charge every live instance up to `until` at its pool's current price (the caller
+        never bills across a tick boundary, so one price holds)."""
+        for instance in self.live():
+            since = instance.billed_until or instance.observed.launched_at
+            hours = (until - since).total_seconds() / 3600
+            if hours > 0:
+                instance.cost += self.price(instance.pool, since) * hours
+                instance.billed_until = until
+
+    def price(self, pool: Pool, at: datetime) -> float:
+        if pool.market is Market.ON_DEMAND:
+            return ON_DEMAND_PRICES[pool.instance_type]
+        return self.trace.zones[pool.availability_zone].prices[self.trace.tick(at)]
+
+    def notices_for(self, tick: int) -> list[SimInstance]:
+        """Spot instances whose zone has no capacity at `tick`: their two-minute notice is due
+        now (once each; a silent one gets none)."""
+        due = []
+        for instance in self.live():
+            spot = instance.pool.market is Market.SPOT and not instance.noticed
+            if spot and not self._available(instance.pool.availability_zone, tick):
+                instance.noticed = True
+                if not instance.silent:
+                    due.append(instance)
+        return due
+
+    def reclaim(self, tick: int) -> list[SimInstance]:
+        """Spot instances whose zone has no capacity at `tick` are gone."""
+        gone = []
+        for instance in self.live():
+            zone = instance.pool.availability_zone
+            if instance.pool.market is Market.SPOT and not self._available(zone, tick):
+                instance.interrupted = True
+                self._end(instance)
+                gone.append(instance)
+        return gone
+
+    def spot_warning(self, instance: SimInstance) -> str:
+        """The EventBridge event AWS sends with the notice."""
+        now = self._clock.now()
+        return json.dumps(
+            {
+                "version": "0",
+                "id": f"sim-{instance.instance_id}",
+                "detail-type": SPOT_WARNING,
+                "source": "aws.ec2",
+                "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "region": instance.pool.region,
+                "resources": [],
+                "detail": {"instance-id": instance.instance_id, "instance-action": "terminate"},
+            }
+        )
+
+    # -- inside --------------------------------------------------------------------------------
+
+    def _available(self, zone: str, tick: int) -> bool:
+        series = self.trace.zones[zone].available
+        return tick >= len(series) or series[tick] == 1
+
+    def _has_capacity(self, pool: Pool) -> bool:
+        if pool.market is Market.ON_DEMAND:
+            return True
+        return self._available(pool.availability_zone, self.trace.tick(self._clock.now()))
+
+    def _start(self, pool: Pool, request: LaunchRequest) -> ObservedInstance:
+        now = self._clock.now()
+        instance_id = f"i-{next(self._ids):017x}"
+        observed = ObservedInstance(
+            instance_id, pool, "running", now,
+            {FLEET_TAG: request.fleet_id, MARKET_TAG: pool.market.value,
+             REASON_TAG: request.reason},
+        )  # fmt: skip
+        digest = hashlib.sha256(instance_id.encode()).digest()
+        silent = digest[0] / 256 < self._silent_share
+        self.instances[instance_id] = SimInstance(observed, now + self._boot, silent)
+        return observed
+
+    def _end(self, instance: SimInstance) -> None:
+        self.bill(self._clock.now())
+        instance.ended_at = self._clock.now()

@@ -1,0 +1,65 @@
+"""The policies the fleet setting compares, all run by the same product in the same simulator:
+FrameFleet's purchase policy as it ships, and the published single-job policies adapted to a
+fleet by swapping only the market rule and what the pool choice may see.
+
+- on-demand only: every job on on-demand capacity;
+- Greedy: spot whenever a zone has capacity, in the cheapest such zone (prices only, no
+  spread), with the safety net (on-demand once one more interruption would miss the deadline);
+- Uniform Progress (Wu et al., NSDI'24): spot while the job's share of work done keeps up with
+  its share of time used, on-demand while it lags, with the same safety net and pool choice as
+  Greedy. A job placed on on-demand stays there until it finishes (the fleet does not migrate
+  running jobs), which is what the paper's hysteresis holds it to as well.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from autoscaler.deadline import MarketChoice, MarketRule, choose_market
+from autoscaler.pools import Market
+from autoscaler.snapshot import JobDemand, PurchaseSettings
+
+
+@dataclass(frozen=True)
+class FleetPolicy:
+    name: str
+    rule: MarketRule = choose_market
+    # The product spreads spot over pools and prices in each pool's interruption rate; a
+    # baseline that knows neither sees prices only and buys the cheapest.
+    risk_aware: bool = True
+
+
+def on_demand_only(
+    job: JobDemand, now: datetime, on_demand_seconds_left: float, settings: PurchaseSettings
+) -> MarketChoice:
+    return MarketChoice(Market.ON_DEMAND, "on-demand only", float("inf"))
+
+
+def greedy(
+    job: JobDemand, now: datetime, on_demand_seconds_left: float, settings: PurchaseSettings
+) -> MarketChoice:
+    """FrameFleet's safety net without its pace rule."""
+    return choose_market(job, now, on_demand_seconds_left, replace(settings, behind_slack_factor=0))
+
+
+def uniform_progress(
+    job: JobDemand, now: datetime, on_demand_seconds_left: float, settings: PurchaseSettings
+) -> MarketChoice:
+    net = greedy(job, now, on_demand_seconds_left, settings)
+    if job.deadline is None or net.market is Market.ON_DEMAND:
+        return net
+    window = (job.deadline - job.submitted_at).total_seconds()
+    time_used = (now - job.submitted_at).total_seconds() / window if window > 0 else 1.0
+    work_done = job.steps_done / job.steps_total if job.steps_total else 1.0
+    if work_done < time_used:
+        return MarketChoice(Market.ON_DEMAND, "behind uniform progress", net.slack_seconds)
+    return net
+
+
+FRAMEFLEET = FleetPolicy("framefleet")
+BASELINES = (
+    FleetPolicy("on-demand only", on_demand_only, risk_aware=False),
+    FleetPolicy("greedy", greedy, risk_aware=False),
+    FleetPolicy("uniform progress", uniform_progress, risk_aware=False),
+)

@@ -1,0 +1,255 @@
+"""A simulated GPU worker: it speaks the real worker protocol (hello, heartbeats with recent
+outcomes, job events, commands) and decides when to checkpoint with the worker agent's own
+policy (`young_daly_interval`, `periodic_checkpoint_due`); only the rendering is replaced by
+time passing: a job needs `steps x step_seconds` of GPU time after its model is loaded.
+
+On a spot notice (its IMDS) it stops taking work, reports the notice, checkpoints at once and
+reports `preempted`, as the agent does. Checkpoint keys have the agent's layout
+(`.../{attempt}/{step:06d}/manifest.json`), so the control plane and the autoscaler read the
+progress from them as they do in production.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from autoscaler.demand import steps_done
+from autoscaler.pools import Market
+from orchestrator.domain.job_spec import JobSpec
+from orchestrator.domain.worker_protocol import (
+    Channel,
+    Command,
+    CommandKind,
+    EventKind,
+    GpuInfo,
+    Heartbeat,
+    Hello,
+    JobProgress,
+    Status,
+    WorkerEvent,
+    topic,
+)
+from simulator.cloud import SimInstance
+from worker_ami.agent.checkpoint_policy import (
+    CheckpointClock,
+    periodic_checkpoint_due,
+    young_daly_interval,
+)
+
+Send = Callable[[str, str], None]  # (topic, JSON payload) to the control plane
+RECENT_OUTCOMES = 8  # repeated in every heartbeat, as the agent does
+
+
+@dataclass(frozen=True)
+class WorkerModel:
+    """What the simulation assumes of a worker (what the agent measures in production)."""
+
+    step_seconds: float = 30.0
+    model_load_seconds: float = 120.0
+    checkpoint_write_seconds: float = 20.0
+    notice_seconds: float = 120.0
+    family: str = "v100"
+    vram_gib: float = 16.0
+
+
+@dataclass
+class _Attempt:
+    spec: JobSpec
+    attempt: int
+    done_seconds: float  # GPU time of denoising done (resumed from the checkpoint's step)
+    stall_seconds: float  # model load or a checkpoint write still in progress
+    writing_step: int | None = None  # the step a periodic checkpoint in progress saves
+    since_checkpoint: float = 0.0
+    last_checkpoint: str | None = None
+
+
+@dataclass
+class SimulatedWorker:
+    instance: SimInstance
+    model: WorkerModel
+    mtbi_seconds: float  # the pool's mean time between interruptions, for Young/Daly
+    send: Send
+    finished: Callable[[str, datetime], None]  # the simulation's ledger of completions
+    said_hello: bool = False
+    accepting: bool = True
+    job: _Attempt | None = None
+    loaded_models: set[str] = field(default_factory=set)
+    recent: list[WorkerEvent] = field(default_factory=list)
+    _sequence: itertools.count[int] = field(default_factory=itertools.count)
+    _events: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _seen_commands: set[str] = field(default_factory=set)
+
+    @property
+    def worker_id(self) -> str:
+        return self.instance.instance_id
+
+    # -- protocol ------------------------------------------------------------------------------
+
+    def hello(self, now: datetime) -> None:
+        pool = self.instance.pool
+        self.said_hello = True
+        self.send(
+            topic(self.worker_id, Channel.HELLO),
+            Hello(
+                worker_id=self.worker_id, sent_at=now, instance_id=self.worker_id,
+                instance_type=pool.instance_type, availability_zone=pool.availability_zone,
+                market="spot" if pool.market is Market.SPOT else "on-demand",
+                gpus=(GpuInfo(index=0, family=self.model.family, vram_gib=self.model.vram_gib),),
+                agent_version="simulated",
+            ).model_dump_json(),
+        )  # fmt: skip
+
+    def heartbeat(self, now: datetime) -> None:
+        jobs: tuple[JobProgress, ...] = ()
+        if self.job is not None:
+            job = self.job
+            jobs = (JobProgress(job_id=job.spec.job_id, attempt=job.attempt, gpu_index=0,
+                                step=self._step(job), total_steps=job.spec.steps),)  # fmt: skip
+        beat = Heartbeat(
+            worker_id=self.worker_id, sent_at=now, sequence=next(self._sequence), jobs=jobs,
+            recent=tuple(self.recent[-RECENT_OUTCOMES:]), accepting=self.accepting,
+        )  # fmt: skip
+        self.send(topic(self.worker_id, Channel.HEARTBEAT), beat.model_dump_json())
+
+    def offline(self, now: datetime) -> None:
+        """Its last will, published by the broker when the instance is gone."""
+        status = Status(worker_id=self.worker_id, sent_at=now, online=False)
+        self.send(topic(self.worker_id, Channel.STATUS), status.model_dump_json())
+
+    def on_command(self, command: Command, now: datetime) -> None:
+        if command.command_id in self._seen_commands:
+            return  # a re-send: acted on once already
+        self._seen_commands.add(command.command_id)
+        job = self.job
+        current = job is not None and (job.spec.job_id, job.attempt) == (
+            command.job_id, command.attempt)  # fmt: skip
+        if command.kind is CommandKind.ASSIGN and command.spec is not None and not current:
+            self._assign(command, now)
+        elif command.kind is CommandKind.CHECKPOINT_NOW and current:
+            self._stop_with_checkpoint(now)
+        elif command.kind is CommandKind.CANCEL and current:
+            self.job = None
+        elif command.kind is CommandKind.DRAIN:
+            self.accepting = False
+
+    def on_notice(self, now: datetime) -> None:
+        """The spot notice on IMDS: no new work, checkpoint now, report."""
+        self.accepting = False
+        self._event(now, EventKind.NOTICE_SEEN, notice="terminate")
+        if self.job is not None:
+            self._stop_with_checkpoint(now)
+
+    # -- time passing --------------------------------------------------------------------------
+
+    def seconds_to_next_event(self) -> float:
+        """GPU time until the running job finishes (inf when idle)."""
+        job = self.job
+        if job is None:
+            return math.inf
+        return job.stall_seconds + job.spec.steps * self.model.step_seconds - job.done_seconds
+
+    def run(self, start: datetime, seconds: float) -> None:
+        """Work for `seconds` from `start`: model load, denoising, periodic checkpoints."""
+        elapsed = 0.0
+        while self.job is not None and seconds - elapsed > 1e-9:
+            job = self.job
+            if job.stall_seconds > 0:
+                spent = min(job.stall_seconds, seconds - elapsed)
+                job.stall_seconds -= spent
+                elapsed += spent
+                if job.stall_seconds <= 1e-9 and job.writing_step is not None:
+                    self._checkpoint_durable(job, start + timedelta(seconds=elapsed))
+                continue
+            total = job.spec.steps * self.model.step_seconds
+            if self._checkpoint_due(job, total):
+                job.writing_step = self._step(job)
+                job.stall_seconds = self.model.checkpoint_write_seconds
+                continue
+            # The interval passed without a checkpoint due: the job ends before one could pay.
+            due_in = job.since_checkpoint < self._interval()
+            to_due = self._interval() - job.since_checkpoint if due_in else math.inf
+            spent = min(seconds - elapsed, total - job.done_seconds, to_due)
+            job.done_seconds += spent
+            job.since_checkpoint += spent
+            elapsed += spent
+            if job.done_seconds >= total - 1e-6:
+                self._finish(job, start + timedelta(seconds=elapsed))
+
+    def _checkpoint_due(self, job: _Attempt, total: float) -> bool:
+        view = CheckpointClock(
+            interval=self._interval(),
+            seconds_since_last=job.since_checkpoint,
+            remaining_seconds=total - job.done_seconds,
+            write_seconds=self.model.checkpoint_write_seconds,
+        )
+        return periodic_checkpoint_due(view)
+
+    # -- inside --------------------------------------------------------------------------------
+
+    def _interval(self) -> float:
+        if math.isinf(self.mtbi_seconds):
+            return math.inf
+        return young_daly_interval(self.model.checkpoint_write_seconds, self.mtbi_seconds)
+
+    def _step(self, job: _Attempt) -> int:
+        return min(job.spec.steps, int(job.done_seconds // self.model.step_seconds))
+
+    def _assign(self, command: Command, now: datetime) -> None:
+        assert command.spec is not None
+        assert command.attempt is not None
+        if self.job is not None or not self.accepting:
+            why = "GPU 0 is busy" if self.job is not None else "draining after a notice"
+            self._event(now, EventKind.FAILED, job_id=command.job_id, attempt=command.attempt,
+                        failure_kind="refused", error=why)  # fmt: skip
+            return
+        spec = command.spec
+        load = 0.0 if spec.model in self.loaded_models else self.model.model_load_seconds
+        self.loaded_models.add(spec.model)
+        resumed = steps_done(command.resume_from) * self.model.step_seconds
+        self.job = _Attempt(spec, command.attempt, resumed, load,
+                            last_checkpoint=command.resume_from)  # fmt: skip
+        self._event(now, EventKind.STARTED, job_id=spec.job_id, attempt=command.attempt)
+
+    def _stop_with_checkpoint(self, now: datetime) -> None:
+        """Checkpoint at the current step and stop (a notice leaves time for one write)."""
+        job = self.job
+        assert job is not None
+        key = job.last_checkpoint
+        if self.model.checkpoint_write_seconds <= self.model.notice_seconds:
+            key = self._key(job, self._step(job))
+        self.job = None
+        self._event(now, EventKind.PREEMPTED, job_id=job.spec.job_id, attempt=job.attempt,
+                    step=steps_done(key), checkpoint=key, outcome=True)  # fmt: skip
+
+    def _checkpoint_durable(self, job: _Attempt, at: datetime) -> None:
+        assert job.writing_step is not None
+        job.last_checkpoint = self._key(job, job.writing_step)
+        job.writing_step = None
+        job.since_checkpoint = 0.0
+        self._event(at, EventKind.CHECKPOINT_DURABLE, job_id=job.spec.job_id,
+                    attempt=job.attempt, step=steps_done(job.last_checkpoint),
+                    checkpoint=job.last_checkpoint)  # fmt: skip
+
+    def _finish(self, job: _Attempt, at: datetime) -> None:
+        self.job = None
+        self.finished(job.spec.job_id, at)
+        self._event(at, EventKind.FINISHED, job_id=job.spec.job_id, attempt=job.attempt,
+                    output=f"{job.spec.output}{job.spec.job_id}.mp4", outcome=True)  # fmt: skip
+
+    def _key(self, job: _Attempt, step: int) -> str:
+        return (f"s3://simulated-checkpoints/{job.spec.job_id}/{job.attempt}/{step:06d}/"
+                "manifest.json")  # fmt: skip
+
+    def _event(self, at: datetime, kind: EventKind, outcome: bool = False,
+               **fields: object) -> None:  # fmt: skip
+        event = WorkerEvent.model_validate(
+            {"worker_id": self.worker_id, "sent_at": at, "kind": kind,
+             "event_id": f"{self.worker_id}-{next(self._events)}", **fields}
+        )  # fmt: skip
+        if outcome:
+            self.recent.append(event)
+        self.send(topic(self.worker_id, Channel.EVENTS), event.model_dump_json())

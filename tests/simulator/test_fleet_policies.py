@@ -1,0 +1,48 @@
+"""The baselines' market rules, as the fleet simulator plugs them into the product's policy."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from autoscaler.deadline import choose_market
+from autoscaler.pools import Market
+from autoscaler.snapshot import JobDemand, PurchaseSettings
+from autoscaler.throughput import WorkShape
+from simulator.fleet_policies import greedy, on_demand_only, uniform_progress
+
+NOW = datetime(2023, 2, 20, 12, 0, tzinfo=UTC)
+SETTINGS = PurchaseSettings(boot_seconds=600, model_load_seconds=120,
+                            checkpoint_interval_seconds=120)  # fmt: skip
+SHAPE = WorkShape("simulated/video", 64, 64, 9)
+
+
+def job(done: int, submitted_h_ago: float, deadline_in_h: float | None) -> JobDemand:
+    deadline = None if deadline_in_h is None else NOW + timedelta(hours=deadline_in_h)
+    return JobDemand("j", 5, NOW - timedelta(hours=submitted_h_ago), deadline, SHAPE, 100, done)
+
+
+def test_each_rule_decides_as_its_paper_says() -> None:
+    # 40% done at half the window, 1.5 h of work left with 3 h to go: behind, with slack.
+    lagging = job(done=40, submitted_h_ago=3, deadline_in_h=3)
+    work_left = 1.5 * 3600
+    assert uniform_progress(lagging, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
+    assert greedy(lagging, NOW, work_left, SETTINGS).market is Market.SPOT
+    assert on_demand_only(lagging, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
+    # FrameFleet moves a lagging job only once its slack would not absorb three interruptions.
+    assert choose_market(lagging, NOW, work_left, SETTINGS).market is Market.SPOT
+    later = job(done=40, submitted_h_ago=3, deadline_in_h=2)
+    assert choose_market(later, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
+    # Ahead of pace: Uniform Progress takes spot too; without a deadline everyone but
+    # on-demand only takes spot.
+    ahead = job(done=70, submitted_h_ago=3, deadline_in_h=3)
+    assert uniform_progress(ahead, NOW, 0.9 * 3600, SETTINGS).market is Market.SPOT
+    free = job(done=0, submitted_h_ago=0, deadline_in_h=None)
+    assert {uniform_progress(free, NOW, 3600, SETTINGS).market,
+            greedy(free, NOW, 3600, SETTINGS).market} == {Market.SPOT}  # fmt: skip
+
+
+def test_every_rule_keeps_the_safety_net() -> None:
+    # 10 minutes of slack cannot take a 14-minute interruption (start-up + notice).
+    tight = job(done=0, submitted_h_ago=0, deadline_in_h=1.2 + 10 / 60 + 0.2)
+    for rule in (greedy, uniform_progress, choose_market):
+        assert rule(tight, NOW, 1.2 * 3600, SETTINGS).market is Market.ON_DEMAND
