@@ -63,6 +63,7 @@ def purchase_settings(config: AutoscalerConfig) -> PurchaseSettings:
         budget_per_day=config.budget_per_day,
         idle_timeout=timedelta(seconds=config.idle_timeout_seconds),
         warm_minimum=config.warm_minimum,
+        reaction_seconds=config.interval_seconds,
     )
 
 

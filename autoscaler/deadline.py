@@ -43,7 +43,7 @@ def choose_market(
     to_deadline = (job.deadline - now).total_seconds()
     startup = settings.boot_seconds + settings.model_load_seconds
     slack = to_deadline - startup - on_demand_seconds_left
-    interruption = startup + settings.checkpoint_interval_seconds
+    interruption = startup + settings.checkpoint_interval_seconds + settings.reaction_seconds
     hours = slack / 3600
     if slack < interruption:
         what = "unreachable" if slack < 0 else "one interruption from unreachable"

@@ -3,24 +3,18 @@ progress, and how many GPUs each instance has busy (a worker's id is its instanc
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Protocol
 
 from autoscaler.snapshot import JobDemand
 from autoscaler.throughput import WorkShape
-from orchestrator.domain.job_record import JobRecord, Reservation
+from orchestrator.domain.job_record import JobRecord, Reservation, checkpoint_step
 from orchestrator.domain.job_spec import JobSpec
 from orchestrator.store.job_store import JobStore
 
-_STEP = re.compile(r"/(\d+)/(\d{6})/manifest\.json$")
-
-
-def steps_done(checkpoint_key: str | None) -> int:
-    """Steps behind the newest durable checkpoint (`.../{attempt}/{step:06d}/manifest.json`)."""
-    found = _STEP.search(checkpoint_key or "")
-    return int(found.group(2)) if found else 0
+steps_done = checkpoint_step  # steps behind the newest durable checkpoint
 
 
 def demand_of(
@@ -43,6 +37,18 @@ def job_demand(job: JobRecord) -> JobDemand:
     return demand_of(job.spec, job.created_at, job.deadline, steps_done(job.last_checkpoint))
 
 
+class DemandSource(Protocol):
+    """What the autoscaler loop reads and writes of the control plane's jobs."""
+
+    def queued(self, now: datetime) -> list[JobDemand]: ...
+
+    def busy_gpus(self) -> Counter[str]: ...
+
+    def reserve(self, reservations: Sequence[Reservation]) -> None: ...
+
+    def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]: ...
+
+
 class StoreDemand:
     def __init__(self, store: JobStore) -> None:
         self._store = store
@@ -54,10 +60,10 @@ class StoreDemand:
         if reservations:
             self._store.reserve(reservations)
 
-    def reservations(self, now: datetime) -> dict[str, str]:
-        """job -> the instance reserved for it."""
-        held = self._store.reservations(now)
-        return {job_id: r.instance_id for job_id, r in held.items() if r.instance_id}
+    def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
+        """job -> the instance still claimed for it."""
+        held = self._store.reservations(job_ids)
+        return {job_id: r.instance_id for job_id, r in held.items() if r.holds(now)}
 
     def busy_gpus(self) -> Counter[str]:
         return Counter(p.worker_id for p in self._store.placements())

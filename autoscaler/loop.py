@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from autoscaler.actuation import Actuation, Actuator
 from autoscaler.catalog import kind_of
 from autoscaler.deadline import MarketRule, choose_market
-from autoscaler.demand import StoreDemand
+from autoscaler.demand import DemandSource
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
@@ -54,7 +54,7 @@ class AutoscalerLoop:
     market: MarketData
     actuator: Actuator
     reconciler: Reconciler
-    demand: StoreDemand
+    demand: DemandSource
     capacity: CapacityMemory
     model: ThroughputModel
     settings: PurchaseSettings
@@ -93,15 +93,25 @@ class AutoscalerLoop:
                 # Its GPUs are spoken for by the jobs it was bought for (left out above).
                 busy[instance.instance_id] += len(launch.job_ids)
             self.ended.update(done.terminated)
-            await asyncio.to_thread(self.demand.reserve, self._reservations(decided, done))
+            chosen = self._reservations(decided, done, state.queued)
+            await asyncio.to_thread(self.demand.reserve, chosen)
             if not done.failed:
                 break
         return plans
 
-    def _reservations(self, decided: Plan, done: Actuation) -> list[Reservation]:
+    def _reservations(
+        self, decided: Plan, done: Actuation, queued: Sequence[JobDemand]
+    ) -> list[Reservation]:
         """What this round bought or picked for each job, for the control plane's scheduler:
-        held until the instance has had time to boot and load the model, and a while more."""
+        the instance, held until it has had time to boot and load the model and a while more,
+        and the job's pace there, so the scheduler can keep it off spot GPUs once its deadline
+        could no longer take an interruption."""
         settings = self.settings
+        jobs = {job.job_id: job for job in queued}
+        startup = settings.boot_seconds + settings.model_load_seconds
+        # Restarting on a free GPU (model load) plus one interruption, as choose_market counts.
+        margin = (settings.model_load_seconds + startup + settings.checkpoint_interval_seconds
+                  + settings.reaction_seconds)  # fmt: skip
         expires = (
             self.clock.now()
             + timedelta(seconds=settings.boot_seconds + settings.model_load_seconds)
@@ -112,9 +122,14 @@ class AutoscalerLoop:
         reservations = []
         for job_id, instance_id in picked:
             instance = self.reconciler.ledger.get(instance_id)
-            if instance is not None:
+            job = jobs.get(job_id)
+            if instance is not None and job is not None:
                 on_demand = instance.pool.market is Market.ON_DEMAND
-                reservations.append(Reservation(job_id, instance_id, on_demand, expires))
+                family = kind_of(instance.pool.instance_type).family
+                pace = self.model.seconds_per_step(job.shape, family)
+                reservations.append(
+                    Reservation(job_id, instance_id, on_demand, expires, pace, margin)
+                )
         return reservations
 
     async def _sync_fleet(self) -> Counter[str]:
@@ -146,7 +161,8 @@ class AutoscalerLoop:
         instances = tuple(self.instance_views(busy, market))
         if spent_today is None:
             spent_today = self.spend.accrue(now, sum(i.price_per_hour for i in instances))
-        reserved = await asyncio.to_thread(self.demand.reservations, now)
+        ids = [job.job_id for job in queued]
+        reserved = await asyncio.to_thread(self.demand.reservations, now, ids)
         return PlanInput(now, tuple(queued), instances, market, spent_today=spent_today,
                          reservations=reserved)  # fmt: skip
 

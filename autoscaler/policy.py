@@ -81,11 +81,23 @@ def _market_allows(
     on-demand only if the deadline still takes an interruption counting the start-up that GPU
     has left, not a whole new one: the instance bought for the job and now almost booted must
     not look worse each round than a new on-demand one."""
-    if market is Market.SPOT or instance.pool.market is Market.ON_DEMAND:
+    if instance.pool.market is Market.ON_DEMAND:
+        return True
+    if job.spot_zones and instance.pool.availability_zone not in job.spot_zones:
+        return False
+    if market is Market.SPOT:
         return True
     booted_at = instance.launched_at + timedelta(seconds=settings.boot_seconds)
     boot_left = max(0.0, (booted_at - now).total_seconds())
-    there = replace(settings, boot_seconds=boot_left)
+    # Starting there costs only the boot it has left; an interruption there still costs a
+    # whole new start-up elsewhere (moved into the interruption's share, so the sum holds).
+    there = replace(
+        settings,
+        boot_seconds=boot_left,
+        checkpoint_interval_seconds=settings.checkpoint_interval_seconds
+        + settings.boot_seconds
+        - boot_left,
+    )
     return rule(job, now, on_demand_seconds_left, there).market is Market.SPOT
 
 
@@ -208,7 +220,9 @@ def _candidates(
         and q.pool.instance_type in settings.candidate_types
         and q.available
         and _fits(job, kind_of(q.pool.instance_type))
-    ]
+        and not (market is Market.SPOT and job.spot_zones
+                 and q.pool.availability_zone not in job.spot_zones)
+    ]  # fmt: skip
 
 
 def _pick_pool(
@@ -229,7 +243,12 @@ def _pick_pool(
         return ranked[0], _explain(ranked[0], job, model, settings, "cheapest on-demand per step")
     fleet = sum(spot_pools.values()) + 1
     cap = max(1, math.floor(settings.max_pool_share * fleet))
+    # Spreading is insurance against one pool failing at once; it is not worth paying much
+    # more per step for (a pricier pool is often the riskier one too).
+    ceiling = cost_per_step(ranked[0], job, model, settings) * (1 + settings.max_spread_premium)
     for quote in ranked:
+        if cost_per_step(quote, job, model, settings) > ceiling:
+            break
         if spot_pools[quote.pool] + 1 <= cap:
             share = f"{settings.max_pool_share:.0%}"
             why = (
@@ -238,8 +257,9 @@ def _pick_pool(
                 else f"cheapest spot pool under the {share} spread cap"
             )
             return quote, _explain(quote, job, model, settings, why)
-    # Every pool at its share: the least loaded one (the cheapest among equals).
-    emptiest = min(ranked, key=lambda q: spot_pools[q.pool])
+    # Every pool worth spreading to is at its share: the least loaded of them.
+    near = [q for q in ranked if cost_per_step(q, job, model, settings) <= ceiling]
+    emptiest = min(near, key=lambda q: spot_pools[q.pool])
     return emptiest, _explain(emptiest, job, model, settings, "least-loaded spot pool")
 
 

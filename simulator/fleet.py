@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import math
 import tempfile
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from autoscaler.actuation import Actuator
-from autoscaler.demand import StoreDemand
+from autoscaler.demand import DemandSource, StoreDemand
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
@@ -33,12 +34,12 @@ from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import Trace, TraceMarket
 from autoscaler.pools import Market, Pool
 from autoscaler.reconcile import Reconciler
-from autoscaler.snapshot import PurchaseSettings
+from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
 from orchestrator.control.service import ControlPlaneService, ControlSettings
 from orchestrator.domain.clock import FakeClock
 from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.job_record import Submission
+from orchestrator.domain.job_record import Reservation, Submission
 from orchestrator.domain.job_spec import JobSpec
 from orchestrator.domain.job_state import JobState
 from orchestrator.domain.worker_protocol import Command, parse_topic
@@ -98,9 +99,9 @@ def purchase_settings(setup: FleetSetup) -> PurchaseSettings:
         budget_per_day=1e9,
         boot_seconds=setup.boot_seconds,
         model_load_seconds=setup.worker.model_load_seconds,
-        # On a notice the worker checkpoints at once: an interruption costs the notice's two
-        # minutes of work, not a whole checkpoint interval.
-        checkpoint_interval_seconds=setup.worker.notice_seconds,
+        # What an interruption may lose at most: a notice leaves time to checkpoint, but one
+        # without a usable notice loses what the worker did since its last periodic one.
+        checkpoint_interval_seconds=setup.worker.max_checkpoint_interval_seconds,
         idle_timeout=setup.idle_timeout,
         max_launches=10_000,
     )
@@ -157,6 +158,38 @@ class _PricesOnly:
         return MarketSnapshot(seen.at, blind)
 
 
+class _HomeZones:
+    """The queue as a single-job baseline sees it: each job may use spot only in its home
+    zone, the cheapest with capacity when the job is first seen (the cheapest of all when
+    none has)."""
+
+    def __init__(self, inner: StoreDemand, trace: Trace) -> None:
+        self._inner = inner
+        self._trace = trace
+        self.homes: dict[str, str] = {}
+
+    def queued(self, now: datetime) -> list[JobDemand]:
+        return [replace(j, spot_zones=frozenset({self._home(j.job_id, now)}))
+                for j in self._inner.queued(now)]  # fmt: skip
+
+    def _home(self, job_id: str, now: datetime) -> str:
+        if job_id not in self.homes:
+            tick = self._trace.tick(now)
+            zones = self._trace.zones.values()
+            open_zones = [z for z in zones if z.available[tick]] or list(zones)
+            self.homes[job_id] = min(open_zones, key=lambda z: (z.prices[tick], z.zone)).zone
+        return self.homes[job_id]
+
+    def busy_gpus(self) -> Counter[str]:
+        return self._inner.busy_gpus()
+
+    def reserve(self, reservations: Sequence[Reservation]) -> None:
+        self._inner.reserve(reservations)
+
+    def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
+        return self._inner.reservations(now, job_ids)
+
+
 class FleetSimulation:
     def __init__(
         self, trace: Trace, jobs: Sequence[SimJob], setup: FleetSetup, start_tick: int,
@@ -182,6 +215,7 @@ class FleetSimulation:
         self.cloud = SimulatedEc2(trace, self.clock, setup.boot_seconds, setup.silent_share)
         self.market = TraceMarket(trace, self.clock)
         capacity = CapacityMemory(self.clock)
+        demand = StoreDemand(self.store)
         settings = purchase_settings(setup)
         if not policy.risk_aware:
             settings = replace(settings, max_pool_share=1.0)
@@ -189,7 +223,7 @@ class FleetSimulation:
             market=self.market if policy.risk_aware else _PricesOnly(self.market),
             actuator=Actuator(self.cloud, capacity, FLEET_ID, self.clock),
             reconciler=Reconciler(self.cloud, FLEET_ID, self.clock),
-            demand=StoreDemand(self.store),
+            demand=self._demand(policy, demand),
             capacity=capacity,
             # Priors are seconds per step per megapixel-frame; every simulated job has one shape.
             model=ThroughputModel(priors={self.worker_model.family: step / SHAPE.megapixel_frames}),
@@ -205,6 +239,9 @@ class FleetSimulation:
         self._outbox: list[tuple[str, str]] = []
         self.finished: dict[str, datetime] = {}
         self.finished_twice = 0
+
+    def _demand(self, policy: FleetPolicy, store: StoreDemand) -> DemandSource:
+        return _HomeZones(store, self.trace) if policy.home_zone else store
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -230,7 +267,9 @@ class FleetSimulation:
                 body = self.cloud.spot_warning(instance)  # and through EventBridge
                 await self.interruptions.handle(
                     ReceivedMessage(f"warning-{instance.instance_id}", "r", body, 1))  # fmt: skip
-            await self._round(autoscale=False)
+            # The live loop runs every 30 s; here it runs at every event that changes what it
+            # would decide (tick, arrival, notice), so its reaction time stays that short.
+            await self._round(autoscale=True)
             t += 1
         await self._advance(self._tick_start(t))
         return self.result()

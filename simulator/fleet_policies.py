@@ -1,10 +1,12 @@
 """The policies the fleet setting compares, all run by the same product in the same simulator:
 FrameFleet's purchase policy as it ships, and the published single-job policies adapted to a
-fleet by swapping only the market rule and what the pool choice may see.
+fleet by swapping only the market rule and what the pool choice may see: each job keeps to
+one home zone for spot (the cheapest with capacity when it arrives), as in the paper, and
+the pool choice sees prices and capacity only.
 
 - on-demand only: every job on on-demand capacity;
-- Greedy: spot whenever a zone has capacity, in the cheapest such zone (prices only, no
-  spread), with the safety net (on-demand once one more interruption would miss the deadline);
+- Greedy: spot whenever its home zone has capacity, with the safety net (on-demand once one
+  more interruption would miss the deadline);
 - Uniform Progress (Wu et al., NSDI'24): spot while the job's share of work done keeps up with
   its share of time used, on-demand while it lags, with the same safety net and pool choice as
   Greedy. A job placed on on-demand stays there until it finishes (the fleet does not migrate
@@ -28,6 +30,9 @@ class FleetPolicy:
     # The product spreads spot over pools and prices in each pool's interruption rate; a
     # baseline that knows neither sees prices only and buys the cheapest.
     risk_aware: bool = True
+    # The single-job policies run each job in one zone: its home zone is the cheapest with
+    # spot capacity when the job arrives, and it uses spot only there.
+    home_zone: bool = False
 
 
 def on_demand_only(
@@ -59,7 +64,7 @@ def uniform_progress(
 
 FRAMEFLEET = FleetPolicy("framefleet")
 BASELINES = (
-    FleetPolicy("on-demand only", on_demand_only, risk_aware=False),
-    FleetPolicy("greedy", greedy, risk_aware=False),
-    FleetPolicy("uniform progress", uniform_progress, risk_aware=False),
+    FleetPolicy("on-demand only", on_demand_only, risk_aware=False, home_zone=True),
+    FleetPolicy("greedy", greedy, risk_aware=False, home_zone=True),
+    FleetPolicy("uniform progress", uniform_progress, risk_aware=False, home_zone=True),
 )

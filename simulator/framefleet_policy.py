@@ -55,4 +55,5 @@ def _settings(setup: Setup) -> PurchaseSettings:
         model_load_seconds=0.0,
         # Progress survives an interruption here; one tick is what a notice can cost.
         checkpoint_interval_seconds=tick_seconds,
+        reaction_seconds=0.0,  # it decides every tick, and a launch starts at once
     )

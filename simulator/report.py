@@ -32,13 +32,14 @@ def fleet_table(title: str, results: list[FleetResult]) -> Table:
     on_demand = next((r.cost for r in results if r.policy == "on-demand only"), None)
     table = Table(title=title)
     for column in ("policy", "total cost", "below on-demand", "on-demand h", "spot h",
-                   "deadline misses", "unfinished"):  # fmt: skip
+                   "deadline misses", "unfinished", "interruptions", "launches"):  # fmt: skip
         table.add_column(column, justify="left" if column == "policy" else "right")
     for r in results:
         saving = f"{1 - r.cost / on_demand:.1%}" if on_demand else "-"
         table.add_row(
             r.policy, f"${r.cost:,.2f}", saving, f"{r.on_demand_hours:,.1f}",
-            f"{r.spot_hours:,.1f}", str(r.misses), str(r.unfinished),
+            f"{r.spot_hours:,.1f}", str(r.misses), str(r.unfinished), str(r.interruptions),
+            str(r.launches),
         )  # fmt: skip
     return table
 

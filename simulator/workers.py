@@ -36,8 +36,8 @@ from orchestrator.domain.worker_protocol import (
 from simulator.cloud import SimInstance
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,
+    checkpoint_interval,
     periodic_checkpoint_due,
-    young_daly_interval,
 )
 
 Send = Callable[[str, str], None]  # (topic, JSON payload) to the control plane
@@ -50,8 +50,13 @@ class WorkerModel:
 
     step_seconds: float = 30.0
     model_load_seconds: float = 120.0
-    checkpoint_write_seconds: float = 20.0
+    # A checkpoint is the denoising state (latents and scheduler state), megabytes: the
+    # agent's first guess of its write time is 2 s.
+    checkpoint_write_seconds: float = 2.0
     notice_seconds: float = 120.0
+    # The agent's `max_checkpoint_interval_s`, set to two minutes here (about 2% of GPU time
+    # at 2 s a write): what an interruption without a usable notice may lose.
+    max_checkpoint_interval_seconds: float = 120.0
     family: str = "v100"
     vram_gib: float = 16.0
 
@@ -191,9 +196,11 @@ class SimulatedWorker:
     # -- inside --------------------------------------------------------------------------------
 
     def _interval(self) -> float:
-        if math.isinf(self.mtbi_seconds):
-            return math.inf
-        return young_daly_interval(self.model.checkpoint_write_seconds, self.mtbi_seconds)
+        return checkpoint_interval(
+            self.model.checkpoint_write_seconds,
+            self.mtbi_seconds,
+            self.model.max_checkpoint_interval_seconds,
+        )
 
     def _step(self, job: _Attempt) -> int:
         return min(job.spec.steps, int(job.done_seconds // self.model.step_seconds))

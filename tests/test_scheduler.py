@@ -175,3 +175,22 @@ def test_a_job_due_sooner_is_not_preempted_for_one_due_later() -> None:
         assert schedule([urgent], [busy], NOW).preemptions == ()
     [preempted] = schedule([job("due-first", priority=9, deadline_h=0.5)], [busy], NOW).preemptions
     assert preempted.victim_job_id == "due-soon"
+
+
+def test_a_job_whose_instance_is_on_its_way_does_not_preempt() -> None:
+    busy = worker("w", running={0: running("low", 1)})
+    waiting = replace(job("urgent", priority=9), capacity_coming=True)
+    assert schedule([waiting], [busy], NOW).preemptions == ()
+    assert len(schedule([job("urgent", priority=9)], [busy], NOW).preemptions) == 1
+
+
+def test_a_deadline_past_its_spot_until_takes_on_demand_gpus_only() -> None:
+    spot = WorkerSnapshot("a-spot", (GpuSlot("a-spot", 0, "l40s", 48, spot=True),))
+    on_demand = WorkerSnapshot("b-on-demand", (GpuSlot("b-on-demand", 0, "l40s", 48),))
+    late = replace(job("late", deadline_h=2), spot_until=NOW - timedelta(minutes=1))
+    assert schedule([late], [spot], NOW).assignments == ()
+    assert [a.worker_id for a in schedule([late], [spot, on_demand], NOW).assignments] == [
+        "b-on-demand"
+    ]
+    early = replace(late, spot_until=NOW + timedelta(minutes=1))
+    assert [a.worker_id for a in schedule([early], [spot], NOW).assignments] == ["a-spot"]

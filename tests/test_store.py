@@ -235,25 +235,32 @@ def test_a_batch_moves_each_job_at_most_once(store: JobStore) -> None:
     assert store.get("twice").version == 1
 
 
-def test_reservations_are_replaced_per_job_and_expire(store: JobStore, clock: FakeClock) -> None:
+def test_reservations_are_replaced_per_job_and_their_claims_expire(
+    store: JobStore, clock: FakeClock
+) -> None:
     store.accept_batch([submission("r1", "m1"), submission("r2", "m2")])
     soon = clock.now() + timedelta(minutes=20)
     store.reserve([Reservation("r1", "i-a", True, soon), Reservation("r2", "i-b", False, soon)])
-    store.reserve([Reservation("r1", "i-c", False, soon + timedelta(minutes=5))])
-    held = store.reservations(clock.now())
+    store.reserve([Reservation("r1", "i-c", False, soon + timedelta(minutes=5), 2.0, 900.0)])
+    held = store.reservations(["r1", "r2", "unknown"])
     assert {j: (r.instance_id, r.on_demand) for j, r in held.items()} == {
         "r1": ("i-c", False), "r2": ("i-b", False)}  # fmt: skip
     clock.advance(21 * 60)
-    assert list(store.reservations(clock.now())) == ["r1"]
-    store.reserve([])  # drops the expired one on the way
-    clock.advance(5 * 60)
-    assert store.reservations(clock.now()) == {}
+    held = store.reservations(["r1", "r2"])
+    assert [j for j, r in held.items() if r.holds(clock.now())] == ["r1"]
+    # The pace outlives the claim: the deadline guard still needs it.
+    assert (held["r1"].seconds_per_step, held["r1"].margin_seconds) == (2.0, 900.0)
 
 
-def test_placing_a_job_uses_up_its_reserved_instance(store: JobStore, clock: FakeClock) -> None:
+def test_placing_a_job_uses_up_its_claim_and_ending_it_drops_the_rest(
+    store: JobStore, clock: FakeClock
+) -> None:
     store.accept_batch([submission("u1", "m1")])
     store.reserve([Reservation("u1", "i-a", True, clock.now() + timedelta(minutes=20))])
     store.transition("u1", JobState.ASSIGNED, expected_version=1, actor="s", reason="r",
                      worker_id="i-a", gpu_index=0)  # fmt: skip
-    [(job_id, held)] = store.reservations(clock.now()).items()
-    assert (job_id, held.instance_id, held.on_demand) == ("u1", "", True)
+    [(job_id, held)] = store.reservations(["u1"]).items()
+    assert (job_id, held.instance_id, held.on_demand, held.holds(clock.now())) == (
+        "u1", "", True, False)  # fmt: skip
+    store.transition("u1", JobState.CANCELLED, expected_version=2, actor="s", reason="done")
+    assert store.reservations(["u1"]) == {}

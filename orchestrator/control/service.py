@@ -22,7 +22,7 @@ from orchestrator.control.apply import as_move
 from orchestrator.control.job_events import Decision, Ignore, RetryPolicy, apply_event, requeue
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import ConcurrentModification, FrameFleetError
-from orchestrator.domain.job_record import JobMove, JobRecord, Placement
+from orchestrator.domain.job_record import JobMove, JobRecord, Placement, checkpoint_step
 from orchestrator.domain.job_state import ACTIVE_STATES, JobState
 from orchestrator.domain.worker_protocol import (
     Channel,
@@ -365,10 +365,12 @@ class ControlPlaneService:
         queued = await asyncio.to_thread(self._store.schedulable, now)
         if not queued:
             return
-        reserved = await asyncio.to_thread(self._store.reservations, now)
+        reserved = await asyncio.to_thread(self._store.reservations, [j.job_id for j in queued])
         pending = []
         for job in queued:
             reservation = reserved.get(job.job_id)
+            holds = reservation is not None and reservation.holds(now)
+            steps_left = job.spec.steps - checkpoint_step(job.last_checkpoint)
             pending.append(
                 PendingJob(
                     job.job_id,
@@ -378,9 +380,15 @@ class ControlPlaneService:
                     job.spec.gpu.min_vram_gib,
                     frozenset(job.spec.gpu.families),
                     reserved_on=frozenset(
-                        self.registry.by_instance(reservation.instance_id) if reservation else ()
+                        self.registry.by_instance(reservation.instance_id)
+                        if reservation and holds
+                        else ()
                     ),
-                    on_demand_only=reservation is not None and reservation.on_demand,
+                    on_demand_only=holds and reservation is not None and reservation.on_demand,
+                    capacity_coming=holds,
+                    spot_until=reservation.spot_until(job.deadline, steps_left)
+                    if reservation
+                    else None,
                 )
             )
         running = {

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from orchestrator.domain.job_spec import JobSpec
@@ -60,14 +61,41 @@ class Placement:
     since: datetime
 
 
+_CHECKPOINT_STEP = re.compile(r"/(\d+)/(\d{6})/manifest\.json$")
+
+
+def checkpoint_step(checkpoint_key: str | None) -> int:
+    """Steps behind a durable checkpoint (`.../{attempt}/{step:06d}/manifest.json`)."""
+    found = _CHECKPOINT_STEP.search(checkpoint_key or "")
+    return int(found.group(2)) if found else 0
+
+
 @dataclass(frozen=True)
 class Reservation:
-    """The autoscaler bought (or picked) `instance_id` for a queued job; see ReservationRow."""
+    """What the autoscaler decided for a queued job; see ReservationRow.
+
+    `instance_id` (empty once the job was placed) is claimed until `expires_at`, on-demand
+    when `on_demand`. `seconds_per_step` and `margin_seconds` (a start-up and one
+    interruption) outlive the claim: with them the scheduler knows, at any moment, whether
+    the job's deadline could still take a spot interruption."""
 
     job_id: str
     instance_id: str
     on_demand: bool
     expires_at: datetime
+    seconds_per_step: float = 0.0
+    margin_seconds: float = 0.0
+
+    def holds(self, now: datetime) -> bool:
+        return bool(self.instance_id) and now < self.expires_at
+
+    def spot_until(self, deadline: datetime | None, steps_left: int) -> datetime | None:
+        """The last moment the job may (re)start on a spot GPU and still meet its deadline
+        after one interruption; None when that is not known."""
+        if deadline is None or self.seconds_per_step <= 0:
+            return None
+        work = steps_left * self.seconds_per_step
+        return deadline - timedelta(seconds=work + self.margin_seconds)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The scheduler: priority (aged), then earliest deadline, then arrival; GPU fit by VRAM and
 family; one job per GPU; a much more urgent job may preempt a less urgent one when nothing fits,
-but never one due before it. The GPU the autoscaler bought for a job goes to that job first.
+but never one due before it, nor for a job whose own instance is on its way. The GPU the
+autoscaler bought for a job goes to that job first.
 
 Pure: the same snapshots and `now` always give the same decisions.
 """
@@ -67,14 +68,15 @@ class _FreeGpus:
                     return kind.pop(position)
         return None
 
-    def take_best_fit(self, job: PendingJob) -> GpuSlot | None:
+    def take_best_fit(self, job: PendingJob, now: datetime) -> GpuSlot | None:
         # The smallest GPU that fits keeps the large ones for the jobs that need them. Among
         # equals, a job with a deadline takes on-demand capacity (the autoscaler may have
         # bought it for exactly that), and one without takes spot.
+        spot_ok = not job.on_demand_only and (job.spot_until is None or now <= job.spot_until)
         candidates = [
             kind[-1]
             for kind in self._kinds.values()
-            if kind and fits(job, kind[-1]) and not (job.on_demand_only and kind[-1].spot)
+            if kind and fits(job, kind[-1]) and (spot_ok or not kind[-1].spot)
         ]
         if not candidates:
             return None
@@ -142,12 +144,14 @@ def schedule(
     for job in ordered:
         if job.job_id in already_reserved or job.job_id in on_reserved:
             continue  # its GPU is being freed for it, or it has its reserved one
-        gpu = free.take_best_fit(job)
+        gpu = free.take_best_fit(job, now)
         if gpu is not None:
             assignments.append(_assignment(job, gpu, now, settings))
             continue
-        if job.priority < weakest + settings.preemption_margin:
-            continue  # nothing running is enough less urgent to give way
+        if job.capacity_coming or job.priority < weakest + settings.preemption_margin:
+            # Its own GPU is minutes away, or nothing running is enough less urgent to give
+            # way: a preemption would cost the victim a whole start-up for little gain.
+            continue
         victims = [
             g
             for g in busy

@@ -22,6 +22,10 @@ class PendingJob:
     # The autoscaler bought on-demand capacity for it (its deadline cannot take a spot
     # interruption): it takes on-demand GPUs only.
     on_demand_only: bool = False
+    # An instance bought for it is on its way: it waits for that instead of preempting.
+    capacity_coming: bool = False
+    # After this moment its deadline cannot take a spot interruption: on-demand GPUs only.
+    spot_until: datetime | None = None
 
 
 @dataclass(frozen=True)

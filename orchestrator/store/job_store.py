@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, func, update
+from sqlalchemy import Engine, delete, func, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
@@ -241,13 +241,15 @@ class JobStore:
         errors: list[FrameFleetError | None] = []  # None: applied
         with self._session() as session:
             rows = {row.job_id: row for row in self._rows(session, ids)}
-            assigned = []
+            assigned, ended = [], []
             for move in moves:
                 try:
                     self._move(session, rows.get(move.job_id), move, actor, now)
                     errors.append(None)
                     if move.path and move.path[-1] is JobState.ASSIGNED:
                         assigned.append(move.job_id)
+                    elif move.path and move.path[-1].terminal:
+                        ended.append(move.job_id)
                 except (ConcurrentModification, InvalidTransition, JobNotFound) as error:
                     errors.append(error)
             if assigned:
@@ -258,6 +260,8 @@ class JobStore:
                     .where(col(ReservationRow.job_id).in_(assigned))
                     .values(instance_id="")
                 )
+            if ended:
+                session.exec(delete(ReservationRow).where(col(ReservationRow.job_id).in_(ended)))
             try:
                 session.commit()
             except IntegrityError:
@@ -470,31 +474,31 @@ class JobStore:
         ]
 
     def reserve(self, reservations: Sequence[Reservation]) -> None:
-        """Record (or replace) each job's reservation; expired ones are dropped on the way."""
-        now = self._clock.now()
+        """Record (or replace) each job's reservation (kept until the job ends)."""
         with self._session() as session:
-            for stale in session.exec(
-                select(ReservationRow).where(col(ReservationRow.expires_at) <= now)
-            ).all():
-                session.delete(stale)
             for r in reservations:
                 row = ReservationRow(
                     job_id=r.job_id, instance_id=r.instance_id, on_demand=r.on_demand,
-                    expires_at=r.expires_at,
+                    expires_at=r.expires_at, seconds_per_step=r.seconds_per_step,
+                    margin_seconds=r.margin_seconds,
                 )  # fmt: skip
                 session.merge(row)
             session.commit()
 
-    def reservations(self, now: datetime) -> dict[str, Reservation]:
-        """Unexpired reservations by job."""
+    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]:
+        """The reservations of these jobs (expired claims included: see Reservation)."""
+        found: dict[str, Reservation] = {}
         with self._session() as session:
-            rows = session.exec(
-                select(ReservationRow).where(col(ReservationRow.expires_at) > now)
-            ).all()
-        return {
-            r.job_id: Reservation(r.job_id, r.instance_id, r.on_demand, _utc(r.expires_at))
-            for r in rows
-        }
+            for start in range(0, len(job_ids), 500):  # bounded IN lists
+                chunk = job_ids[start : start + 500]
+                for r in session.exec(
+                    select(ReservationRow).where(col(ReservationRow.job_id).in_(chunk))
+                ).all():
+                    found[r.job_id] = Reservation(
+                        r.job_id, r.instance_id, r.on_demand, _utc(r.expires_at),
+                        r.seconds_per_step, r.margin_seconds,
+                    )  # fmt: skip
+        return found
 
     def count_jobs(self) -> int:
         with self._session() as session:

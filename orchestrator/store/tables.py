@@ -89,4 +89,8 @@ class ReservationRow(SQLModel, table=True):
     job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
     instance_id: str = Field(max_length=128)  # empty once the job was placed
     on_demand: bool
-    expires_at: datetime = Field(sa_column=_utc_column(index=True))
+    expires_at: datetime = Field(sa_column=_utc_column(index=True))  # of the instance claim
+    # The job's pace and the cost of a start-up plus one interruption, for the scheduler's
+    # deadline guard (0: unknown).
+    seconds_per_step: float = Field(default=0.0)
+    margin_seconds: float = Field(default=0.0)

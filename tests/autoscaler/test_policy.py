@@ -17,7 +17,8 @@ from autoscaler.throughput import ThroughputModel, WorkShape
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TYPE = "g6e.xlarge"
 SHAPE = WorkShape("wan/t2v", 832, 480, 81)  # ~2 s per step on an L40S (prior)
-SETTINGS = PurchaseSettings(candidate_types=(TYPE,))
+# The pace rule as Uniform Progress has it (off by default): three interruptions of slack.
+SETTINGS = PurchaseSettings(candidate_types=(TYPE,), behind_slack_factor=3.0)
 
 
 def pool(zone: str, market: Market = Market.SPOT) -> Pool:
@@ -30,7 +31,7 @@ def market(*quotes: PoolQuote) -> MarketSnapshot:
 
 SPOT_A = PoolQuote(pool("a"), 0.70, 0.002)
 SPOT_B = PoolQuote(pool("b"), 0.75, 0.002)
-SPOT_C = PoolQuote(pool("c"), 0.80, 0.002)
+SPOT_C = PoolQuote(pool("c"), 0.76, 0.002)
 ON_DEMAND = PoolQuote(pool("a", Market.ON_DEMAND), 1.861, 0.0)
 MARKET = market(SPOT_A, SPOT_B, SPOT_C, ON_DEMAND)
 
@@ -108,6 +109,15 @@ def test_the_cheapest_pool_per_step_wins_and_spot_is_spread() -> None:
     assert pools[0] == SPOT_A.pool
     assert {p.availability_zone for p in pools} == {"us-east-1a", "us-east-1b", "us-east-1c"}
     assert max(pools.count(p) for p in set(pools)) == 2  # 34% of six
+
+
+def test_spot_is_not_spread_to_a_pool_that_costs_much_more() -> None:
+    dear = PoolQuote(pool("d"), 0.90, 0.002)  # 29% above the cheapest
+    quotes = market(SPOT_A, PoolQuote(pool("b"), 0.72, 0.002), dear, ON_DEMAND)
+    decided = decide(*(job(f"j{i}") for i in range(6)), quotes=quotes)
+    pools = [launch.pool for launch in decided.launches]
+    assert dear.pool not in pools
+    assert sorted(pools.count(p) for p in set(pools)) == [3, 3]
 
 
 def test_a_recently_interrupted_pool_is_avoided() -> None:
@@ -211,7 +221,7 @@ def test_a_job_keeps_the_instance_bought_for_it() -> None:
 def test_a_spot_instance_almost_booted_still_counts_for_a_tight_job() -> None:
     # Slack for a start-up from scratch is too short for spot, but the instance bought for
     # the job has nearly finished its start-up: waiting for it beats buying on-demand.
-    tight = job("tight", deadline_in=timedelta(minutes=64))
+    tight = job("tight", deadline_in=timedelta(minutes=65))
     assert decide(tight).launches[0].pool.market is Market.ON_DEMAND
     nearly = InstanceView("i-nearly", SPOT_B.pool, 0.75, NOW - timedelta(seconds=140), 1)
     state = PlanInput(NOW, (tight,), (nearly,), MARKET, reservations={"tight": "i-nearly"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from autoscaler.deadline import choose_market
@@ -28,10 +29,13 @@ def test_each_rule_decides_as_its_paper_says() -> None:
     assert uniform_progress(lagging, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
     assert greedy(lagging, NOW, work_left, SETTINGS).market is Market.SPOT
     assert on_demand_only(lagging, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
-    # FrameFleet moves a lagging job only once its slack would not absorb three interruptions.
-    assert choose_market(lagging, NOW, work_left, SETTINGS).market is Market.SPOT
+    # FrameFleet keeps the safety net only, by default; with its pace rule turned up it moves
+    # a lagging job once its slack would not absorb three interruptions.
+    paced = replace(SETTINGS, behind_slack_factor=3.0)
     later = job(done=40, submitted_h_ago=3, deadline_in_h=2)
-    assert choose_market(later, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
+    assert choose_market(lagging, NOW, work_left, paced).market is Market.SPOT
+    assert choose_market(later, NOW, work_left, paced).market is Market.ON_DEMAND
+    assert choose_market(later, NOW, work_left, SETTINGS).market is Market.SPOT
     # Ahead of pace: Uniform Progress takes spot too; without a deadline everyone but
     # on-demand only takes spot.
     ahead = job(done=70, submitted_h_ago=3, deadline_in_h=3)

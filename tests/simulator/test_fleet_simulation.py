@@ -45,7 +45,7 @@ async def test_the_product_runs_the_fleet_meets_every_deadline_and_pays_less(
     assert type(simulation.control) is ControlPlaneService
     assert type(simulation.autoscaler) is AutoscalerLoop
     assert vars(autoscaler.loop)["plan"] is autoscaler.policy.plan
-    for name in ("young_daly_interval", "periodic_checkpoint_due"):
+    for name in ("checkpoint_interval", "periodic_checkpoint_due"):
         assert vars(simulator.workers)[name] is vars(worker_ami.agent.checkpoint_policy)[name]
     ours = await simulation.run()
     assert (ours.misses, ours.unfinished, ours.finished_twice) == (0, 0, 0)

@@ -10,6 +10,7 @@ from orchestrator.domain.job_spec import parse_job
 from tests.support import job_dict
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,
+    checkpoint_interval,
     periodic_checkpoint_due,
     young_daly_interval,
 )
@@ -23,6 +24,14 @@ from worker_ami.agent.telemetry import GpuTelemetry, NvmlUnavailable, read_gpus
 )
 def test_young_daly_interval(write_s: float, mtbi_s: float, expected: float) -> None:
     assert young_daly_interval(write_s, mtbi_s) == pytest.approx(expected)
+
+
+def test_spot_intervals_stop_at_the_ceiling_the_autoscaler_counts_on() -> None:
+    # A quiet pool: Young/Daly alone would wait 31 minutes between checkpoints.
+    assert young_daly_interval(20.0, 86400.0) > 1800
+    assert checkpoint_interval(20.0, 86400.0, ceiling=600.0) == 600.0
+    assert checkpoint_interval(2.0, 3600.0, ceiling=600.0) == pytest.approx(120.0)
+    assert math.isinf(checkpoint_interval(20.0, math.inf, ceiling=600.0))  # on-demand
 
 
 def test_young_daly_rejects_nonsense() -> None:

@@ -152,6 +152,7 @@ async def worker(settings: WorkerSettings, clock: Clock | None = None) -> AsyncI
                 device=on_device,
                 mean_time_between_interruptions_s=settings.mtbi_seconds(lifecycle),
                 initial_checkpoint_write_s=settings.initial_checkpoint_write_s,
+                max_checkpoint_interval_s=settings.max_checkpoint_interval_s,
             )
             return JobRunner(store, checkpoints, models, registry, clock, runner_settings)
 

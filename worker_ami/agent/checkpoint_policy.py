@@ -14,6 +14,17 @@ def young_daly_interval(write_seconds: float, mean_time_between_interruptions: f
     return math.sqrt(2.0 * write_seconds * mean_time_between_interruptions)
 
 
+def checkpoint_interval(
+    write_seconds: float, mean_time_between_interruptions: float, ceiling: float = math.inf
+) -> float:
+    """The periodic interval: Young/Daly, but never longer than `ceiling` on spot, because
+    the autoscaler's deadline rule counts on no interruption losing more work than that (a
+    notice usually leaves time for a checkpoint; one without a usable notice does not)."""
+    if math.isinf(mean_time_between_interruptions):
+        return math.inf
+    return min(young_daly_interval(write_seconds, mean_time_between_interruptions), ceiling)
+
+
 @dataclass(frozen=True)
 class CheckpointClock:
     """Measured inputs of the decision, updated as the job runs."""

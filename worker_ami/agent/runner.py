@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,9 +23,9 @@ from orchestrator.domain.job_spec import JobSpec
 from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,
+    checkpoint_interval,
     periodic_checkpoint_due,
     smoothed,
-    young_daly_interval,
 )
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, WorkerError
@@ -49,6 +48,9 @@ class RunnerSettings:
     mean_time_between_interruptions_s: float = 6 * 3600.0
     # The first guess of delta before a checkpoint write has been measured.
     initial_checkpoint_write_s: float = 2.0
+    # On spot, at most this long between checkpoints (the autoscaler's
+    # `checkpoint_interval_seconds` assumes it).
+    max_checkpoint_interval_s: float = 600.0
 
 
 def checkpoint_identity(spec: JobSpec, model: CachedModel) -> CheckpointIdentity:
@@ -175,8 +177,11 @@ class JobRunner:
         await self._publish(spec, attempt, renderer, state, model, report)
 
     def _interval(self) -> float:
-        mtbi = self._settings.mean_time_between_interruptions_s
-        return math.inf if math.isinf(mtbi) else young_daly_interval(self._write_estimate, mtbi)
+        return checkpoint_interval(
+            self._write_estimate,
+            self._settings.mean_time_between_interruptions_s,
+            self._settings.max_checkpoint_interval_s,
+        )
 
     async def _write_checkpoint(
         self, state: DenoiseState, identity: CheckpointIdentity, attempt: int, report: JobReport

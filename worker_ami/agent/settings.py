@@ -38,6 +38,9 @@ class WorkerSettings(EnvThenTomlSettings):
     # Mean time between interruptions for spot pools (the autoscaler refines it per pool).
     spot_mtbi_hours: float = Field(default=6.0, gt=0)
     initial_checkpoint_write_s: float = Field(default=2.0, gt=0)
+    # On spot, at most this long between checkpoints: the autoscaler's deadline rule counts
+    # on no interruption losing more (its `checkpoint_interval_seconds`).
+    max_checkpoint_interval_s: float = Field(default=600.0, gt=0)
     # The MQTT service (`framefleet-worker serve`).
     worker_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     mqtt_host: str = "127.0.0.1"

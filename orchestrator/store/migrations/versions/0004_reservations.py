@@ -23,6 +23,8 @@ def upgrade() -> None:
         sa.Column("instance_id", sa.String(length=128), nullable=False),
         sa.Column("on_demand", sa.Boolean(), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("seconds_per_step", sa.Float(), nullable=False),
+        sa.Column("margin_seconds", sa.Float(), nullable=False),
     )
     op.create_index("ix_reservations_expires_at", "reservations", ["expires_at"])
 
