@@ -22,7 +22,13 @@ from orchestrator.control.apply import as_move
 from orchestrator.control.job_events import Decision, Ignore, RetryPolicy, apply_event, requeue
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import ConcurrentModification, FrameFleetError
-from orchestrator.domain.job_record import JobMove, JobRecord, Placement, checkpoint_step
+from orchestrator.domain.job_record import (
+    JobMove,
+    JobRecord,
+    Placement,
+    Reservation,
+    checkpoint_step,
+)
 from orchestrator.domain.job_state import ACTIVE_STATES, JobState
 from orchestrator.domain.worker_protocol import (
     Channel,
@@ -87,6 +93,19 @@ class WorkerLink(Protocol):
     async def publish(self, topic: str, payload: str, retain: bool = False) -> None: ...
 
     async def run(self, stop: asyncio.Event) -> None: ...
+
+
+def _steps_left(job: JobRecord) -> int:
+    """Steps after its newest checkpoint (what a restart would have to do again)."""
+    return job.spec.steps - checkpoint_step(job.last_checkpoint)
+
+
+def _can_restart(job: JobRecord, reservation: Reservation | None, now: datetime) -> bool:
+    """Could the job be stopped and started again elsewhere and still meet its deadline?
+    Not once its deadline could no longer take an interruption (it may be on the on-demand
+    GPU bought for exactly that)."""
+    until = reservation.spot_until(job.deadline, _steps_left(job)) if reservation else None
+    return until is None or now <= until
 
 
 def command_id(kind: CommandKind, job: JobRecord) -> str:
@@ -365,12 +384,13 @@ class ControlPlaneService:
         queued = await asyncio.to_thread(self._store.schedulable, now)
         if not queued:
             return
-        reserved = await asyncio.to_thread(self._store.reservations, [j.job_id for j in queued])
+        ids = [j.job_id for j in queued] + [p.job.job_id for p in placements]
+        reserved = await asyncio.to_thread(self._store.reservations, ids)
         pending = []
         for job in queued:
             reservation = reserved.get(job.job_id)
             holds = reservation is not None and reservation.holds(now)
-            steps_left = job.spec.steps - checkpoint_step(job.last_checkpoint)
+            steps_left = _steps_left(job)
             pending.append(
                 PendingJob(
                     job.job_id,
@@ -397,7 +417,8 @@ class ControlPlaneService:
                 p.job.priority,
                 p.job.deadline,
                 p.since,
-                preemptible=p.job.state is JobState.RUNNING,
+                preemptible=p.job.state is JobState.RUNNING
+                and _can_restart(p.job, reserved.get(p.job.job_id), now),
             )
             for p in placements
         }
