@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from simulator.fleet import compare_fleet
 from simulator.report import chart, fleet_table
 from simulator.results import FleetResult
 from simulator.workload import daily_poisson, load_jobs
+
+TABLE_WIDTH = 130
 
 
 def add_commands(commands: Any) -> None:
@@ -49,6 +52,11 @@ def simulate_fleet(
 
 
 def run_command(args: argparse.Namespace, console: Console) -> None:
+    # The simulated fleet runs the real loops, whose every decision is logged for operators;
+    # here the table is the answer.
+    for loop in ("orchestrator", "autoscaler"):
+        logging.getLogger(loop).setLevel(logging.ERROR)
+    console.width = max(console.width, TABLE_WIDTH)
     results = simulate_fleet(
         args.traces, args.jobs, args.count, args.days, args.seed, args.changeover_hours,
         args.start_hours,
