@@ -11,9 +11,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from autoscaler.pools import Market
 from autoscaler.snapshot import JobDemand, PurchaseSettings
@@ -26,9 +26,32 @@ class MarketChoice:
     slack_seconds: float
 
 
-# (job, now, on-demand seconds left, settings) -> choice: `choose_market`, or another rule to
-# compare it with in the simulator.
-MarketRule = Callable[[JobDemand, datetime, float, PurchaseSettings], MarketChoice]
+class MarketRule(Protocol):
+    """`choose_market`, or another rule to compare it with in the simulator."""
+
+    def __call__(
+        self,
+        job: JobDemand,
+        now: datetime,
+        on_demand_seconds_left: float,
+        settings: PurchaseSettings,
+        startup_seconds: float | None = None,
+    ) -> MarketChoice: ...
+
+
+def new_instance_startup(settings: PurchaseSettings) -> float:
+    """A new instance: boot, then model load."""
+    return settings.boot_seconds + settings.model_load_seconds
+
+
+def interruption_seconds(settings: PurchaseSettings) -> float:
+    """What one interruption costs a job: a new start-up elsewhere, the most work it may
+    lose, and the autoscaler's time to react."""
+    return (
+        new_instance_startup(settings)
+        + settings.checkpoint_interval_seconds
+        + settings.reaction_seconds
+    )
 
 
 def choose_market(
@@ -36,14 +59,16 @@ def choose_market(
     now: datetime,
     on_demand_seconds_left: float,
     settings: PurchaseSettings,
+    startup_seconds: float | None = None,
 ) -> MarketChoice:
-    """`on_demand_seconds_left`: the job's remaining work on the fastest on-demand pool."""
+    """`on_demand_seconds_left`: the job's remaining work on the fastest on-demand pool;
+    `startup_seconds`: before it can start where it would run (default: a new instance's)."""
     if job.deadline is None:
         return MarketChoice(Market.SPOT, "no deadline: spot", float("inf"))
     to_deadline = (job.deadline - now).total_seconds()
-    startup = settings.boot_seconds + settings.model_load_seconds
+    startup = new_instance_startup(settings) if startup_seconds is None else startup_seconds
     slack = to_deadline - startup - on_demand_seconds_left
-    interruption = startup + settings.checkpoint_interval_seconds + settings.reaction_seconds
+    interruption = interruption_seconds(settings)
     hours = slack / 3600
     if slack < interruption:
         what = "unreachable" if slack < 0 else "one interruption from unreachable"

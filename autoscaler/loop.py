@@ -13,7 +13,12 @@ from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation, Actuator
 from autoscaler.catalog import kind_of
-from autoscaler.deadline import MarketRule, choose_market
+from autoscaler.deadline import (
+    MarketRule,
+    choose_market,
+    interruption_seconds,
+    new_instance_startup,
+)
 from autoscaler.demand import DemandSource
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
@@ -108,14 +113,10 @@ class AutoscalerLoop:
         could no longer take an interruption."""
         settings = self.settings
         jobs = {job.job_id: job for job in queued}
-        startup = settings.boot_seconds + settings.model_load_seconds
         # Restarting on a free GPU (model load) plus one interruption, as choose_market counts.
-        margin = (settings.model_load_seconds + startup + settings.checkpoint_interval_seconds
-                  + settings.reaction_seconds)  # fmt: skip
+        margin = settings.model_load_seconds + interruption_seconds(settings)
         expires = (
-            self.clock.now()
-            + timedelta(seconds=settings.boot_seconds + settings.model_load_seconds)
-            + RESERVATION_GRACE
+            self.clock.now() + timedelta(seconds=new_instance_startup(settings)) + RESERVATION_GRACE
         )
         picked = [(job_id, instance_id) for job_id, instance_id in decided.placed]
         picked += [(j, i.instance_id) for launch, i in done.launched for j in launch.job_ids]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from autoscaler.catalog import InstanceKind, kind_of
@@ -89,16 +89,10 @@ def _market_allows(
         return True
     booted_at = instance.launched_at + timedelta(seconds=settings.boot_seconds)
     boot_left = max(0.0, (booted_at - now).total_seconds())
-    # Starting there costs only the boot it has left; an interruption there still costs a
-    # whole new start-up elsewhere (moved into the interruption's share, so the sum holds).
-    there = replace(
-        settings,
-        boot_seconds=boot_left,
-        checkpoint_interval_seconds=settings.checkpoint_interval_seconds
-        + settings.boot_seconds
-        - boot_left,
-    )
-    return rule(job, now, on_demand_seconds_left, there).market is Market.SPOT
+    # Starting there costs only the boot it has left (an interruption there still costs a
+    # whole new start-up elsewhere).
+    startup = boot_left + settings.model_load_seconds
+    return rule(job, now, on_demand_seconds_left, settings, startup).market is Market.SPOT
 
 
 def _fastest_on_demand(

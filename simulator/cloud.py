@@ -13,21 +13,13 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from autoscaler.ec2.ports import (
-    FLEET_TAG,
-    MARKET_TAG,
-    REASON_TAG,
-    CapacityUnavailable,
-    LaunchRequest,
-    LaunchResult,
-    ObservedInstance,
-)
+from autoscaler.ec2.fake import FakeEc2
+from autoscaler.ec2.ports import LaunchRequest, ObservedInstance
 from autoscaler.market.trace import ON_DEMAND_PRICES, Trace
 from autoscaler.pools import Market, Pool
 from orchestrator.domain.clock import Clock
@@ -54,51 +46,36 @@ class SimInstance:
         return self.observed.pool
 
 
-class SimulatedEc2:
+class SimulatedEc2(FakeEc2):
+    """FakeEc2 (idempotent launches, tags, describe) whose capacity is the trace's, with
+    notices, reclaims and billing on top."""
+
+    no_capacity = "no spot capacity in the trace now"
+
     def __init__(
         self, trace: Trace, clock: Clock, boot_seconds: float, silent_share: float = 0.0
     ) -> None:
+        super().__init__(clock)
         self.trace = trace
-        self._clock = clock
         self._boot = timedelta(seconds=boot_seconds)
         self._silent_share = silent_share
-        self.instances: dict[str, SimInstance] = {}  # every instance ever launched
-        self._by_token: dict[str, LaunchResult] = {}
-        self._ids = itertools.count(1)
-
-    # -- the Ec2Fleet port ---------------------------------------------------------------------
-
-    async def launch(self, request: LaunchRequest) -> LaunchResult:
-        if request.client_token in self._by_token:
-            return self._by_token[request.client_token]
-        errors = []
-        for pool in request.pools:
-            if not self._has_capacity(pool):
-                errors.append(
-                    CapacityUnavailable(
-                        pool, "InsufficientInstanceCapacity", "no spot capacity in the trace now"
-                    )
-                )
-                continue
-            launched = tuple(self._start(pool, request) for _ in range(request.count))
-            result = LaunchResult(launched, tuple(errors))
-            self._by_token[request.client_token] = result
-            return result
-        return LaunchResult((), tuple(errors))
+        self.records: dict[str, SimInstance] = {}  # every instance ever launched
 
     async def terminate(self, instance_ids: Sequence[str]) -> None:
         for instance_id in instance_ids:
-            instance = self.instances.get(instance_id)
+            instance = self.records.get(instance_id)
             if instance is not None and instance.ended_at is None:
                 self._end(instance)
 
-    async def describe(self, fleet_id: str) -> list[ObservedInstance]:
-        return [i.observed for i in self.live() if i.observed.tags.get(FLEET_TAG) == fleet_id]
+    def has_capacity(self, pool: Pool) -> bool:
+        if pool.market is Market.ON_DEMAND:
+            return True
+        return self._available(pool.availability_zone, self.trace.tick(self._clock.now()))
 
     # -- what the simulation asks of the cloud --------------------------------------------------
 
     def live(self) -> list[SimInstance]:
-        return [i for i in self.instances.values() if i.ended_at is None]
+        return [i for i in self.records.values() if i.ended_at is None]
 
     def bill(self, until: datetime) -> None:
         """Charge every live instance up to `until` at its pool's current price (the caller
@@ -160,24 +137,16 @@ class SimulatedEc2:
         series = self.trace.zones[zone].available
         return tick >= len(series) or series[tick] == 1
 
-    def _has_capacity(self, pool: Pool) -> bool:
-        if pool.market is Market.ON_DEMAND:
-            return True
-        return self._available(pool.availability_zone, self.trace.tick(self._clock.now()))
-
     def _start(self, pool: Pool, request: LaunchRequest) -> ObservedInstance:
-        now = self._clock.now()
-        instance_id = f"i-{next(self._ids):017x}"
-        observed = ObservedInstance(
-            instance_id, pool, "running", now,
-            {FLEET_TAG: request.fleet_id, MARKET_TAG: pool.market.value,
-             REASON_TAG: request.reason},
-        )  # fmt: skip
-        digest = hashlib.sha256(instance_id.encode()).digest()
+        observed = super()._start(pool, request)
+        digest = hashlib.sha256(observed.instance_id.encode()).digest()
         silent = digest[0] / 256 < self._silent_share
-        self.instances[instance_id] = SimInstance(observed, now + self._boot, silent)
+        self.records[observed.instance_id] = SimInstance(
+            observed, observed.launched_at + self._boot, silent
+        )
         return observed
 
     def _end(self, instance: SimInstance) -> None:
         self.bill(self._clock.now())
         instance.ended_at = self._clock.now()
+        self.instances.pop(instance.instance_id, None)

@@ -78,10 +78,6 @@ class FleetSetup:
     idle_timeout: timedelta = timedelta(minutes=3)
     purchase: PurchaseSettings | None = None  # default: `purchase_settings(self)`
 
-    @property
-    def changeover_seconds(self) -> float:
-        return self.boot_seconds + self.worker.model_load_seconds
-
 
 def setup_for_changeover(changeover_hours: float) -> FleetSetup:
     """A start-up of `changeover_hours`: two minutes of model load, the rest boot."""
@@ -122,17 +118,14 @@ class _MemoryLink:
 
 class _HandledQueue:
     """The interruptions queue: events are handed to the loop directly, so there is never
-    anything left to receive; deletes are counted."""
-
-    def __init__(self) -> None:
-        self.deleted = 0
+    anything left to receive or delete."""
 
     async def receive(self, max_messages: int, wait_seconds: int,
                       visibility_timeout: int) -> list[ReceivedMessage]:  # fmt: skip
         return []
 
     async def delete(self, receipt_handles: Sequence[str]) -> None:
-        self.deleted += len(receipt_handles)
+        return None
 
     async def extend_visibility(self, receipt_handles: Sequence[str], seconds: int) -> None:
         return None
@@ -284,7 +277,7 @@ class FleetSimulation:
                 misses += 1
         spot = on_demand = 0.0
         now = self.clock.now()
-        for instance in self.cloud.instances.values():
+        for instance in self.cloud.records.values():
             hours = ((instance.ended_at or now) - instance.observed.launched_at).total_seconds()
             if instance.pool.market is Market.SPOT:
                 spot += hours / 3600
@@ -294,13 +287,13 @@ class FleetSimulation:
         assert succeeded == len(self.finished), "the store and the workers disagree"
         return FleetResult(
             self.policy.name,
-            sum(i.cost for i in self.cloud.instances.values()),
+            sum(i.cost for i in self.cloud.records.values()),
             spot,
             on_demand,
             misses,
             unfinished,
-            interruptions=sum(i.interrupted for i in self.cloud.instances.values()),
-            launches=len(self.cloud.instances),
+            interruptions=sum(i.interrupted for i in self.cloud.records.values()),
+            launches=len(self.cloud.records),
             finished_twice=self.finished_twice,
         )
 

@@ -36,22 +36,35 @@ class FleetPolicy:
 
 
 def on_demand_only(
-    job: JobDemand, now: datetime, on_demand_seconds_left: float, settings: PurchaseSettings
+    job: JobDemand,
+    now: datetime,
+    on_demand_seconds_left: float,
+    settings: PurchaseSettings,
+    startup_seconds: float | None = None,
 ) -> MarketChoice:
     return MarketChoice(Market.ON_DEMAND, "on-demand only", float("inf"))
 
 
 def greedy(
-    job: JobDemand, now: datetime, on_demand_seconds_left: float, settings: PurchaseSettings
+    job: JobDemand,
+    now: datetime,
+    on_demand_seconds_left: float,
+    settings: PurchaseSettings,
+    startup_seconds: float | None = None,
 ) -> MarketChoice:
     """FrameFleet's safety net without its pace rule."""
-    return choose_market(job, now, on_demand_seconds_left, replace(settings, behind_slack_factor=0))
+    no_pace_rule = replace(settings, behind_slack_factor=0)
+    return choose_market(job, now, on_demand_seconds_left, no_pace_rule, startup_seconds)
 
 
 def uniform_progress(
-    job: JobDemand, now: datetime, on_demand_seconds_left: float, settings: PurchaseSettings
+    job: JobDemand,
+    now: datetime,
+    on_demand_seconds_left: float,
+    settings: PurchaseSettings,
+    startup_seconds: float | None = None,
 ) -> MarketChoice:
-    net = greedy(job, now, on_demand_seconds_left, settings)
+    net = greedy(job, now, on_demand_seconds_left, settings, startup_seconds)
     if job.deadline is None or net.market is Market.ON_DEMAND:
         return net
     window = (job.deadline - job.submitted_at).total_seconds()

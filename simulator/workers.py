@@ -1,6 +1,6 @@
 """A simulated GPU worker: it speaks the real worker protocol (hello, heartbeats with recent
 outcomes, job events, commands) and decides when to checkpoint with the worker agent's own
-policy (`young_daly_interval`, `periodic_checkpoint_due`); only the rendering is replaced by
+policy (`checkpoint_interval`, `periodic_checkpoint_due`); only the rendering is replaced by
 time passing: a job needs `steps x step_seconds` of GPU time after its model is loaded.
 
 On a spot notice (its IMDS) it stops taking work, reports the notice, checkpoints at once and
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from autoscaler.demand import steps_done
 from autoscaler.pools import Market
+from orchestrator.domain.job_record import checkpoint_step
 from orchestrator.domain.job_spec import JobSpec
 from orchestrator.domain.worker_protocol import (
     Channel,
@@ -87,6 +87,15 @@ class SimulatedWorker:
     _sequence: itertools.count[int] = field(default_factory=itertools.count)
     _events: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _seen_commands: set[str] = field(default_factory=set)
+    interval: float = field(init=False)  # between periodic checkpoints
+
+    def __post_init__(self) -> None:
+        # Its pool's rate and the write time are fixed for the worker's life.
+        self.interval = checkpoint_interval(
+            self.model.checkpoint_write_seconds,
+            self.mtbi_seconds,
+            self.model.max_checkpoint_interval_seconds,
+        )
 
     @property
     def worker_id(self) -> str:
@@ -174,9 +183,9 @@ class SimulatedWorker:
                 job.writing_step = self._step(job)
                 job.stall_seconds = self.model.checkpoint_write_seconds
                 continue
-            # The interval passed without a checkpoint due: the job ends before one could pay.
-            due_in = job.since_checkpoint < self._interval()
-            to_due = self._interval() - job.since_checkpoint if due_in else math.inf
+            to_due = self.interval - job.since_checkpoint
+            if to_due <= 0:  # passed with no checkpoint due: the job ends before one would pay
+                to_due = math.inf
             spent = min(seconds - elapsed, total - job.done_seconds, to_due)
             job.done_seconds += spent
             job.since_checkpoint += spent
@@ -186,7 +195,7 @@ class SimulatedWorker:
 
     def _checkpoint_due(self, job: _Attempt, total: float) -> bool:
         view = CheckpointClock(
-            interval=self._interval(),
+            interval=self.interval,
             seconds_since_last=job.since_checkpoint,
             remaining_seconds=total - job.done_seconds,
             write_seconds=self.model.checkpoint_write_seconds,
@@ -194,13 +203,6 @@ class SimulatedWorker:
         return periodic_checkpoint_due(view)
 
     # -- inside --------------------------------------------------------------------------------
-
-    def _interval(self) -> float:
-        return checkpoint_interval(
-            self.model.checkpoint_write_seconds,
-            self.mtbi_seconds,
-            self.model.max_checkpoint_interval_seconds,
-        )
 
     def _step(self, job: _Attempt) -> int:
         return min(job.spec.steps, int(job.done_seconds // self.model.step_seconds))
@@ -216,7 +218,7 @@ class SimulatedWorker:
         spec = command.spec
         load = 0.0 if spec.model in self.loaded_models else self.model.model_load_seconds
         self.loaded_models.add(spec.model)
-        resumed = steps_done(command.resume_from) * self.model.step_seconds
+        resumed = checkpoint_step(command.resume_from) * self.model.step_seconds
         self.job = _Attempt(spec, command.attempt, resumed, load,
                             last_checkpoint=command.resume_from)  # fmt: skip
         self._event(now, EventKind.STARTED, job_id=spec.job_id, attempt=command.attempt)
@@ -230,7 +232,7 @@ class SimulatedWorker:
             key = self._key(job, self._step(job))
         self.job = None
         self._event(now, EventKind.PREEMPTED, job_id=job.spec.job_id, attempt=job.attempt,
-                    step=steps_done(key), checkpoint=key, outcome=True)  # fmt: skip
+                    step=checkpoint_step(key), checkpoint=key, outcome=True)  # fmt: skip
 
     def _checkpoint_durable(self, job: _Attempt, at: datetime) -> None:
         assert job.writing_step is not None
@@ -238,7 +240,7 @@ class SimulatedWorker:
         job.writing_step = None
         job.since_checkpoint = 0.0
         self._event(at, EventKind.CHECKPOINT_DURABLE, job_id=job.spec.job_id,
-                    attempt=job.attempt, step=steps_done(job.last_checkpoint),
+                    attempt=job.attempt, step=checkpoint_step(job.last_checkpoint),
                     checkpoint=job.last_checkpoint)  # fmt: skip
 
     def _finish(self, job: _Attempt, at: datetime) -> None:

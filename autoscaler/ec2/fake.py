@@ -20,6 +20,9 @@ from orchestrator.domain.clock import Clock
 
 
 class FakeEc2:
+    # What a capacity error says; the simulator's cloud says why in its own words.
+    no_capacity = "no capacity (fake)"
+
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self.insufficient: set[Pool] = set()
@@ -34,9 +37,9 @@ class FakeEc2:
             return self._by_token[request.client_token]
         errors = []
         for pool in request.pools:
-            if pool in self.insufficient:
+            if not self.has_capacity(pool):
                 errors.append(
-                    CapacityUnavailable(pool, "InsufficientInstanceCapacity", "no capacity (fake)")
+                    CapacityUnavailable(pool, "InsufficientInstanceCapacity", self.no_capacity)
                 )
                 continue
             launched = tuple(self._start(pool, request) for _ in range(request.count))
@@ -44,6 +47,9 @@ class FakeEc2:
             self._by_token[request.client_token] = result
             return result
         return LaunchResult((), tuple(errors))
+
+    def has_capacity(self, pool: Pool) -> bool:
+        return pool not in self.insufficient
 
     def _start(self, pool: Pool, request: LaunchRequest) -> ObservedInstance:
         instance = ObservedInstance(

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from sqlalchemy import Engine, delete, func, update
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -68,6 +69,17 @@ def _record(row: JobRow, spec: JobSpec | None = None) -> JobRecord:
         job_faults=row.job_faults,
         not_before=_utc(row.not_before) if row.not_before else None,
     )
+
+
+_Keyed = TypeVar("_Keyed", JobRow, ReservationRow)
+
+
+def _rows_of(session: Session, table: type[_Keyed], job_ids: Sequence[str]) -> list[_Keyed]:
+    found: list[_Keyed] = []
+    for start in range(0, len(job_ids), 500):  # bounded IN lists
+        chunk = job_ids[start : start + 500]
+        found.extend(session.exec(select(table).where(col(table.job_id).in_(chunk))).all())
+    return found
 
 
 class JobStore:
@@ -280,11 +292,7 @@ class JobStore:
 
     @staticmethod
     def _rows(session: Session, job_ids: Sequence[str]) -> Sequence[JobRow]:
-        found: list[JobRow] = []
-        for start in range(0, len(job_ids), 500):  # bounded IN lists
-            chunk = job_ids[start : start + 500]
-            found.extend(session.exec(select(JobRow).where(col(JobRow.job_id).in_(chunk))).all())
-        return found
+        return _rows_of(session, JobRow, job_ids)
 
     def _move(
         self, session: Session, row: JobRow | None, move: JobMove, actor: str, now: datetime
@@ -487,18 +495,13 @@ class JobStore:
 
     def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]:
         """The reservations of these jobs (expired claims included: see Reservation)."""
-        found: dict[str, Reservation] = {}
         with self._session() as session:
-            for start in range(0, len(job_ids), 500):  # bounded IN lists
-                chunk = job_ids[start : start + 500]
-                for r in session.exec(
-                    select(ReservationRow).where(col(ReservationRow.job_id).in_(chunk))
-                ).all():
-                    found[r.job_id] = Reservation(
-                        r.job_id, r.instance_id, r.on_demand, _utc(r.expires_at),
-                        r.seconds_per_step, r.margin_seconds,
-                    )  # fmt: skip
-        return found
+            rows = _rows_of(session, ReservationRow, job_ids)
+        return {
+            r.job_id: Reservation(r.job_id, r.instance_id, r.on_demand, _utc(r.expires_at),
+                                  r.seconds_per_step, r.margin_seconds)
+            for r in rows
+        }  # fmt: skip
 
     def count_jobs(self) -> int:
         with self._session() as session:
