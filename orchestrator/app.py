@@ -20,14 +20,16 @@ from prometheus_client import CollectorRegistry
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsJobQueue
 from orchestrator.config import Settings
 from orchestrator.control.job_events import RetryPolicy
+from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService, ControlSettings
 from orchestrator.domain.clock import Clock, SystemClock
 from orchestrator.intake.loop import IntakeLoop
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import JobSink
-from orchestrator.interruptions.loop import InterruptionsLoop
+from orchestrator.interruptions.loop import InterruptionMetrics, InterruptionsLoop
 from orchestrator.mqtt.link import LinkSettings
 from orchestrator.store.engine import make_engine, redact_url
+from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 
@@ -74,7 +76,9 @@ async def sqs_client(settings: Settings) -> AsyncIterator[SQSClient]:
         yield client
 
 
-def build_control_service(settings: Settings, store: JobStore, clock: Clock) -> ControlPlaneService:
+def build_control_service(
+    settings: Settings, store: JobStore, clock: Clock, refusals: RefusedMessages | None = None
+) -> ControlPlaneService:
     mqtt, control = settings.mqtt, settings.control
     assert mqtt.host is not None
     return ControlPlaneService(
@@ -96,6 +100,8 @@ def build_control_service(settings: Settings, store: JobStore, clock: Clock) -> 
                 max_attempts=control.max_attempts, max_job_faults=control.max_job_faults
             ),
         ),
+        refusals=refusals,
+        instances=InstanceLedger(store.engine, clock),
     )
 
 
@@ -131,14 +137,17 @@ async def control_plane(
             intake = build_intake(sqs, settings, store, clock, metrics)
             plane = ControlPlane(store, intake, metrics, registry)
             if settings.mqtt.host is not None:
-                plane.service = build_control_service(settings, store, clock)
+                dead_letters = SqsDeadLetterQueue(sqs, settings.require_queues()[1])
+                refusals = RefusedMessages(clock, dead_letters, registry)
+                plane.service = build_control_service(settings, store, clock, refusals)
                 if settings.interruptions_queue_url:
                     plane.interruptions = InterruptionsLoop(
                         SqsJobQueue(sqs, settings.interruptions_queue_url),
-                        SqsDeadLetterQueue(sqs, settings.require_queues()[1]),
+                        dead_letters,
                         plane.service,
                         clock,
-                        wait_seconds=settings.intake.wait_seconds,
+                        settings.interruption_settings(),
+                        InterruptionMetrics(registry),
                     )
             yield plane
     finally:

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from prometheus_client import start_http_server
+from prometheus_client import CollectorRegistry, start_http_server
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from autoscaler.cli import add_commands as add_autoscaler_commands
 from autoscaler.cli import run_command as run_autoscaler_command
@@ -31,7 +32,8 @@ from orchestrator.domain.errors import ConfigurationError
 from orchestrator.domain.job_record import JobRecord
 from orchestrator.domain.job_spec import job_json_schema
 from orchestrator.domain.job_state import JobState
-from orchestrator.domain.settings_support import exit_with
+from orchestrator.domain.outside_text import printable
+from orchestrator.domain.settings_support import configure_logging, exit_with
 from orchestrator.store.job_store import JobStore
 from simulator.cli import add_commands as add_simulate_commands
 from simulator.cli import run_command as run_simulate_command
@@ -128,21 +130,40 @@ def dead_letter_table(letters: list[DeadLetter]) -> Table:
     for column in ("original message", "reason", "errors", "body"):
         table.add_column(column, overflow="fold")
     for letter in letters:
-        errors = json.loads(letter.errors) if letter.errors else []
         table.add_row(
-            letter.original_message_id[:8],
-            letter.reason,
-            "\n".join(errors),
-            letter.body if len(letter.body) < 60 else letter.body[:57] + "...",
+            outside(letter.original_message_id, 8),
+            outside(letter.reason, 64),
+            outside("\n".join(_error_lines(letter.errors)), 2000, keep_newlines=True),
+            outside(letter.body, 57),
         )
     return table
+
+
+def outside(text: str, limit: int, keep_newlines: bool = False) -> Text:
+    """Text from producers or workers as plain text: rich reads no markup in it (no colours,
+    no links), and control characters are escaped."""
+    if keep_newlines:
+        return Text("\n".join(printable(line, limit) for line in text.splitlines()))
+    return Text(printable(text, limit))
+
+
+def _error_lines(errors: str) -> list[str]:
+    """The errors attribute is a JSON list we wrote, but the queue is open to anyone who may
+    send to it: anything else is shown as it is."""
+    try:
+        parsed = json.loads(errors) if errors else []
+    except (ValueError, RecursionError):
+        return [errors]
+    if isinstance(parsed, list) and all(isinstance(line, str) for line in parsed):
+        return parsed
+    return [errors]
 
 
 def show_job(store: JobStore, job_id: str, console: Console) -> None:
     record = store.get(job_id)
     console.print(
-        f"[bold]{record.job_id}[/] state={record.state.value} "
-        f"version={record.version} attempt={record.attempt}"
+        Text(record.job_id, style="bold"),
+        f"state={record.state.value} version={record.version} attempt={record.attempt}",
     )
     console.print_json(record.spec.canonical_json())
     history = Table(title="history")
@@ -154,17 +175,27 @@ def show_job(store: JobStore, job_id: str, console: Console) -> None:
             event.from_state.value if event.from_state else "-",
             event.to_state.value,
             str(event.attempt),
-            event.actor,
-            event.reason,
+            outside(event.actor, 128),
+            # Reasons quote workers' error messages.
+            outside(event.reason, 2000),
         )
     console.print(history)
+
+
+def serve_metrics(host: str, port: int, registry: CollectorRegistry) -> None:
+    try:
+        start_http_server(port, addr=host, registry=registry)
+    except OSError as error:
+        raise ConfigurationError(
+            f"cannot serve metrics on {host}:{port}: {error.strerror or error}"
+        ) from None
 
 
 async def _serve(settings: Settings) -> None:
     stop = stop_on_signals()
     async with control_plane(settings, SystemClock()) as plane:
         if settings.metrics_port:
-            start_http_server(settings.metrics_port, registry=plane.registry)
+            serve_metrics(settings.metrics_host, settings.metrics_port, plane.registry)
         log.info("control plane running; SIGTERM drains in-flight batches and stops")
         await plane.run(stop)
         log.info("stopped cleanly")
@@ -174,13 +205,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console()
     settings = load_settings(args.config)
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
-    # Migration chatter is noise on every command; failures still surface as errors.
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    configure_logging(settings.log_level, settings.library_log_level)
     if args.command == "serve":
         asyncio.run(_serve(settings))
     elif args.command == "schema":

@@ -7,6 +7,7 @@ FRAMEFLEET_CONFIG (or `framefleet --config FILE`), then defaults.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import ClassVar
 
@@ -17,6 +18,7 @@ from orchestrator.domain.errors import ConfigurationError
 from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES
 from orchestrator.domain.settings_support import EnvThenTomlSettings, load
 from orchestrator.intake.loop import IntakeSettings
+from orchestrator.interruptions.loop import InterruptionSettings
 
 CONFIG_FILE_ENV = "FRAMEFLEET_CONFIG"
 
@@ -55,6 +57,13 @@ class ControlConfig(BaseModel):
     max_job_faults: int = Field(default=2, ge=1)
 
 
+class InterruptionsConfig(BaseModel):
+    # Older EventBridge events are logged and ignored: heartbeat timeouts have settled them.
+    max_event_age_seconds: float = Field(default=900.0, gt=0)
+    # Receives of an event whose action keeps failing before it is dead-lettered.
+    max_tries: int = Field(default=5, ge=1, le=100)
+
+
 class AutoscalerConfig(BaseModel):
     fleet_id: str = Field(default="framefleet", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     launch_template: str = "framefleet-worker"
@@ -88,13 +97,27 @@ class Settings(EnvThenTomlSettings):
     max_message_bytes: int = Field(default=DEFAULT_MAX_MESSAGE_BYTES, ge=1024, le=1024 * 1024)
     auto_migrate: bool = True
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # Loopback unless asked: the metrics say which jobs run where, for anyone who can connect.
+    metrics_host: str = "127.0.0.1"
     log_level: str = "INFO"
+    # Libraries' loggers (botocore, aiomqtt, sqlalchemy) stay at INFO unless set here: at
+    # DEBUG they log credentials and whole job bodies.
+    library_log_level: str | None = None
     intake: IntakeConfig = Field(default_factory=IntakeConfig)
     mqtt: MqttConfig = Field(default_factory=MqttConfig)
     control: ControlConfig = Field(default_factory=ControlConfig)
     autoscaler: AutoscalerConfig = Field(default_factory=AutoscalerConfig)
     # EventBridge EC2 events (spot warnings, rebalance, state changes) delivered to SQS.
     interruptions_queue_url: str | None = None
+    interruptions: InterruptionsConfig = Field(default_factory=InterruptionsConfig)
+
+    def interruption_settings(self) -> InterruptionSettings:
+        return InterruptionSettings(
+            region=self.region,
+            max_event_age=timedelta(seconds=self.interruptions.max_event_age_seconds),
+            wait_seconds=self.intake.wait_seconds,
+            max_tries=self.interruptions.max_tries,
+        )
 
     def require_queues(self) -> tuple[str, str]:
         if not self.jobs_queue_url or not self.dead_letter_queue_url:

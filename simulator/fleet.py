@@ -44,7 +44,7 @@ from orchestrator.domain.job_spec import JobSpec
 from orchestrator.domain.job_state import JobState
 from orchestrator.domain.worker_protocol import Command, parse_topic
 from orchestrator.intake.ports import ReceivedMessage
-from orchestrator.interruptions.loop import InterruptionsLoop
+from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
 from orchestrator.mqtt.link import LinkSettings
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
@@ -203,8 +203,10 @@ class FleetSimulation:
             self.store, LinkSettings(), self.clock, ControlSettings(), link=self.link
         )
         self.queue = _HandledQueue()
-        self.interruptions = InterruptionsLoop(self.queue, _DeadLetters(), self.control,
-                                               self.clock)  # fmt: skip
+        # The trace's pools span regions; one simulated control plane serves them all.
+        self.interruptions = InterruptionsLoop(
+            self.queue, _DeadLetters(), self.control, self.clock, InterruptionSettings(region="")
+        )
         self.cloud = SimulatedEc2(trace, self.clock, setup.boot_seconds, setup.silent_share)
         self.market = TraceMarket(trace, self.clock)
         capacity = CapacityMemory(self.clock)

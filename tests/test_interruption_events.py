@@ -115,7 +115,7 @@ def test_unknown_events_are_no_ops(body: str) -> None:
         (envelope("EC2 Spot Instance Interruption Warning",
                   {"instance-id": INSTANCE, "instance-action": "explode"}), "instance-action"),
         (envelope("EC2 Instance State-change Notification", {"instance-id": INSTANCE}),
-         "without a state"),
+         "without a valid state"),
         (envelope("EC2 Instance Rebalance Recommendation", {"instance-id": INSTANCE},
                   time="yesterday"), "without a valid time"),
     ],

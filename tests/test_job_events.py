@@ -43,7 +43,9 @@ def apply(store: JobStore, decision: Decision) -> JobRecord:
 @pytest.fixture
 def running_job(store: JobStore) -> JobRecord:
     store.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
-    record = store.transition("j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r")
+    record = store.transition(
+        "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
+    )
     return store.transition(
         "j", JobState.RUNNING, expected_version=record.version, actor="t", reason="r"
     )
@@ -55,7 +57,12 @@ def test_stale_attempts_and_finished_jobs_are_ignored(
     # Attempt 1 was replaced by attempt 2: the old worker's events change nothing.
     moved = apply(store, requeue(running_job, "worker lost", CHECKPOINT))
     moved = store.transition(
-        "j", JobState.ASSIGNED, expected_version=moved.version, actor="t", reason="r"
+        "j",
+        JobState.ASSIGNED,
+        expected_version=moved.version,
+        actor="t",
+        reason="r",
+        worker_id="w1",
     )
     assert moved.attempt == 2
     zombie = apply_event(moved, event(EventKind.FINISHED, attempt=1, output="s3://x/y.mp4"), NOW)
@@ -69,7 +76,9 @@ def test_stale_attempts_and_finished_jobs_are_ignored(
 
 def test_started_then_duplicate_started(store: JobStore) -> None:
     store.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
-    assigned = store.transition("j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r")
+    assigned = store.transition(
+        "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
+    )
     running = apply(store, apply_event(assigned, event(EventKind.STARTED), NOW))
     assert running.state is JobState.RUNNING
     assert isinstance(apply_event(running, event(EventKind.STARTED), NOW), Ignore)
@@ -109,7 +118,7 @@ def test_job_faults_retry_with_backoff_then_fail_for_good(
     queued = apply(store, first)
     assert (queued.job_faults, queued.not_before) == (1, NOW + timedelta(seconds=10))
     record = store.transition("j", JobState.ASSIGNED, expected_version=queued.version,
-                              actor="t", reason="r")  # fmt: skip
+                              actor="t", reason="r", worker_id="w1")  # fmt: skip
     second = apply_event(record, event(EventKind.FAILED, attempt=2, failure_kind="job",
                                        error="out of GPU memory"), NOW, policy)  # fmt: skip
     failed = apply(store, second)
@@ -134,7 +143,9 @@ def test_worker_faults_retry_elsewhere_until_attempts_run_out(running_job: JobRe
 
 def test_a_refused_assignment_goes_straight_back_to_the_queue(store: JobStore) -> None:
     store.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
-    assigned = store.transition("j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r")
+    assigned = store.transition(
+        "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
+    )
     refusal = event(EventKind.FAILED, failure_kind="refused", error="worker is draining")
     decision = apply_event(assigned, refusal, NOW)
     assert isinstance(decision, Move)

@@ -1,6 +1,7 @@
 """What a worker event does to its job (pure): fencing, idempotence, bounded retries.
 
-Every job event names an attempt. An event whose attempt is not the job's current one comes from
+Every job event names an attempt, and only the worker that attempt was given to may speak for
+it (`authorise`). An event whose attempt is not the job's current one comes from
 a worker the job has moved away from (a zombie) and is ignored, so it can never overwrite the
 result of the attempt that replaced it. QoS 1 delivers some events twice; a repeated event finds
 the job already moved and is ignored too.
@@ -8,11 +9,13 @@ the job already moved and is ignored too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from orchestrator.domain.job_record import JobChanges, JobRecord
 from orchestrator.domain.job_state import ACTIVE_STATES, JobState
+from orchestrator.domain.outside_text import printable
 from orchestrator.domain.worker_protocol import EventKind, WorkerEvent
 
 
@@ -62,6 +65,39 @@ def requeue(job: JobRecord, reason: str, checkpoint: str | None = None) -> Move:
     return Move(path, reason, JobChanges(last_checkpoint=checkpoint))
 
 
+class Refusal(Ignore):
+    """An event that is not its sender's to send: it names an attempt given to another worker,
+    or reports an output or checkpoint outside what belongs to the job."""
+
+
+def authorise(job: JobRecord, event: WorkerEvent) -> Refusal | None:
+    """Only the worker the current attempt was given to may move the job, and only with an
+    output under the job's own prefix and a checkpoint of that very attempt."""
+    if job.worker_id is None or event.worker_id != job.worker_id:
+        return Refusal(
+            f"{event.kind.value} from {event.worker_id}; attempt {job.attempt} was given to "
+            f"{job.worker_id or 'no worker'}"
+        )
+    if event.output is not None and not _under_prefix(event.output, job.spec.output):
+        return Refusal(f"output {printable(event.output, 200)} is outside {job.spec.output}")
+    if event.checkpoint is not None and not _checkpoint_of(event.checkpoint, job):
+        return Refusal(
+            f"checkpoint {printable(event.checkpoint, 200)} is not one of "
+            f"{job.job_id} attempt {job.attempt}"
+        )
+    return None
+
+
+def _under_prefix(uri: str, prefix: str) -> bool:
+    rest = uri.removeprefix(prefix)
+    return rest != uri and bool(rest) and ".." not in rest.split("/") and "//" not in rest
+
+
+def _checkpoint_of(key: str, job: JobRecord) -> bool:
+    pattern = rf"(^|/){re.escape(job.job_id)}/{job.attempt}/\d{{1,9}}/manifest\.json"
+    return re.fullmatch(rf".*{pattern}", key) is not None and ".." not in key.split("/")
+
+
 def apply_event(
     job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPolicy | None = None
 ) -> Decision:
@@ -70,6 +106,9 @@ def apply_event(
         return Ignore("event names no attempt of this job")
     if event.attempt != job.attempt:
         return Ignore(f"stale attempt {event.attempt}; the job is on attempt {job.attempt}")
+    refusal = authorise(job, event)
+    if refusal is not None:
+        return refusal
     if job.state not in ACTIVE_STATES:
         if (
             job.state is JobState.QUEUED

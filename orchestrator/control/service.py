@@ -19,7 +19,15 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from orchestrator.control.apply import as_move
-from orchestrator.control.job_events import Decision, Ignore, RetryPolicy, apply_event, requeue
+from orchestrator.control.job_events import (
+    Decision,
+    Ignore,
+    Refusal,
+    RetryPolicy,
+    apply_event,
+    requeue,
+)
+from orchestrator.control.refusals import RefusedMessages
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import ConcurrentModification, FrameFleetError
 from orchestrator.domain.job_record import (
@@ -47,6 +55,7 @@ from orchestrator.mqtt.link import LinkSettings, MqttLink, NotConnected
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerHealth, WorkerRegistry
 from orchestrator.scheduling.snapshots import PendingJob, RunningJob, SchedulerSettings
+from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 
 log = logging.getLogger(__name__)
@@ -55,6 +64,19 @@ WORKER_TOPICS = [
     f"ff/v1/workers/+/{channel.value}"
     for channel in (Channel.HELLO, Channel.HEARTBEAT, Channel.EVENTS, Channel.STATUS)
 ]
+
+
+# How far back gone instances are loaded at start (a retained hello can be older than any
+# instance's life, but not older than this).
+GONE_MEMORY = timedelta(days=30)
+
+
+class GoneInstances(Protocol):
+    """Where instances that are gone are remembered (InstanceLedger)."""
+
+    def record_gone(self, instance_id: str, reason: str) -> None: ...
+
+    def gone_since(self, since: datetime) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -121,12 +143,16 @@ class ControlPlaneService:
         clock: Clock,
         settings: ControlSettings,
         link: WorkerLink | None = None,
+        refusals: RefusedMessages | None = None,
+        instances: GoneInstances | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._settings = settings
         self.registry = WorkerRegistry(clock, settings.suspect_after, settings.lost_after)
         self.stats = ControlStats()
+        self.refusals = refusals or RefusedMessages(clock)
+        self._instances = instances or InstanceLedger(store.engine, clock)
         # (job, attempt, kind) -> when it last went out and how often it has.
         self._last_sent: dict[tuple[str, int, CommandKind], tuple[datetime, int]] = {}
         # (instance type, AZ, market) -> when it last lost an instance; read by the autoscaler.
@@ -140,18 +166,32 @@ class ControlPlaneService:
         )
 
     async def run(self, stop: asyncio.Event) -> None:
+        await self.remember_gone_instances()
         link = asyncio.create_task(self.link.run(stop))
-        processor = asyncio.create_task(self._process_inbox(stop))
+        background = [
+            asyncio.create_task(self._process_inbox(stop)),
+            asyncio.create_task(self.refusals.run(stop)),
+        ]
         while not stop.is_set():
             try:
                 await self.tick()
             except FrameFleetError as error:
                 log.warning("tick failed, retrying: %s", error)
+            except Exception:
+                # A bug, not an input: log it loudly and keep the control plane up.
+                log.exception("tick failed unexpectedly, retrying")
             await sleep_unless_stopped(self._clock, stop, self._settings.tick_seconds)
         await link
-        processor.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await processor
+        for task in background:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def remember_gone_instances(self) -> None:
+        """Load the instances known to be gone, so their retained hellos are refused."""
+        since = self._clock.now() - GONE_MEMORY
+        for instance_id in await asyncio.to_thread(self._instances.gone_since, since):
+            self.registry.instance_gone(instance_id)
 
     # -- messages from workers ---------------------------------------------------------------
 
@@ -163,10 +203,22 @@ class ControlPlaneService:
             message = decode_worker_message(topic_name, payload)
         except ProtocolError as error:
             self.stats.ignored_messages += 1
-            log.warning("ignored message on %s: %s", topic_name, error)
+            self.refusals.refuse("malformed", topic_name, str(error), payload)
             return
         if isinstance(message, Hello):
-            self.registry.on_hello(message)
+            if not self.registry.on_hello(message):
+                self.refusals.refuse("gone_instance", topic_name,
+                                     f"{message.instance_id} is gone", payload)  # fmt: skip
+                # Whatever it still holds moves on, as if it had gone offline.
+                offline = Status(worker_id=message.worker_id, sent_at=message.sent_at,
+                                 online=False)  # fmt: skip
+                self._inbox.put_nowait(_Inbound(offline))
+        elif isinstance(message, WorkerEvent) and self.registry.health(message.worker_id) is None:
+            # Only a worker that said hello (from an instance that is not gone) is believed.
+            key = f"{message.worker_id}:{message.event_id}"
+            self.refusals.refuse(
+                "unknown_worker", topic_name, "no hello from this worker", payload, key
+            )
         elif isinstance(message, Heartbeat):
             if self._note_liveness(message):
                 for outcome in message.recent:
@@ -208,6 +260,9 @@ class ControlPlaneService:
     async def _apply_batch(self, batch: list[_Inbound]) -> None:
         while len(batch) < self._settings.max_batch and not self._inbox.empty():
             batch.append(self._inbox.get_nowait())
+        await self._apply(batch)
+
+    async def _apply(self, batch: list[_Inbound]) -> None:
         try:
             async with self._lock:
                 await self._handle(batch)
@@ -215,6 +270,17 @@ class ControlPlaneService:
             # Nothing is lost: workers repeat their outcomes in every heartbeat.
             log.warning("%d worker messages not applied, waiting for repeats: %s",
                         len(batch), error)  # fmt: skip
+        except Exception as error:
+            if len(batch) > 1:
+                # Find the message at fault: each one again, on its own.
+                for item in batch:
+                    await self._apply([item])
+                return
+            log.exception("worker message could not be applied")
+            message = batch[0].message
+            self.refusals.refuse("handler_error", message.worker_id,
+                                 f"{type(error).__name__}: {error}",
+                                 message.model_dump_json().encode())  # fmt: skip
 
     async def _handle(self, batch: list[_Inbound]) -> None:
         events: list[_Inbound] = []
@@ -239,7 +305,7 @@ class ControlPlaneService:
         while items:
             ids = {item.message.job_id for item in items if isinstance(item.message, WorkerEvent)}
             jobs = await asyncio.to_thread(self._store.find_many, [i for i in ids if i])
-            decided: list[tuple[JobRecord, Decision, bool]] = []
+            decided: list[tuple[JobRecord, Decision, _Inbound | None]] = []
             later: list[_Inbound] = []
             named: set[str] = set()
             for item in items:
@@ -257,7 +323,7 @@ class ControlPlaneService:
                 named.add(event.job_id)
                 now = self._clock.now()
                 decision = apply_event(job, event, now, self._settings.retry)
-                decided.append((job, decision, item.quiet))
+                decided.append((job, decision, item))
                 if event.kind is EventKind.STARTED and isinstance(decision, Ignore):
                     await self._cancel_zombie(job, event)
             await self._commit(decided)
@@ -275,12 +341,16 @@ class ControlPlaneService:
         log.info("cancelled %s attempt %d on %s: the job is %s at attempt %d", job.job_id,
                  attempt, event.worker_id, job.state.value, job.attempt)  # fmt: skip
 
-    async def _commit(self, decided: list[tuple[JobRecord, Decision, bool]]) -> None:
+    async def _commit(self, decided: list[tuple[JobRecord, Decision, _Inbound | None]]) -> None:
+        """Write the moves; `None` for the cause marks a decision of the control plane's own."""
         moves = []
-        for job, decision, quiet in decided:
+        for job, decision, cause in decided:
+            quiet = cause is not None and cause.quiet
             move = as_move(job, decision)
             if move is not None:
                 moves.append(move)
+            elif isinstance(decision, Refusal) and cause is not None:
+                self._refuse_event(cause.message, decision)
             elif isinstance(decision, Ignore):
                 if "stale attempt" in decision.reason:
                     self.stats.stale_events += 1
@@ -294,17 +364,31 @@ class ControlPlaneService:
                 log.info("job %s not moved (the next message or tick decides again): %s",
                          move.job_id, outcome)  # fmt: skip
 
+    def _refuse_event(self, message: WorkerEvent | Status, refusal: Refusal) -> None:
+        assert isinstance(message, WorkerEvent)
+        # Heartbeats repeat events (and progress reports become `started` events anew):
+        # one dead letter per worker, job, attempt and kind.
+        key = f"{message.worker_id}:{message.job_id}:{message.attempt}:{message.kind.value}"
+        self.refusals.refuse("not_owner", topic(message.worker_id, Channel.EVENTS),
+                             refusal.reason, message.model_dump_json().encode(), key)  # fmt: skip
+
     # -- what EventBridge says about instances -------------------------------------------------
 
     async def interrupt_instance(self, instance_id: str, reason: str) -> list[str]:
         """A spot warning for an instance: checkpoint-and-move its workers' jobs. Returns the
         workers affected; the pool is remembered as recently interrupted."""
+        await self._record_gone(instance_id, reason)
         async with self._lock:
             workers = self.registry.by_instance(instance_id)
             for worker_id in workers:
                 self.interrupted_pools[self.registry.pool(worker_id)] = self._clock.now()
                 await self._interrupt(worker_id, reason)
             return workers
+
+    async def _record_gone(self, instance_id: str, reason: str) -> None:
+        """Durable first: a restarted control plane must refuse its retained hello too."""
+        await asyncio.to_thread(self._instances.record_gone, instance_id, reason)
+        self.registry.instance_gone(instance_id)
 
     async def stop_assigning(self, instance_id: str, reason: str) -> None:
         async with self._lock:
@@ -313,6 +397,7 @@ class ControlPlaneService:
                 self.registry.mark(worker_id, WorkerHealth.DRAINING)
 
     async def instance_gone(self, instance_id: str, reason: str) -> None:
+        await self._record_gone(instance_id, reason)
         async with self._lock:
             for worker_id in self.registry.by_instance(instance_id):
                 self.registry.mark(worker_id, WorkerHealth.LOST)
@@ -353,7 +438,7 @@ class ControlPlaneService:
         """Lost without (further) notice: its jobs resume elsewhere from their checkpoint."""
         await self._commit(
             [
-                (p.job, requeue(p.job, f"{reason} ({worker_id})"), False)
+                (p.job, requeue(p.job, f"{reason} ({worker_id})"), None)
                 for p in await asyncio.to_thread(self._store.placements)
                 if p.worker_id == worker_id
             ]

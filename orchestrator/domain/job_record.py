@@ -25,6 +25,9 @@ class JobRecord:
     last_checkpoint: str | None = None
     job_faults: int = 0
     not_before: datetime | None = None
+    # The worker the current attempt was given to: the only one whose events may move the job
+    # (None before the first assignment, and where a query does not need it).
+    worker_id: str | None = None
 
 
 @dataclass(frozen=True)

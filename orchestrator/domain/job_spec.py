@@ -21,8 +21,10 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from pydantic_core import PydanticSerializationError, to_json
 
 from orchestrator.domain.errors import JobValidationError
+from orchestrator.domain.outside_text import printable
 
 JOB_SCHEMA_TAG = "framefleet.job/v1"
 DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024
@@ -49,8 +51,15 @@ class GpuFamily(StrEnum):
     H200 = "h200"  # p5e, p5en
 
 
+# Text fields may hold tabs and line breaks but no other control characters (NUL included:
+# PostgreSQL cannot store it, and terminals act on the rest).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False
+    )
 
 
 class GpuNeeds(_Strict):
@@ -78,6 +87,7 @@ class JobSpec(_Strict):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
+        allow_inf_nan=False,
         populate_by_name=True,
         title="FrameFleet job (framefleet.job/v1)",
     )
@@ -99,6 +109,13 @@ class JobSpec(_Strict):
     gpu: GpuNeeds = Field(default_factory=GpuNeeds)
     output: str = Field(description="s3://bucket/prefix/ where the MP4 and metadata go")
     tags: CostTags = Field(default_factory=CostTags)
+
+    @field_validator("prompt", "negative_prompt")
+    @classmethod
+    def _no_control_characters(cls, value: str) -> str:
+        if _CONTROL.search(value):
+            raise ValueError("must not contain control characters other than tab and newline")
+        return value
 
     @field_validator("model")
     @classmethod
@@ -148,24 +165,31 @@ class JobSpec(_Strict):
 
 
 def format_validation_errors(error: ValidationError) -> tuple[str, ...]:
-    """'loc: message' lines without echoing the input values back (they may be large)."""
+    """'loc: message' lines without echoing the input values back (they may be large). Field
+    names may come from the input (an unexpected key), so they are made printable."""
     lines = []
     for item in error.errors(include_input=False, include_url=False):
-        loc = ".".join(str(part) for part in item["loc"]) or "(message)"
+        loc = ".".join(printable(str(part), 64) for part in item["loc"]) or "(message)"
         lines.append(f"{loc}: {item['msg']}")
     return tuple(lines)
 
 
 def parse_job(data: str | bytes | dict[str, Any], *, now: datetime | None) -> JobSpec:
-    """Validate one job; raises JobValidationError with one line per problem.
+    """Validate one job strictly (no coercion: `true` is not a priority, `"30"` is not a
+    number of steps); raises JobValidationError with one line per problem.
 
-    `now` enables the deadline-in-the-future check (pass it for new submissions).
+    Total: any input gives a JobSpec or a JobValidationError. The JSON parser refuses nesting
+    deeper than its recursion limit and numbers out of range instead of raising, and every
+    field has a size bound. `now` enables the deadline-in-the-future check (pass it for new
+    submissions).
     """
     context = {"now": now} if now is not None else {}
     try:
-        if isinstance(data, dict):
-            return JobSpec.model_validate(data, context=context)
-        return JobSpec.model_validate_json(data, context=context)
+        text = to_json(data) if isinstance(data, dict) else data
+    except PydanticSerializationError as error:
+        raise JobValidationError((f"(message): not representable as JSON: {error}",)) from None
+    try:
+        return JobSpec.model_validate_json(text, strict=True, context=context)
     except ValidationError as error:
         raise JobValidationError(format_validation_errors(error)) from None
 

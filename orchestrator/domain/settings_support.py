@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -49,6 +50,31 @@ def load(settings_cls: type[SettingsT], what: str) -> SettingsT:
         raise ConfigurationError(f"invalid {what}: {problems}") from None
     except (OSError, ValueError) as error:
         raise ConfigurationError(f"cannot read {what}: {error}") from None
+
+
+# The packages whose loggers a log level applies to; libraries stay at INFO or above unless
+# asked, because at DEBUG botocore logs credentials and request bodies (whole job specs).
+OUR_LOGGERS = ("framefleet", "orchestrator", "autoscaler", "worker_ami", "simulator")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def configure_logging(level: str, libraries_level: str | None = None) -> None:
+    """`level` for FrameFleet's own loggers; `libraries_level` (default: INFO, or `level` if
+    that is quieter) for everything else."""
+    try:
+        ours = logging.getLevelNamesMapping()[level.upper()]
+        theirs = (
+            logging.getLevelNamesMapping()[libraries_level.upper()]
+            if libraries_level
+            else max(ours, logging.INFO)
+        )
+    except KeyError as error:
+        raise ConfigurationError(f"unknown log level {error.args[0]!r}") from None
+    logging.basicConfig(level=theirs, format=LOG_FORMAT, stream=sys.stderr, force=True)
+    for name in OUR_LOGGERS:
+        logging.getLogger(name).setLevel(ours)
+    # Migration chatter is noise on every command; failures still surface as errors.
+    logging.getLogger("alembic").setLevel(max(theirs, logging.WARNING))
 
 
 def exit_with(program: str, run: Callable[[], int]) -> NoReturn:

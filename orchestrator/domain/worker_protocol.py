@@ -14,16 +14,19 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.job_spec import JobSpec
+from orchestrator.domain.job_spec import JOB_ID_PATTERN, JobSpec
+from orchestrator.domain.outside_text import printable
 
 PROTOCOL = "framefleet.worker/v1"
 TOPIC_PREFIX = "ff/v1/workers"
 # No MQTT wildcards or separators, so a worker id is always exactly one topic level.
 WORKER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_PAYLOAD_BYTES = 512 * 1024
+# Bounds counters (steps, attempts) well inside every integer type on the way.
+MAX_COUNT = 10**9
 
 
 class ProtocolError(FrameFleetError):
@@ -47,25 +50,27 @@ def topic(worker_id: str, channel: Channel) -> str:
 def parse_topic(name: str) -> tuple[str, Channel]:
     parts = name.split("/")
     if len(parts) != 5 or "/".join(parts[:3]) != TOPIC_PREFIX:
-        raise ProtocolError(f"not a FrameFleet worker topic: {name!r}")
+        raise ProtocolError(f"not a FrameFleet worker topic: {printable(name, 200)}")
     worker_id, channel = parts[3], parts[4]
     if not re.match(WORKER_ID_PATTERN, worker_id):
-        raise ProtocolError(f"invalid worker id in topic {name!r}")
+        raise ProtocolError(f"invalid worker id in topic {printable(name, 200)}")
     try:
         return worker_id, Channel(channel)
     except ValueError:
-        raise ProtocolError(f"unknown channel in topic {name!r}") from None
+        raise ProtocolError(f"unknown channel in topic {printable(name, 200)}") from None
 
 
 class _Message(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
+    )
     protocol: Literal["framefleet.worker/v1"] = "framefleet.worker/v1"
     worker_id: str = Field(pattern=WORKER_ID_PATTERN)
     sent_at: datetime
 
 
 class GpuInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     index: int = Field(ge=0, le=63)
     family: str = Field(pattern=r"^[a-z0-9]{1,16}$")
     vram_gib: float = Field(gt=0, le=1024)
@@ -78,38 +83,47 @@ class Hello(_Message):
     availability_zone: str = Field(max_length=32)
     market: Literal["spot", "on-demand"]
     gpus: tuple[GpuInfo, ...] = Field(min_length=1, max_length=64)
-    cached_models: tuple[str, ...] = ()
+    cached_models: tuple[Annotated[str, Field(max_length=130)], ...] = Field(
+        default=(), max_length=256
+    )
     agent_version: str = Field(max_length=32)
 
 
 class JobProgress(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    job_id: str
-    attempt: int = Field(ge=1)
-    gpu_index: int = Field(ge=0)
-    step: int = Field(ge=0)
-    total_steps: int = Field(ge=1)
+    job_id: str = Field(pattern=JOB_ID_PATTERN)
+    attempt: int = Field(ge=1, le=MAX_COUNT)
+    gpu_index: int = Field(ge=0, le=63)
+    step: int = Field(ge=0, le=MAX_COUNT)
+    total_steps: int = Field(ge=1, le=MAX_COUNT)
 
 
 class GpuHealth(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    index: int
-    utilization_percent: int
-    memory_used_gib: float
-    temperature_celsius: int
-    ecc_uncorrected_errors: int | None = None
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    index: int = Field(ge=0, le=63)
+    utilization_percent: int = Field(ge=0, le=100)
+    memory_used_gib: float = Field(ge=0, le=4096)
+    temperature_celsius: int = Field(ge=-100, le=300)
+    ecc_uncorrected_errors: int | None = Field(default=None, ge=0, le=MAX_COUNT)
 
 
 class Heartbeat(_Message):
     type: Literal["heartbeat"] = "heartbeat"
-    sequence: int = Field(ge=0)
-    jobs: tuple[JobProgress, ...] = ()
-    gpus: tuple[GpuHealth, ...] = ()
+    sequence: int = Field(ge=0, le=2**63 - 1)
+    jobs: tuple[JobProgress, ...] = Field(default=(), max_length=64)
+    gpus: tuple[GpuHealth, ...] = Field(default=(), max_length=64)
     # The worker's recent job outcomes (finished, failed, preempted), repeated in every beat:
     # an outcome event lost with a broker restart still arrives, and applying one twice is a
     # no-op. Declared below as WorkerEvent.
-    recent: tuple[WorkerEvent, ...] = ()
+    recent: tuple[WorkerEvent, ...] = Field(default=(), max_length=64)
     accepting: bool = True
+
+    @model_validator(mode="after")
+    def _own_events_only(self) -> Heartbeat:
+        # The topic proves who sent the heartbeat; the events it carries must be the sender's.
+        if any(event.worker_id != self.worker_id for event in self.recent):
+            raise ValueError("a heartbeat carries only its own worker's events")
+        return self
 
 
 class EventKind(StrEnum):
@@ -127,17 +141,21 @@ class WorkerEvent(_Message):
     type: Literal["event"] = "event"
     event_id: str = Field(pattern=r"^[A-Za-z0-9-]{8,64}$")
     kind: EventKind
-    job_id: str | None = None
-    attempt: int | None = Field(default=None, ge=1)
-    step: int | None = Field(default=None, ge=0)
-    checkpoint: str | None = Field(default=None, description="manifest key, once durable")
-    output: str | None = None
-    video_sha256: str | None = None
+    job_id: str | None = Field(default=None, pattern=JOB_ID_PATTERN)
+    attempt: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    step: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    checkpoint: str | None = Field(
+        default=None, max_length=1024, description="manifest key, once durable"
+    )
+    output: str | None = Field(default=None, max_length=1100)
+    video_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     # job: the job's own fault; worker: the machine's; refused: declined before starting.
     failure_kind: Literal["job", "worker", "refused"] | None = None
     error: str | None = Field(default=None, max_length=4000)
-    notice: str | None = Field(default=None, description="instance-action or rebalance")
-    command_id: str | None = None
+    notice: str | None = Field(
+        default=None, max_length=64, description="instance-action or rebalance"
+    )
+    command_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{8,64}$")
 
 
 Heartbeat.model_rebuild()
@@ -159,11 +177,11 @@ class Command(_Message):
     type: Literal["command"] = "command"
     command_id: str = Field(pattern=r"^[A-Za-z0-9-]{8,64}$")
     kind: CommandKind
-    job_id: str | None = None
-    attempt: int | None = Field(default=None, ge=1)
-    gpu_index: int | None = Field(default=None, ge=0)
+    job_id: str | None = Field(default=None, pattern=JOB_ID_PATTERN)
+    attempt: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    gpu_index: int | None = Field(default=None, ge=0, le=63)
     spec: JobSpec | None = None
-    resume_from: str | None = None
+    resume_from: str | None = Field(default=None, max_length=1024)
 
 
 WorkerMessage = Annotated[Hello | Heartbeat | WorkerEvent | Status, Field(discriminator="type")]
@@ -191,10 +209,10 @@ def decode_worker_message(
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise ProtocolError(f"payload of {len(payload)} bytes is over {MAX_PAYLOAD_BYTES}")
     try:
-        message = _WORKER_MESSAGE.validate_json(payload)
+        message = _WORKER_MESSAGE.validate_json(payload, strict=True)
     except ValidationError as error:
         first = error.errors(include_input=False, include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "payload"
+        where = ".".join(printable(str(p), 64) for p in first["loc"]) or "payload"
         raise ProtocolError(f"malformed {channel.value} message: {where}: {first['msg']}") from None
     if not isinstance(message, _EXPECTED[channel]):
         raise ProtocolError(f"a {message.type} message on the {channel.value} topic")
@@ -208,9 +226,11 @@ def decode_worker_message(
 def decode_command(topic_name: str, payload: bytes) -> Command:
     worker_id, channel = parse_topic(topic_name)
     if channel is not Channel.CMD:
-        raise ProtocolError(f"not a command topic: {topic_name!r}")
+        raise ProtocolError(f"not a command topic: {printable(topic_name, 200)}")
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise ProtocolError(f"command of {len(payload)} bytes is over {MAX_PAYLOAD_BYTES}")
     try:
-        command = Command.model_validate_json(payload)
+        command = Command.model_validate_json(payload, strict=True)
     except ValidationError as error:
         raise ProtocolError(f"malformed command: {error.error_count()} problems") from None
     if command.worker_id != worker_id:

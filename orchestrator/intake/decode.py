@@ -1,8 +1,11 @@
-"""Turn one SQS message into a validated submission or a reasoned rejection (pure)."""
+"""Turn one SQS message into a validated submission or a reasoned rejection (pure, total).
+
+Every input gives a Submission or a Rejection: the size is checked before anything is parsed,
+and the job parser is total (see `parse_job`), so no message body can raise out of here.
+"""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from enum import StrEnum
 
@@ -17,25 +20,31 @@ class RejectionReason(StrEnum):
     INVALID_JSON = "invalid_json"
     INVALID_JOB = "invalid_job"
     CONFLICTING_DUPLICATE = "conflicting_duplicate"
+    # The message parsed but handling it failed for a reason of its own (the database refused
+    # a value, or an error nobody foresaw): dead-lettered so the rest of the queue flows.
+    HANDLER_ERROR = "handler_error"
+
+
+_NOT_JSON = "(message): Invalid JSON"
+_NOT_OBJECT = "(message): Input should be an object"
 
 
 def decode_message(
     message: ReceivedMessage, *, max_bytes: int, now: datetime
 ) -> Submission | Rejection:
-    size = len(message.body.encode())
+    size = len(message.body.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         return _reject(
             message, RejectionReason.OVERSIZED, f"message is {size} bytes, limit {max_bytes}"
         )
     try:
-        data = json.loads(message.body)
-    except json.JSONDecodeError as error:
-        return _reject(message, RejectionReason.INVALID_JSON, f"not JSON: {error}")
-    if not isinstance(data, dict):
-        return _reject(message, RejectionReason.INVALID_JOB, "message must be a JSON object")
-    try:
-        spec = parse_job(data, now=now)
+        spec = parse_job(message.body.encode("utf-8", "surrogatepass"), now=now)
     except JobValidationError as error:
+        if len(error.errors) == 1 and error.errors[0].startswith(_NOT_JSON):
+            detail = error.errors[0].removeprefix("(message): ")
+            return _reject(message, RejectionReason.INVALID_JSON, f"not JSON: {detail}")
+        if len(error.errors) == 1 and error.errors[0].startswith(_NOT_OBJECT):
+            return _reject(message, RejectionReason.INVALID_JOB, "message must be a JSON object")
         return Rejection(
             message.message_id, RejectionReason.INVALID_JOB, error.errors, message.body
         )
@@ -44,6 +53,15 @@ def decode_message(
 
 def _reject(message: ReceivedMessage, reason: RejectionReason, error: str) -> Rejection:
     return Rejection(message.message_id, reason, (error,), message.body)
+
+
+def handler_error(message_id: str, body: str, error: BaseException) -> Rejection:
+    return Rejection(
+        message_id,
+        RejectionReason.HANDLER_ERROR,
+        (f"{type(error).__name__}: {str(error)[:500]}",),
+        body,
+    )
 
 
 def conflicting_duplicate(submission: Submission, body: str) -> Rejection:

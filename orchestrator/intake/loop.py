@@ -8,30 +8,23 @@ the message back after the visibility timeout, and the store makes the second pa
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.dead_letter import (
-    ATTR_BODY_TRUNCATED,
-    ATTR_ERRORS,
-    ATTR_ORIGINAL_MESSAGE_ID,
-    ATTR_REASON,
-    ATTR_REJECTED_AT,
-    ATTR_SOURCE_QUEUE,
-)
-from orchestrator.domain.errors import FrameFleetError, MessageTooLarge
+from orchestrator.domain.dead_letter import ATTR_BODY_TRUNCATED, dead_letter_attributes
+from orchestrator.domain.errors import FrameFleetError, MessageTooLarge, StoreUnavailable
 from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
 from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES
-from orchestrator.intake.decode import conflicting_duplicate, decode_message
+from orchestrator.domain.outside_text import printable
+from orchestrator.intake.decode import conflicting_duplicate, decode_message, handler_error
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import DeadLetterQueue, JobQueue, JobSink, ReceivedMessage
 
 log = logging.getLogger(__name__)
 
-MAX_ERRORS_ATTRIBUTE_CHARS = 4096
 # Room left for attributes when a rejected body has to be shortened to fit the DLQ.
 TRUNCATED_BODY_CHARS = 200 * 1024
 
@@ -81,10 +74,15 @@ class IntakeLoop:
                 if batch:
                     await self.process(batch)
                 backoff = 0.5
-            except FrameFleetError as error:
-                # Nothing was deleted: the batch comes back after its visibility timeout.
+            except Exception as error:
+                # Ours (the database or SQS is down) or a bug: nothing was deleted, so the
+                # batch comes back after its visibility timeout; the poller itself goes on.
+                # Messages that fail on their own are dead-lettered inside `_handle`.
                 self._metrics.errors.labels(kind=type(error).__name__).inc()
-                log.warning("intake batch left for redelivery: %s", error)
+                if isinstance(error, FrameFleetError):
+                    log.warning("intake batch left for redelivery: %s", error)
+                else:
+                    log.exception("intake batch left for redelivery after an unexpected error")
                 await sleep_unless_stopped(self._clock, stop, backoff)
                 backoff = min(backoff * 2, self._settings.max_backoff_seconds)
 
@@ -122,15 +120,16 @@ class IntakeLoop:
         submissions: list[Submission] = []
         rejections: list[Rejection] = []
         for message in batch:
-            decoded = decode_message(message, max_bytes=self._settings.max_message_bytes, now=now)
+            decoded = self._decode(message, now)
             if isinstance(decoded, Submission):
                 submissions.append(decoded)
             else:
                 rejections.append(decoded)
 
-        outcomes = await asyncio.to_thread(self._sink.accept_batch, submissions)
-        for submission, outcome in zip(submissions, outcomes, strict=True):
-            if outcome is AcceptOutcome.CONFLICT:
+        for submission, outcome in await self._accept(submissions, bodies):
+            if isinstance(outcome, Rejection):
+                rejections.append(outcome)
+            elif outcome is AcceptOutcome.CONFLICT:
                 rejections.append(conflicting_duplicate(submission, bodies[submission.message_id]))
             else:
                 self._metrics.messages.labels(outcome=outcome.value).inc()
@@ -139,6 +138,40 @@ class IntakeLoop:
             await self._dead_letter(rejection)
 
         await self._queue.delete([message.receipt_handle for message in batch])
+
+    def _decode(self, message: ReceivedMessage, now: datetime) -> Submission | Rejection:
+        try:
+            return decode_message(message, max_bytes=self._settings.max_message_bytes, now=now)
+        except Exception as error:  # the parser is total; this only guards against our bugs
+            log.exception("message %s could not be decoded", message.message_id)
+            return handler_error(message.message_id, message.body, error)
+
+    async def _accept(
+        self, submissions: list[Submission], bodies: dict[str, str]
+    ) -> list[tuple[Submission, AcceptOutcome | Rejection]]:
+        """Store the batch in one transaction. If the database refuses it for a reason other
+        than being unavailable (a value it cannot store, a bug), each job is stored on its own
+        and the one that still fails is dead-lettered: one message never holds back the rest."""
+        try:
+            outcomes = await asyncio.to_thread(self._sink.accept_batch, submissions)
+            return list(zip(submissions, outcomes, strict=True))
+        except StoreUnavailable:
+            raise
+        except Exception:
+            log.warning("batch of %d refused by the store; storing one by one", len(submissions))
+        alone: list[tuple[Submission, AcceptOutcome | Rejection]] = []
+        for submission in submissions:
+            try:
+                (outcome,) = await asyncio.to_thread(self._sink.accept_batch, [submission])
+                alone.append((submission, outcome))
+            except StoreUnavailable:
+                raise
+            except Exception as error:
+                log.warning("message %s refused by the store: %s", submission.message_id,
+                            printable(str(error)))  # fmt: skip
+                body = bodies[submission.message_id]
+                alone.append((submission, handler_error(submission.message_id, body, error)))
+        return alone
 
     async def _dead_letter(self, rejection: Rejection) -> None:
         needs_send = await asyncio.to_thread(self._sink.record_rejection, rejection)
@@ -154,18 +187,17 @@ class IntakeLoop:
             "dead-lettered message %s: %s: %s",
             rejection.message_id,
             rejection.reason,
-            "; ".join(rejection.errors)[:500],
+            printable("; ".join(rejection.errors)),
         )
 
     async def _send_to_dead_letters(self, rejection: Rejection) -> None:
-        attributes = {
-            ATTR_REASON: rejection.reason,
-            ATTR_ERRORS: json.dumps(list(rejection.errors))[:MAX_ERRORS_ATTRIBUTE_CHARS],
-            ATTR_ORIGINAL_MESSAGE_ID: rejection.message_id,
-            ATTR_REJECTED_AT: self._clock.now().isoformat(),
-        }
-        if self._source_queue:
-            attributes[ATTR_SOURCE_QUEUE] = self._source_queue
+        attributes = dead_letter_attributes(
+            rejection.reason,
+            rejection.errors,
+            rejection.message_id,
+            self._clock.now(),
+            self._source_queue,
+        )
         try:
             await self._dead_letters.send(rejection.body, attributes)
         except MessageTooLarge:

@@ -1,23 +1,30 @@
-"""Parse and classify EC2 events delivered by EventBridge (pure).
+"""Parse, screen and classify EC2 events delivered by EventBridge (pure).
 
-parse -> classify -> act -> delete the SQS message only after the action is durable. Unknown
-events are no-ops; unparseable ones are dead-lettered.
+parse -> screen -> classify -> act -> delete the SQS message only after the action is durable.
+Unknown events are no-ops; unparseable ones are dead-lettered. The parser is total: any body
+gives an InstanceEvent, an IgnoredEvent or an UnparseableEvent, never another exception
+(pydantic in strict mode validates every field before it is used; the JSON parser bounds
+nesting and number sizes).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.outside_text import printable
 
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 REBALANCE = "EC2 Instance Rebalance Recommendation"
 STATE_CHANGE = "EC2 Instance State-change Notification"
-INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,32}$")
+INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,32}$"
+# EventBridge events are at most 256 KB; EC2's are a few hundred bytes.
+MAX_EVENT_BYTES = 256 * 1024
 
 
 class UnparseableEvent(FrameFleetError):
@@ -59,46 +66,97 @@ class Response(StrEnum):
     NOTHING = "nothing"
 
 
+class _Envelope(BaseModel):
+    """The EventBridge envelope; AWS may add fields, so extras are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    id: str = Field(default="", max_length=256)
+    source: str = Field(default="", max_length=256)
+    detail_type: str = Field(default="", alias="detail-type", max_length=256)
+    time: str = Field(default="", max_length=64)
+    region: str = Field(default="", max_length=64)
+    detail: dict[str, Any]
+
+
+class _Detail(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    instance_id: str = Field(alias="instance-id", pattern=INSTANCE_ID_PATTERN)
+
+
+class _SpotWarningDetail(_Detail):
+    instance_action: Literal["terminate", "stop", "hibernate"] = Field(alias="instance-action")
+
+
+class _StateChangeDetail(_Detail):
+    state: str = Field(min_length=1, max_length=32)
+
+
+_KINDS: dict[str, tuple[EventKind, type[_Detail]]] = {
+    SPOT_WARNING: (EventKind.SPOT_WARNING, _SpotWarningDetail),
+    REBALANCE: (EventKind.REBALANCE, _Detail),
+    STATE_CHANGE: (EventKind.STATE_CHANGE, _StateChangeDetail),
+}
 _GONE_STATES = {"stopping", "stopped", "shutting-down", "terminated"}
-_KINDS = {SPOT_WARNING: EventKind.SPOT_WARNING, REBALANCE: EventKind.REBALANCE,
-          STATE_CHANGE: EventKind.STATE_CHANGE}  # fmt: skip
 
 
-def parse_event(body: str) -> InstanceEvent | IgnoredEvent:
+def _first_problem(error: ValidationError) -> tuple[str, str]:
+    first = error.errors(include_input=False, include_url=False)[0]
+    where = ".".join(printable(str(part), 64) for part in first["loc"])
+    return where, first["msg"]
+
+
+def parse_event(body: str | bytes) -> InstanceEvent | IgnoredEvent:
+    if len(body) > MAX_EVENT_BYTES:
+        raise UnparseableEvent(f"event of {len(body)} bytes is over {MAX_EVENT_BYTES}")
     try:
-        event = json.loads(body)
-    except json.JSONDecodeError as error:
-        raise UnparseableEvent(f"not JSON: {error}") from None
-    if not isinstance(event, dict) or not isinstance(event.get("detail"), dict):
-        raise UnparseableEvent("not an EventBridge event (no detail object)")
-    event_id = str(event.get("id", ""))
-    detail_type = event.get("detail-type")
-    if event.get("source") != "aws.ec2" or detail_type not in _KINDS:
-        return IgnoredEvent(event_id, f"not handled: {event.get('source')} / {detail_type}")
-    detail = event["detail"]
-    instance_id = detail.get("instance-id")
-    if not isinstance(instance_id, str) or not INSTANCE_ID.match(instance_id):
-        raise UnparseableEvent(f"{detail_type} without a valid instance-id")
+        envelope = _Envelope.model_validate_json(body, strict=True)
+    except ValidationError as error:
+        where, what = _first_problem(error)
+        if what.startswith("Invalid JSON"):
+            raise UnparseableEvent(f"not JSON: {what}") from None
+        if where in ("", "detail"):
+            raise UnparseableEvent("not an EventBridge event (no detail object)") from None
+        raise UnparseableEvent(f"not an EventBridge event: {where}: {what}") from None
+    detail_type = envelope.detail_type
+    if envelope.source != "aws.ec2" or detail_type not in _KINDS:
+        return IgnoredEvent(
+            envelope.id,
+            f"not handled: {printable(envelope.source, 64)} / {printable(detail_type, 64)}",
+        )
+    kind, detail_model = _KINDS[detail_type]
     try:
-        time = datetime.fromisoformat(str(event["time"]).replace("Z", "+00:00"))
-    except (KeyError, ValueError):
-        raise UnparseableEvent(f"{detail_type} without a valid time") from None
-    kind = _KINDS[detail_type]
-    action = detail.get("instance-action") if kind is EventKind.SPOT_WARNING else None
-    state = detail.get("state") if kind is EventKind.STATE_CHANGE else None
-    if kind is EventKind.SPOT_WARNING and action not in {"terminate", "stop", "hibernate"}:
-        raise UnparseableEvent(f"spot warning with instance-action {action!r}")
-    if kind is EventKind.STATE_CHANGE and not isinstance(state, str):
-        raise UnparseableEvent("state change without a state")
+        detail = detail_model.model_validate(envelope.detail, strict=True)
+    except ValidationError as error:
+        where, _ = _first_problem(error)
+        raise UnparseableEvent(f"{detail_type} without a valid {where}") from None
+    try:
+        time = datetime.fromisoformat(envelope.time.replace("Z", "+00:00"))
+    except ValueError:
+        time = None
+    if time is None or time.tzinfo is None:
+        raise UnparseableEvent(f"{detail_type} without a valid time")
     return InstanceEvent(
-        event_id=event_id,
+        event_id=envelope.id,
         kind=kind,
-        instance_id=instance_id,
+        instance_id=detail.instance_id,
         time=time,
-        region=str(event.get("region", "")),
-        action=action,
-        state=state,
+        region=envelope.region,
+        action=detail.instance_action if isinstance(detail, _SpotWarningDetail) else None,
+        state=detail.state if isinstance(detail, _StateChangeDetail) else None,
     )
+
+
+def screen(event: InstanceEvent, now: datetime, region: str, max_age: timedelta) -> str | None:
+    """Why a well-formed event is not for us (another region, too old to act on), or None.
+
+    An old event describes a past that heartbeats have since settled: a warning for an
+    instance that is long gone, or a state the instance has left."""
+    if event.region and region and event.region != region:
+        return f"for region {printable(event.region, 64)}, this control plane runs in {region}"
+    age = now - event.time
+    if age > max_age:
+        return f"{int(age.total_seconds())} s old, older than {int(max_age.total_seconds())} s"
+    return None
 
 
 def classify(event: InstanceEvent) -> Response:

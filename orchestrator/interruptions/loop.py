@@ -1,24 +1,35 @@
-"""The interruptions queue (EventBridge EC2 events delivered to SQS): parse, classify, act, and
-delete the message only after the action is durable. Unknown events are deleted as no-ops;
-unparseable ones go to the dead-letter queue with the reason."""
+"""The interruptions queue (EventBridge EC2 events delivered to SQS): parse, screen, classify,
+act, and delete the message only after the action is durable.
+
+Each message is handled on its own: unknown, foreign (another region) and stale events are
+deleted as no-ops; unparseable ones, and ones whose handling fails for a reason of their own,
+go to the dead-letter queue with the reason. An action that fails for a reason that may pass
+(the database is down) leaves the message for redelivery, `max_tries` times at most.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol
 
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.dead_letter import ATTR_ERRORS, ATTR_ORIGINAL_MESSAGE_ID, ATTR_REASON
+from prometheus_client import CollectorRegistry, Counter
+
+from orchestrator.domain.clock import Clock, sleep_unless_stopped
+from orchestrator.domain.dead_letter import dead_letter_attributes
 from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.outside_text import printable
 from orchestrator.intake.ports import DeadLetterQueue, JobQueue, ReceivedMessage
 from orchestrator.interruptions.events import (
     IgnoredEvent,
+    InstanceEvent,
     Response,
     UnparseableEvent,
     classify,
     parse_event,
+    screen,
 )
 
 log = logging.getLogger(__name__)
@@ -34,6 +45,29 @@ class InstanceActions(Protocol):
     async def instance_gone(self, instance_id: str, reason: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class InterruptionSettings:
+    region: str = "us-east-1"
+    # Older events describe a past that heartbeat timeouts have already settled.
+    max_event_age: timedelta = timedelta(minutes=15)
+    wait_seconds: int = 20
+    # Receives of one message whose action keeps failing before it is dead-lettered.
+    max_tries: int = 5
+
+
+class InterruptionMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.messages = Counter(
+            "framefleet_interruption_events",
+            "EventBridge messages handled, by outcome (acted, ignored, dead_lettered, retried)",
+            ["outcome"],
+            registry=registry,
+        )
+
+    def count(self, outcome: str) -> None:
+        self.messages.labels(outcome=outcome).inc()
+
+
 class InterruptionsLoop:
     def __init__(
         self,
@@ -41,18 +75,21 @@ class InterruptionsLoop:
         dead_letters: DeadLetterQueue,
         actions: InstanceActions,
         clock: Clock,
-        wait_seconds: int = 20,
+        settings: InterruptionSettings | None = None,
+        metrics: InterruptionMetrics | None = None,
     ) -> None:
         self._queue = queue
         self._dead_letters = dead_letters
         self._actions = actions
         self._clock = clock
-        self._wait = wait_seconds
+        self._settings = settings or InterruptionSettings()
+        self._metrics = metrics or InterruptionMetrics(CollectorRegistry())
         self.handled = 0
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            receive = asyncio.ensure_future(self._queue.receive(10, self._wait, 60))
+            wait = self._settings.wait_seconds
+            receive = asyncio.ensure_future(self._queue.receive(10, wait, 60))
             stopper = asyncio.ensure_future(stop.wait())
             done, _ = await asyncio.wait({receive, stopper}, return_when=asyncio.FIRST_COMPLETED)
             stopper.cancel()
@@ -63,34 +100,66 @@ class InterruptionsLoop:
                 for message in receive.result():
                     await self.handle(message)
             except FrameFleetError as error:
-                log.warning("interruption left for redelivery: %s", error)
-                await self._clock.sleep(1.0)
+                # SQS itself failed (receive, delete or dead-letter): the process's trouble,
+                # not a message's. What was not deleted comes back.
+                log.warning("interruptions queue unavailable, retrying: %s", error)
+                await sleep_unless_stopped(self._clock, stop, 1.0)
 
     async def handle(self, message: ReceivedMessage) -> None:
+        """One message, start to end. Only SQS failures escape (the message then stays)."""
         try:
-            event = parse_event(message.body)
+            outcome = await self._act(message)
         except UnparseableEvent as error:
-            await self._dead_letters.send(
-                message.body,
-                {
-                    ATTR_REASON: "unparseable_event",
-                    ATTR_ERRORS: json.dumps([str(error)]),
-                    ATTR_ORIGINAL_MESSAGE_ID: message.message_id,
-                },
-            )
-            log.warning("unparseable interruption event dead-lettered: %s", error)
-        else:
-            if isinstance(event, IgnoredEvent):
-                log.debug("event %s ignored: %s", event.event_id, event.reason)
-            else:
-                response = classify(event)
-                why = f"EventBridge {event.kind.value} for {event.instance_id} at {event.time}"
-                if response is Response.CHECKPOINT_AND_MOVE:
-                    await self._actions.interrupt_instance(event.instance_id, why)
-                elif response is Response.STOP_ASSIGNING:
-                    await self._actions.stop_assigning(event.instance_id, why)
-                elif response is Response.INSTANCE_GONE:
-                    await self._actions.instance_gone(event.instance_id, why)
-        # Only now: the action above is in the database (or the event needed none).
+            await self._dead_letter(message, "unparseable_event", str(error))
+            outcome = "dead_lettered"
+        except FrameFleetError as error:
+            if message.receive_count < self._settings.max_tries:
+                log.warning("interruption %s left for redelivery (try %d of %d): %s",
+                            message.message_id, message.receive_count,
+                            self._settings.max_tries, error)  # fmt: skip
+                self._metrics.count("retried")
+                return
+            await self._dead_letter(message, "gave_up", f"{type(error).__name__}: {error}")
+            outcome = "dead_lettered"
+        except Exception as error:
+            log.exception("interruption %s could not be handled", message.message_id)
+            await self._dead_letter(message, "handler_error", f"{type(error).__name__}: {error}")
+            outcome = "dead_lettered"
+        # Only now: the action is in the database, or the event needed none, or it is
+        # dead-lettered.
         await self._queue.delete([message.receipt_handle])
+        self._metrics.count(outcome)
         self.handled += 1
+
+    async def _act(self, message: ReceivedMessage) -> str:
+        event = parse_event(message.body)
+        if isinstance(event, IgnoredEvent):
+            log.debug("event %s ignored: %s", printable(event.event_id, 64), event.reason)
+            return "ignored"
+        why_not = screen(
+            event, self._clock.now(), self._settings.region, self._settings.max_event_age
+        )
+        if why_not is not None:
+            log.info("event %s for %s ignored: %s", printable(event.event_id, 64),
+                     event.instance_id, why_not)  # fmt: skip
+            return "ignored"
+        await self._respond(event)
+        return "acted"
+
+    async def _respond(self, event: InstanceEvent) -> None:
+        response = classify(event)
+        why = f"EventBridge {event.kind.value} for {event.instance_id} at {event.time}"
+        if response is Response.CHECKPOINT_AND_MOVE:
+            await self._actions.interrupt_instance(event.instance_id, why)
+        elif response is Response.STOP_ASSIGNING:
+            await self._actions.stop_assigning(event.instance_id, why)
+        elif response is Response.INSTANCE_GONE:
+            await self._actions.instance_gone(event.instance_id, why)
+
+    async def _dead_letter(self, message: ReceivedMessage, reason: str, error: str) -> None:
+        log.warning("interruption %s dead-lettered: %s: %s", message.message_id, reason,
+                    printable(error))  # fmt: skip
+        await self._dead_letters.send(
+            message.body,
+            dead_letter_attributes(reason, [error], message.message_id, self._clock.now()),
+        )

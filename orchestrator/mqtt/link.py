@@ -17,6 +17,7 @@ import aiomqtt
 
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
 from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.outside_text import printable
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,11 @@ class MqttLink:
             payload = message.payload
             if not isinstance(payload, bytes | bytearray):
                 payload = str(payload).encode()
+            where = printable(message.topic.value, 200)
             try:
                 await self._on_message(message.topic.value, bytes(payload))
             except FrameFleetError as error:
-                log.warning("message on %s ignored: %s", message.topic.value, error)
+                log.warning("message on %s ignored: %s", where, error)
+            except Exception:
+                # No message may end the session: log the bug with the topic and go on.
+                log.exception("message on %s could not be handled", where)

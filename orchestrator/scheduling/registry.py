@@ -7,6 +7,7 @@ a drain -> draining. Only alive workers accept new work.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -14,6 +15,9 @@ from enum import StrEnum
 from orchestrator.domain.clock import Clock
 from orchestrator.domain.worker_protocol import Heartbeat, Hello, Status
 from orchestrator.scheduling.snapshots import GpuSlot, RunningJob, WorkerSnapshot
+
+# The store keeps every gone instance; memory keeps the newest (a day of a large fleet).
+MAX_GONE_INSTANCES = 100_000
 
 
 class WorkerHealth(StrEnum):
@@ -51,9 +55,22 @@ class WorkerRegistry:
         self._suspect_after = suspect_after
         self._lost_after = lost_after
         self._workers: dict[str, WorkerRecord] = {}
+        # Instances known to be terminated or interrupted, oldest first, bounded.
+        self._gone: OrderedDict[str, None] = OrderedDict()
 
-    def on_hello(self, hello: Hello) -> None:
+    def on_hello(self, hello: Hello) -> bool:
+        """False for a hello from an instance that is gone (a retained message, a zombie)."""
+        if hello.instance_id in self._gone:
+            return False
         self._workers[hello.worker_id] = WorkerRecord(hello, WorkerHealth.ALIVE, self._clock.now())
+        return True
+
+    def instance_gone(self, instance_id: str) -> None:
+        """Never again accept a hello from this instance (AWS does not reuse instance ids)."""
+        self._gone[instance_id] = None
+        self._gone.move_to_end(instance_id)
+        while len(self._gone) > MAX_GONE_INSTANCES:
+            self._gone.popitem(last=False)
 
     def on_heartbeat(self, heartbeat: Heartbeat) -> bool:
         """False for an unknown worker (it must say hello first) or an out-of-order beat."""

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from orchestrator.domain.errors import ConfigurationError
 
 
 def redact_url(url: str) -> str:
@@ -13,7 +16,19 @@ def redact_url(url: str) -> str:
 
 
 def make_engine(url: str) -> Engine:
-    parsed = make_url(url)
+    """An engine for `url`; a URL that cannot work is one ConfigurationError line, which never
+    repeats the URL (it may hold a password)."""
+    try:
+        parsed = make_url(url)
+        parsed.get_dialect()
+    except (NoSuchModuleError, ImportError) as error:
+        raise ConfigurationError(
+            f"database_url names a database this install cannot reach: {error}"
+        ) from None
+    except ArgumentError:
+        raise ConfigurationError(
+            "database_url is not a database URL (dialect+driver://user:password@host/database)"
+        ) from None
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(
             url, connect_args={"check_same_thread": False, "timeout": 30}, pool_pre_ping=False

@@ -54,7 +54,7 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _record(row: JobRow, spec: JobSpec | None = None) -> JobRecord:
+def _record(row: JobRow, spec: JobSpec | None = None, worker_id: str | None = None) -> JobRecord:
     return JobRecord(
         job_id=row.job_id,
         state=JobState(row.state),
@@ -68,6 +68,7 @@ def _record(row: JobRow, spec: JobSpec | None = None) -> JobRecord:
         last_checkpoint=row.last_checkpoint,
         job_faults=row.job_faults,
         not_before=_utc(row.not_before) if row.not_before else None,
+        worker_id=worker_id,
     )
 
 
@@ -284,11 +285,8 @@ class JobStore:
                     return [ConcurrentModification(moves[0].job_id, moves[0].expected_version)]
                 return [outcome for move in moves for outcome in self.apply_moves([move], actor)]
             session.expire_all()
-            fresh = {row.job_id: row for row in self._rows(session, ids)}
-        return [
-            error or self._cached_record(fresh[move.job_id])
-            for move, error in zip(moves, errors, strict=True)
-        ]
+            fresh = self._records(session, ids)
+        return [error or fresh[move.job_id] for move, error in zip(moves, errors, strict=True)]
 
     @staticmethod
     def _rows(session: Session, job_ids: Sequence[str]) -> Sequence[JobRow]:
@@ -389,20 +387,31 @@ class JobStore:
     # -- queries ----------------------------------------------------------------------------
 
     def find(self, job_id: str) -> JobRecord | None:
-        with self._session() as session:
-            row = session.get(JobRow, job_id)
-            return self._cached_record(row) if row is not None else None
+        return self.find_many([job_id]).get(job_id)
 
     def get(self, job_id: str) -> JobRecord:
-        with self._session() as session:
-            row = session.get(JobRow, job_id)
-            if row is None:
-                raise JobNotFound(job_id)
-            return self._cached_record(row)
+        record = self.find(job_id)
+        if record is None:
+            raise JobNotFound(job_id)
+        return record
 
     def find_many(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
+        """These jobs, each with the worker its current attempt was given to."""
         with self._session() as session:
-            return {row.job_id: self._cached_record(row) for row in self._rows(session, job_ids)}
+            return self._records(session, job_ids)
+
+    def _records(self, session: Session, job_ids: Sequence[str]) -> dict[str, JobRecord]:
+        rows = self._rows(session, job_ids)
+        owners: dict[tuple[str, int], str | None] = {}
+        for start in range(0, len(job_ids), 500):  # bounded IN lists
+            query = select(
+                JobAttemptRow.job_id, JobAttemptRow.attempt, JobAttemptRow.worker_id
+            ).where(col(JobAttemptRow.job_id).in_(job_ids[start : start + 500]))
+            owners.update(((job, attempt), worker) for job, attempt, worker in session.exec(query))
+        return {
+            row.job_id: self._cached_record(row, owners.get((row.job_id, row.attempt)))
+            for row in rows
+        }
 
     def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
         """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base
@@ -419,7 +428,7 @@ class JobStore:
         rows = {row.job_id: row for row in [*urgent, *oldest]}
         return [self._cached_record(row) for row in rows.values()]
 
-    def _cached_record(self, row: JobRow) -> JobRecord:
+    def _cached_record(self, row: JobRow, worker_id: str | None = None) -> JobRecord:
         # Parsing a spec costs more than reading its row; specs never change once stored.
         spec = self._specs.get(row.spec_sha256)
         if spec is None:
@@ -427,7 +436,7 @@ class JobStore:
             if len(self._specs) > 50_000:
                 self._specs.clear()
             self._specs[row.spec_sha256] = spec
-        return _record(row, spec)
+        return _record(row, spec, worker_id)
 
     def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[JobRecord]:
         with self._session() as session:
@@ -473,7 +482,7 @@ class JobStore:
             ).all()
         return [
             Placement(
-                self._cached_record(job),
+                self._cached_record(job, attempt.worker_id),
                 attempt.worker_id or "",
                 attempt.gpu_index or 0,
                 _utc(attempt.started_at),
@@ -513,6 +522,10 @@ class JobStore:
                 select(JobRow.state, func.count()).group_by(col(JobRow.state))
             ).all()
         return {JobState(state): count for state, count in rows}
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
 
     def upgrade(self) -> None:
         upgrade_to_head(self._engine)

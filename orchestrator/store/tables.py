@@ -94,3 +94,14 @@ class ReservationRow(SQLModel, table=True):
     # deadline guard (0: unknown).
     seconds_per_step: float = Field(default=0.0)
     margin_seconds: float = Field(default=0.0)
+
+
+class GoneInstanceRow(SQLModel, table=True):
+    """An instance EventBridge reported terminated or interrupted. Instance ids are never
+    reused, so a hello from one of these (a retained message, a zombie) is refused."""
+
+    __tablename__ = "gone_instances"
+
+    instance_id: str = Field(primary_key=True, max_length=64)
+    gone_at: datetime = Field(sa_column=_utc_column(index=True))
+    reason: str = Field(sa_column=Column(Text, nullable=False))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import signal
 import sys
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from orchestrator.domain.clock import SystemClock, stop_on_signals
 from orchestrator.domain.job_spec import JobSpec, parse_job
-from orchestrator.domain.settings_support import exit_with
+from orchestrator.domain.settings_support import configure_logging, exit_with
 from worker_ami.agent.app import s3_client, worker
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
@@ -152,10 +151,7 @@ async def _emulator(args: argparse.Namespace) -> int:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )  # fmt: skip
+    configure_logging("INFO")
     if args.command == "build-tiny-model":
         from worker_ami.agent.tiny_model import build_tiny_wan
 

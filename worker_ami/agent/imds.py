@@ -7,16 +7,18 @@ throttles per instance); a 401 drops the token and retries once with a new one.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Literal
 
 import aiohttp
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
+from orchestrator.domain.outside_text import printable
 from worker_ami.agent.errors import ImdsError
 from worker_ami.agent.imds_emulator import TOKEN_HEADER, TTL_HEADER, InstanceIdentity
 
@@ -38,8 +40,45 @@ class SpotNotice:
     seen_at: datetime
 
 
-def _parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+class _InstanceAction(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    action: Literal["terminate", "stop", "hibernate"]
+    time: AwareDatetime
+
+
+class _Rebalance(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    notice_time: AwareDatetime = Field(alias="noticeTime")
+
+
+# IMDS answers these paths with a few dozen bytes.
+MAX_NOTICE_BYTES = 4096
+
+
+def parse_instance_action(raw: str, seen_at: datetime) -> SpotNotice:
+    """Total: a SpotNotice or an ImdsError, whatever IMDS (or something posing as it) says."""
+    if len(raw) > MAX_NOTICE_BYTES:
+        raise ImdsError(f"instance-action of {len(raw)} characters")
+    try:
+        body = _InstanceAction.model_validate_json(raw, strict=True)
+    except ValidationError as error:
+        raise ImdsError(f"unreadable instance-action: {_first(error)}") from None
+    return SpotNotice(NoticeKind.INSTANCE_ACTION, body.action, body.time, seen_at)
+
+
+def parse_rebalance(raw: str, seen_at: datetime) -> SpotNotice:
+    if len(raw) > MAX_NOTICE_BYTES:
+        raise ImdsError(f"rebalance recommendation of {len(raw)} characters")
+    try:
+        body = _Rebalance.model_validate_json(raw, strict=True)
+    except ValidationError as error:
+        raise ImdsError(f"unreadable rebalance recommendation: {_first(error)}") from None
+    return SpotNotice(NoticeKind.REBALANCE, None, body.notice_time, seen_at)
+
+
+def _first(error: ValidationError) -> str:
+    first = error.errors(include_input=False, include_url=False)[0]
+    return f"{'.'.join(printable(str(p), 64) for p in first['loc'])}: {first['msg']}"
 
 
 class ImdsClient:
@@ -120,28 +159,11 @@ class ImdsClient:
 
     async def instance_action(self) -> SpotNotice | None:
         raw = await self.get("spot/instance-action")
-        if raw is None:
-            return None
-        try:
-            body = json.loads(raw)
-            return SpotNotice(
-                NoticeKind.INSTANCE_ACTION,
-                body["action"],
-                _parse_time(body["time"]),
-                self._clock.now(),
-            )
-        except (ValueError, KeyError, TypeError) as error:
-            raise ImdsError(f"unreadable instance-action: {error}") from None
+        return None if raw is None else parse_instance_action(raw, self._clock.now())
 
     async def rebalance(self) -> SpotNotice | None:
         raw = await self.get("events/recommendations/rebalance")
-        if raw is None:
-            return None
-        try:
-            when = _parse_time(json.loads(raw)["noticeTime"])
-        except (ValueError, KeyError, TypeError) as error:
-            raise ImdsError(f"unreadable rebalance recommendation: {error}") from None
-        return SpotNotice(NoticeKind.REBALANCE, None, when, self._clock.now())
+        return None if raw is None else parse_rebalance(raw, self._clock.now())
 
 
 NoticeHandler = Callable[[SpotNotice], Awaitable[None]]
@@ -169,7 +191,11 @@ class InterruptionWatcher:
             if notice is not None and (notice.kind, notice.time) not in self._seen:
                 self._seen.add((notice.kind, notice.time))
                 log.info("spot notice: %s %s at %s", notice.kind, notice.action or "", notice.time)
-                await self._on_notice(notice)
+                try:
+                    await self._on_notice(notice)
+                except Exception:
+                    # The watcher must outlive one failed reaction: the next notice matters.
+                    log.exception("reaction to %s failed", notice.kind)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

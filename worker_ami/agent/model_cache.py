@@ -14,7 +14,7 @@ import hashlib
 import json
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
@@ -70,6 +70,30 @@ class ModelManifest(BaseModel):
         return hashlib.sha256(json.dumps(configs).encode()).hexdigest()
 
 
+# Weight formats that unpickle on load, i.e. run code from whoever published the model. Only
+# safetensors weights are published, cached or loaded.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+
+
+def refuse_pickled_weights(paths: Iterable[str]) -> None:
+    pickled = sorted(p for p in paths if p.lower().endswith(PICKLE_SUFFIXES))
+    if pickled:
+        raise ModelCacheError(
+            f"model has pickled weights ({', '.join(pickled[:5])}): only safetensors are loaded;"
+            " re-save it with save_pretrained(..., safe_serialization=True)"
+        )
+
+
+def _parse_manifest(raw: bytes | str, where: str) -> ModelManifest:
+    try:
+        manifest = ModelManifest.model_validate_json(raw, strict=True)
+    except ValidationError as error:
+        raise ModelCacheError(f"unreadable {MODEL_MANIFEST} at {where}: "
+                              f"{error.error_count()} problems") from None  # fmt: skip
+    refuse_pickled_weights(manifest.files)
+    return manifest
+
+
 def _safe_relative(path: str) -> PurePosixPath:
     relative = PurePosixPath(path)
     if relative.is_absolute() or ".." in relative.parts or not relative.parts:
@@ -84,6 +108,9 @@ async def publish_model(
     bucket, prefix = split_s3_uri(uri)
     files: dict[str, Digest] = {}
     paths = await asyncio.to_thread(lambda: sorted(p for p in source.rglob("*") if p.is_file()))
+    refuse_pickled_weights(p.relative_to(source).as_posix() for p in paths)
+    if not any(p.name.endswith(".safetensors") for p in paths):
+        raise ModelCacheError(f"{source} holds no .safetensors weights")
     for path in paths:
         relative = path.relative_to(source).as_posix()
         data = await asyncio.to_thread(path.read_bytes)
@@ -132,7 +159,7 @@ class ModelCache:
             raise ModelCacheError(
                 f"model {name!r} has no {MODEL_MANIFEST} at {entry.uri}"
             ) from None
-        manifest = ModelManifest.model_validate_json(raw)
+        manifest = _parse_manifest(raw, entry.uri)
         if (manifest.name, manifest.revision) != (name, entry.revision):
             raise ModelCacheError(
                 f"{entry.uri} holds {manifest.name}@{manifest.revision}, "
@@ -156,7 +183,7 @@ class ModelCache:
 
     def _admit(self, folder: Path) -> ModelManifest:
         """Check a cached model, mark it used, and make room under the budget."""
-        manifest = ModelManifest.model_validate_json((folder / MODEL_MANIFEST).read_text())
+        manifest = _parse_manifest((folder / MODEL_MANIFEST).read_bytes(), str(folder))
         self._check_sizes(folder, manifest)
         self._touch(folder)
         self._evict(keep=folder)

@@ -30,7 +30,8 @@ class PromptEmbeddings:
 
 def load_pipeline(model_dir: Path, device: str) -> WanPipeline:
     """Load from a local folder only (the model cache), never from a hub."""
-    pipe = WanPipeline.from_pretrained(str(model_dir), local_files_only=True)
+    # safetensors only: a pickled .bin would run its publisher's code on load.
+    pipe = WanPipeline.from_pretrained(str(model_dir), local_files_only=True, use_safetensors=True)
     pipe.set_progress_bar_config(disable=True)
     return pipe.to(device)
 

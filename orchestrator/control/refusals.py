@@ -1,0 +1,89 @@
+"""Worker messages the control plane refuses: logged (escaped), counted, and dead-lettered.
+
+MQTT has no dead-letter queue of its own, so refused messages go to the SQS one the intake
+uses, tagged with their topic as the source, where `framefleet dead-letters` shows them. The
+sends run in the background through a bounded backlog, so a worker that floods the broker with
+garbage can slow nothing down: past the backlog messages are only counted. A message refused
+again (heartbeats repeat their events) is dead-lettered once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+
+from prometheus_client import CollectorRegistry, Counter
+
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.dead_letter import dead_letter_attributes
+from orchestrator.domain.errors import FrameFleetError
+from orchestrator.domain.outside_text import printable, printable_bytes
+from orchestrator.intake.ports import DeadLetterQueue
+
+log = logging.getLogger(__name__)
+BACKLOG = 1000
+REMEMBERED = 10_000
+MAX_BODY_CHARS = 64 * 1024
+
+
+class RefusedMessages:
+    def __init__(
+        self,
+        clock: Clock,
+        dead_letters: DeadLetterQueue | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self._clock = clock
+        self._dead_letters = dead_letters
+        self.counter = Counter(
+            "framefleet_worker_messages_refused",
+            "Worker messages refused, by reason",
+            ["reason"],
+            registry=registry if registry is not None else CollectorRegistry(),
+        )
+        self.total = 0
+        self._backlog: asyncio.Queue[tuple[str, dict[str, str]]] = asyncio.Queue(BACKLOG)
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    def refuse(self, reason: str, source: str, error: str, payload: bytes, key: str = "") -> None:
+        """Count and log at once; dead-letter in the background. `key` names a message that
+        may come again (an event id), so it is dead-lettered once."""
+        self.total += 1
+        self.counter.labels(reason=reason).inc()
+        log.warning("refused %s on %s: %s", reason, printable(source, 200), printable(error))
+        if self._dead_letters is None or self._remembered(key):
+            return
+        message_id = key or f"mqtt-{self.total}"
+        attributes = dead_letter_attributes(
+            reason, [error], message_id, self._clock.now(), f"mqtt:{source}"
+        )
+        with contextlib.suppress(asyncio.QueueFull):
+            self._backlog.put_nowait((printable_bytes(payload, MAX_BODY_CHARS), attributes))
+
+    def _remembered(self, key: str) -> bool:
+        if not key:
+            return False
+        if key in self._seen:
+            return True
+        self._seen[key] = None
+        if len(self._seen) > REMEMBERED:
+            self._seen.popitem(last=False)
+        return False
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            body, attributes = await self._backlog.get()
+            if self._dead_letters is None:
+                continue
+            try:
+                await self._dead_letters.send(body, attributes)
+            except FrameFleetError as error:
+                log.warning("refused message not dead-lettered: %s", error)
+
+    async def drain(self) -> None:
+        """Send what is waiting (tests and the simulator step through this)."""
+        while not self._backlog.empty() and self._dead_letters is not None:
+            body, attributes = self._backlog.get_nowait()
+            await self._dead_letters.send(body, attributes)

@@ -1,0 +1,23 @@
+"""Text that came from outside (producers, workers, AWS) made safe to log or print.
+
+Control characters and other non-printables are escaped (a newline becomes `\\n`, an escape
+byte `\\x1b`), so a message cannot forge log lines or drive the operator's terminal, and long
+text is cut. Markup is the printer's business: the CLI hands such text to rich as plain `Text`.
+"""
+
+from __future__ import annotations
+
+DEFAULT_LIMIT = 500
+
+
+def printable(text: str, limit: int = DEFAULT_LIMIT) -> str:
+    cut = text[:limit]
+    safe = "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in cut
+    )
+    return safe + ("..." if len(text) > limit else "")
+
+
+def printable_bytes(payload: bytes, limit: int = DEFAULT_LIMIT) -> str:
+    """A payload that may not even be UTF-8: undecodable bytes become `\\xNN`."""
+    return printable(payload[: limit * 4].decode("utf-8", "backslashreplace"), limit)

@@ -1,0 +1,44 @@
+"""The ledger of gone instances (terminated or interrupted), so they stay gone across
+control-plane restarts and replicas."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, col, select
+
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.errors import StoreUnavailable
+from orchestrator.store.tables import GoneInstanceRow
+
+
+class InstanceLedger:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def record_gone(self, instance_id: str, reason: str) -> None:
+        """Idempotent: the first report of an instance's end is the one kept."""
+        try:
+            with Session(self._engine) as session:
+                if session.get(GoneInstanceRow, instance_id) is None:
+                    session.add(GoneInstanceRow(
+                        instance_id=instance_id, gone_at=self._clock.now(), reason=reason
+                    ))  # fmt: skip
+                    session.commit()
+        except IntegrityError:
+            pass  # another replica recorded it first
+        except OperationalError as error:
+            raise StoreUnavailable(f"database error: {error.orig}") from error
+
+    def gone_since(self, since: datetime) -> list[str]:
+        try:
+            with Session(self._engine) as session:
+                query = select(GoneInstanceRow.instance_id).where(
+                    col(GoneInstanceRow.gone_at) >= since
+                )
+                return list(session.exec(query))
+        except OperationalError as error:
+            raise StoreUnavailable(f"database error: {error.orig}") from error
