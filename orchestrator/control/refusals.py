@@ -37,11 +37,12 @@ class RefusedMessages:
     ) -> None:
         self._clock = clock
         self._dead_letters = dead_letters
-        self.counter = Counter(
+        self._registry = registry if registry is not None else CollectorRegistry()
+        self._counter = Counter(
             "framefleet_worker_messages_refused",
             "Worker messages refused, by reason",
             ["reason"],
-            registry=registry if registry is not None else CollectorRegistry(),
+            registry=self._registry,
         )
         self.total = 0
         self._backlog: asyncio.Queue[tuple[str, dict[str, str]]] = asyncio.Queue(BACKLOG)
@@ -51,7 +52,7 @@ class RefusedMessages:
         """Count and log at once; dead-letter in the background. `key` names a message that
         may come again (an event id), so it is dead-lettered once."""
         self.total += 1
-        self.counter.labels(reason=reason).inc()
+        self._counter.labels(reason=reason).inc()
         log.warning("refused %s on %s: %s", reason, printable(source, 200), printable(error))
         if self._dead_letters is None or self._remembered(key):
             return
@@ -61,6 +62,10 @@ class RefusedMessages:
         )
         with contextlib.suppress(asyncio.QueueFull):
             self._backlog.put_nowait((printable_bytes(payload, MAX_BODY_CHARS), attributes))
+
+    def count(self, reason: str) -> int:
+        sample = "framefleet_worker_messages_refused_total"
+        return int(self._registry.get_sample_value(sample, {"reason": reason}) or 0)
 
     def _remembered(self, key: str) -> bool:
         if not key:

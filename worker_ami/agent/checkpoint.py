@@ -31,6 +31,7 @@ CHECKPOINT_SCHEMA = "framefleet.checkpoint/v1"
 MANIFEST = "manifest.json"
 LATENTS, SCHEDULER, RNG = "latents.safetensors", "scheduler.safetensors", "rng.safetensors"
 BLOB_NAMES = (LATENTS, SCHEDULER, RNG)
+MAX_MANIFEST_BYTES = 64 * 1024
 
 
 class CheckpointIdentity(BaseModel):
@@ -86,11 +87,21 @@ def decode_state(blobs: dict[str, bytes]) -> DenoiseState:
         rng = load_tensors(blobs[RNG])["generator_state"]
         step, total = int(scheduler["step"][0]), int(scheduler["total_steps"][0])
         sigmas, timesteps = scheduler["sigmas"], scheduler["timesteps"]
-    except (SafetensorError, KeyError, IndexError, ValueError) as error:
+    except (SafetensorError, KeyError, IndexError, ValueError, TypeError, RuntimeError) as error:
         raise CheckpointRejected(f"unreadable tensors: {error}") from None
     if rng.dtype != torch.uint8 or not 0 <= step <= total:
         raise CheckpointRejected("inconsistent scheduler or RNG state")
     return DenoiseState(step, total, latents, rng, sigmas, timesteps)
+
+
+def parse_checkpoint_manifest(raw: bytes) -> CheckpointManifest:
+    """Total: a manifest, or CheckpointRejected for anything else (S3 is outside input)."""
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise CheckpointRejected(f"manifest of {len(raw)} bytes")
+    try:
+        return CheckpointManifest.model_validate_json(raw, strict=True)
+    except ValidationError:
+        raise CheckpointRejected("manifest unreadable or truncated") from None
 
 
 def _parse_key(key: str) -> tuple[int, int] | None:
@@ -152,10 +163,7 @@ class CheckpointStore:
             raw = await self._objects.get(self.bucket, manifest_key)
         except ObjectNotFound:
             raise CheckpointRejected("manifest missing") from None
-        try:
-            manifest = CheckpointManifest.model_validate_json(raw)
-        except ValidationError:
-            raise CheckpointRejected("manifest unreadable or truncated") from None
+        manifest = parse_checkpoint_manifest(raw)
         if manifest.identity != expected:
             raise CheckpointRejected("checkpoint belongs to another job, model or pipeline")
         if set(manifest.blobs) != set(BLOB_NAMES):

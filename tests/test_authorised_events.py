@@ -1,0 +1,223 @@
+"""Only the worker an attempt was given to may move its job; gone instances stay gone; a
+message that breaks its handler is refused on its own. The control plane runs on a fake clock
+with commands kept in memory, and a real store."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import pytest
+
+from orchestrator.control.refusals import RefusedMessages
+from orchestrator.control.service import ControlPlaneService, ControlSettings
+from orchestrator.domain.clock import FakeClock
+from orchestrator.domain.job_record import Submission
+from orchestrator.domain.job_spec import parse_job
+from orchestrator.domain.job_state import JobState
+from orchestrator.domain.worker_protocol import (
+    Channel,
+    EventKind,
+    GpuInfo,
+    Heartbeat,
+    Hello,
+    WorkerEvent,
+    topic,
+)
+from orchestrator.mqtt.link import LinkSettings
+from orchestrator.store.job_store import JobStore
+from tests.support import job_dict
+
+NOW = datetime(2026, 12, 3, tzinfo=UTC)
+INSTANCES = {"w-owner": "i-0000000000000aaaa", "w-other": "i-0000000000000bbbb"}
+
+
+class MemoryLink:
+    def __init__(self) -> None:
+        self.published: list[tuple[str, str]] = []
+
+    async def publish(self, topic: str, payload: str, retain: bool = False) -> None:
+        self.published.append((topic, payload))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+
+
+class KeptDeadLetters:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Mapping[str, str]]] = []
+
+    async def send(self, body: str, attributes: Mapping[str, str]) -> None:
+        self.sent.append((body, attributes))
+
+
+def hello(worker_id: str, clock: FakeClock) -> bytes:
+    message = Hello(
+        worker_id=worker_id, sent_at=clock.now(), instance_id=INSTANCES[worker_id],
+        instance_type="g6.xlarge", availability_zone="us-east-1a", market="spot",
+        gpus=(GpuInfo(index=0, family="l4", vram_gib=24),), agent_version="test",
+    )  # fmt: skip
+    return message.model_dump_json().encode()
+
+
+def event(worker_id: str, kind: EventKind, job_id: str, attempt: int, **fields: object) -> bytes:
+    message = WorkerEvent(
+        worker_id=worker_id, sent_at=NOW,
+        event_id=f"e-{kind.value.replace('_', '-')}-{worker_id}", kind=kind, job_id=job_id,
+        attempt=attempt, **fields,
+    )  # fmt: skip
+    return message.model_dump_json().encode()
+
+
+def service(store: JobStore, clock: FakeClock, dead: KeptDeadLetters) -> ControlPlaneService:
+    return ControlPlaneService(
+        store, LinkSettings(), clock, ControlSettings(), link=MemoryLink(),
+        refusals=RefusedMessages(clock, dead),
+    )  # fmt: skip
+
+
+async def placed(store: JobStore, clock: FakeClock, plane: ControlPlaneService) -> str:
+    """Both workers say hello; the job goes to one of them. Returns its worker."""
+    for worker_id in INSTANCES:
+        await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
+    store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
+    await plane.tick()
+    owner = store.get("victim").worker_id
+    assert owner in INSTANCES
+    return owner
+
+
+CHECKPOINT = "checkpoints/victim/1/000002/manifest.json"
+FORGERIES = [
+    (EventKind.STARTED, {}),
+    (EventKind.CHECKPOINT_DURABLE, {"step": 2, "checkpoint": CHECKPOINT}),
+    (EventKind.PREEMPTED, {"checkpoint": CHECKPOINT}),
+    (EventKind.FINISHED, {"output": "s3://framefleet-output/videos/victim.mp4"}),
+    (EventKind.FAILED, {"failure_kind": "job", "error": "forged"}),
+    (EventKind.FAILED, {"failure_kind": "worker", "error": "forged"}),
+    (EventKind.FAILED, {"failure_kind": "refused", "error": "forged"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "fields"), FORGERIES)
+async def test_another_worker_cannot_move_a_job_by_event_or_heartbeat(
+    store: JobStore, clock: FakeClock, kind: EventKind, fields: dict[str, object]
+) -> None:
+    dead = KeptDeadLetters()
+    plane = service(store, clock, dead)
+    owner = await placed(store, clock, plane)
+    other = next(w for w in INSTANCES if w != owner)
+    before = store.get("victim")
+
+    forged = event(other, kind, "victim", before.attempt, **fields)
+    await plane.on_message(topic(other, Channel.EVENTS), forged)
+    beat = Heartbeat(worker_id=other, sent_at=NOW, sequence=1,
+                     recent=(WorkerEvent.model_validate_json(forged),))  # fmt: skip
+    await plane.on_message(topic(other, Channel.HEARTBEAT), beat.model_dump_json().encode())
+    await plane.apply_pending()
+    await plane.refusals.drain()
+
+    after = store.get("victim")
+    assert (after.state, after.version, after.last_checkpoint) == (
+        before.state,
+        before.version,
+        before.last_checkpoint,
+    )
+    assert plane.refusals.count("not_owner") >= 1
+    # Dead-lettered once, although the heartbeat repeated it.
+    assert [a["framefleet-reason"] for _, a in dead.sent] == ["not_owner"]
+    assert f"was given to {owner}" in dead.sent[0][1]["framefleet-errors"]
+
+
+async def test_the_owner_still_moves_its_job_but_only_inside_its_own_output_prefix(
+    store: JobStore, clock: FakeClock
+) -> None:
+    plane = service(store, clock, KeptDeadLetters())
+    owner = await placed(store, clock, plane)
+    attempt = store.get("victim").attempt
+    outside = event(owner, EventKind.FINISHED, "victim", attempt,
+                    output="s3://framefleet-output/other-team/victim.mp4")  # fmt: skip
+    await plane.on_message(topic(owner, Channel.EVENTS), outside)
+    elsewhere = "checkpoints/someone-else/1/000002/manifest.json"
+    wrong_checkpoint = event(
+        owner, EventKind.CHECKPOINT_DURABLE, "victim", attempt, checkpoint=elsewhere
+    )
+    await plane.on_message(topic(owner, Channel.EVENTS), wrong_checkpoint)
+    await plane.apply_pending()
+    assert store.get("victim").state is JobState.ASSIGNED
+    assert store.get("victim").last_checkpoint is None
+
+    inside = event(owner, EventKind.FINISHED, "victim", attempt,
+                   output="s3://framefleet-output/videos/victim.mp4")  # fmt: skip
+    await plane.on_message(
+        topic(owner, Channel.EVENTS), inside.replace(b"e-finished", b"e-done-ok")
+    )
+    await plane.apply_pending()
+    assert store.get("victim").state is JobState.SUCCEEDED
+
+
+async def test_events_from_a_worker_that_never_said_hello_are_refused(
+    store: JobStore, clock: FakeClock
+) -> None:
+    dead = KeptDeadLetters()
+    plane = service(store, clock, dead)
+    owner = await placed(store, clock, plane)
+    stranger = "w-stranger"
+    forged = WorkerEvent(worker_id=stranger, sent_at=NOW, event_id="e-stranger-1",
+                         kind=EventKind.FINISHED, job_id="victim", attempt=1)  # fmt: skip
+    await plane.on_message(topic(stranger, Channel.EVENTS), forged.model_dump_json().encode())
+    await plane.apply_pending()
+    await plane.refusals.drain()
+    assert store.get("victim").worker_id == owner
+    assert store.get("victim").state is JobState.ASSIGNED
+    assert [a["framefleet-reason"] for _, a in dead.sent] == ["unknown_worker"]
+
+
+async def test_a_gone_instance_stays_gone_across_a_restart(
+    store: JobStore, clock: FakeClock
+) -> None:
+    plane = service(store, clock, KeptDeadLetters())
+    owner = await placed(store, clock, plane)
+    await plane.instance_gone(INSTANCES[owner], "EventBridge: terminated")
+    assert store.get("victim").state is JobState.QUEUED
+
+    # A new control plane on the same database gets the retained hello again.
+    restarted = service(store, clock, KeptDeadLetters())
+    await restarted.remember_gone_instances()
+    await restarted.on_message(topic(owner, Channel.HELLO), hello(owner, clock))
+    assert restarted.registry.health(owner) is None
+    assert restarted.refusals.count("gone_instance") == 1
+    clock.advance(600)
+    await restarted.tick()
+    assert store.get("victim").state is JobState.QUEUED
+
+
+async def test_a_message_that_breaks_its_handler_is_refused_alone(
+    store: JobStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug met by one message: the others in its batch are still applied."""
+    plane = service(store, clock, KeptDeadLetters())
+    owner = await placed(store, clock, plane)
+    attempt = store.get("victim").attempt
+    store.accept_batch([Submission(parse_job(job_dict("bystander"), now=None), "m-2")])
+
+    from orchestrator.control import service as control_service
+
+    real = control_service.apply_event
+
+    def breaks_on_the_poison(job, message, now, policy):  # type: ignore[no-untyped-def]
+        if message.event_id.startswith("e-poison"):
+            raise KeyError("a bug this message finds")
+        return real(job, message, now, policy)
+
+    monkeypatch.setattr(control_service, "apply_event", breaks_on_the_poison)
+    poison = event(owner, EventKind.CHECKPOINT_DURABLE, "bystander", 1)
+    await plane.on_message(
+        topic(owner, Channel.EVENTS), poison.replace(b"e-checkpoint", b"e-poison")
+    )
+    started = event(owner, EventKind.STARTED, "victim", attempt)
+    await plane.on_message(topic(owner, Channel.EVENTS), started)
+    await plane.apply_pending()
+    assert store.get("victim").state is JobState.RUNNING
+    assert plane.refusals.count("handler_error") == 1
