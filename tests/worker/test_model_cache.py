@@ -142,3 +142,31 @@ async def test_unknown_models_and_unsafe_manifests_are_refused(
     wrong = ModelEntry(uri=f"s3://{buckets.models}/evil/", revision="r2")
     with pytest.raises(ModelCacheError, match="registry says"):
         await cache.ensure("wan/evil", wrong)
+
+
+async def test_pickled_weights_are_refused_at_publish_and_at_download(
+    object_store: S3ObjectStore, buckets: Buckets, s3: S3Client, tmp_path: Path
+) -> None:
+    """`from_pretrained` would unpickle a .bin: such a model is never published or cached."""
+    folder = tmp_path / "pickled"
+    (folder / "transformer").mkdir(parents=True)
+    (folder / "model_index.json").write_text("{}")
+    (folder / "transformer" / "diffusion_pytorch_model.bin").write_bytes(b"\x80\x04pickle")
+    uri = f"s3://{buckets.models}/pickled/"
+    with pytest.raises(ModelCacheError, match="pickled weights"):
+        await publish_model(object_store, folder, uri, "wan/pickled", REVISION)
+    (folder / "transformer" / "diffusion_pytorch_model.bin").unlink()
+    with pytest.raises(ModelCacheError, match=r"no \.safetensors weights"):
+        await publish_model(object_store, folder, uri, "wan/pickled", REVISION)
+
+    # A manifest uploaded by other means is refused before anything is downloaded.
+    manifest = {
+        "name": "wan/pickled",
+        "revision": REVISION,
+        "files": {"unet/weights.pt": {"sha256": "0" * 64, "size": 1}},
+    }
+    s3.put_object(Bucket=buckets.models, Key=f"pickled/{MODEL_MANIFEST}", Body=json.dumps(manifest))
+    cache = ModelCache(object_store, tmp_path / "cache", 10**9, FakeClock())
+    with pytest.raises(ModelCacheError, match="pickled weights"):
+        await cache.ensure("wan/pickled", ModelEntry(uri=uri, revision=REVISION))
+    assert not any((tmp_path / "cache").iterdir())
