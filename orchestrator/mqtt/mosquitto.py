@@ -26,12 +26,34 @@ def _port_open(port: int) -> bool:
 
 
 class LocalMosquitto:
-    def __init__(self, folder: Path, port: int, acl_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        port: int,
+        acl_file: Path | None = None,
+        passwords: dict[str, str] | None = None,
+    ) -> None:
+        """`passwords` (user -> password): only those users may connect, each with its own."""
         self.port = port
         self.config = folder / "mosquitto.conf"
-        lines = [f"listener {port} 127.0.0.1", "allow_anonymous true", "persistence false"]
+        anonymous = "false" if passwords else "true"
+        lines = [f"listener {port} 127.0.0.1", f"allow_anonymous {anonymous}", "persistence false"]
         if acl_file is not None:
             lines.append(f"acl_file {acl_file}")
+        if passwords:
+            password_file = folder / "mosquitto.passwd"
+            password_file.write_text("")
+            for user, password in passwords.items():
+                subprocess.run(
+                    [shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd", "-b",
+                     str(password_file), user, password],
+                    check=True, capture_output=True,
+                )  # fmt: skip
+            lines.append(f"password_file {password_file}")
+            # Mosquitto started as root reads the password file after dropping to its own
+            # user, which cannot enter a private temporary folder; a test broker may stay root
+            # (started by anyone else, this line changes nothing).
+            lines.append("user root")
         self.config.write_text("\n".join(lines) + "\n")
         self._binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
         self._process: subprocess.Popen[bytes] | None = None
