@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from orchestrator.control import job_events
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService, ControlSettings
 from orchestrator.domain.clock import FakeClock
@@ -89,7 +90,7 @@ async def placed(store: JobStore, clock: FakeClock, plane: ControlPlaneService) 
 
 
 CHECKPOINT = "checkpoints/victim/1/000002/manifest.json"
-FORGERIES = [
+FORGERIES: list[tuple[EventKind, dict[str, object]]] = [
     (EventKind.STARTED, {}),
     (EventKind.CHECKPOINT_DURABLE, {"step": 2, "checkpoint": CHECKPOINT}),
     (EventKind.PREEMPTED, {"checkpoint": CHECKPOINT}),
@@ -202,16 +203,14 @@ async def test_a_message_that_breaks_its_handler_is_refused_alone(
     attempt = store.get("victim").attempt
     store.accept_batch([Submission(parse_job(job_dict("bystander"), now=None), "m-2")])
 
-    from orchestrator.control import service as control_service
-
-    real = control_service.apply_event
+    real = job_events.apply_event
 
     def breaks_on_the_poison(job, message, now, policy):  # type: ignore[no-untyped-def]
         if message.event_id.startswith("e-poison"):
             raise KeyError("a bug this message finds")
         return real(job, message, now, policy)
 
-    monkeypatch.setattr(control_service, "apply_event", breaks_on_the_poison)
+    monkeypatch.setattr("orchestrator.control.service.apply_event", breaks_on_the_poison)
     poison = event(owner, EventKind.CHECKPOINT_DURABLE, "bystander", 1)
     await plane.on_message(
         topic(owner, Channel.EVENTS), poison.replace(b"e-checkpoint", b"e-poison")

@@ -19,7 +19,7 @@ from orchestrator.domain.job_record import Submission
 from orchestrator.domain.job_spec import parse_job
 from orchestrator.domain.job_state import JobState
 from orchestrator.domain.worker_protocol import Channel, EventKind, Heartbeat, WorkerEvent, topic
-from orchestrator.mqtt.link import LinkSettings
+from orchestrator.mqtt.link import LinkSettings, MqttLink
 from orchestrator.mqtt.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
@@ -76,7 +76,9 @@ async def test_forged_events_change_nothing_under_the_acl(
             as_worker(secured_broker, "w-owner") as owner_client,
             as_worker(secured_broker, "w-other") as other_client,
         ):
-            await async_wait_until(lambda: plane.link.connected.is_set())
+            assert isinstance(plane.link, MqttLink)
+            connected = plane.link.connected
+            await async_wait_until(connected.is_set)
             clients = {"w-owner": owner_client, "w-other": other_client}
             # Only the owner says hello first, so the job surely goes to it.
             greeting = hello("w-owner", FakeClock(NOW))
