@@ -7,6 +7,8 @@ text is cut. Markup is the printer's business: the CLI hands such text to rich a
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 DEFAULT_LIMIT = 500
 
 
@@ -21,3 +23,10 @@ def printable(text: str, limit: int = DEFAULT_LIMIT) -> str:
 def printable_bytes(payload: bytes, limit: int = DEFAULT_LIMIT) -> str:
     """A payload that may not even be UTF-8: undecodable bytes become `\\xNN`."""
     return printable(payload[: limit * 4].decode("utf-8", "backslashreplace"), limit)
+
+
+def first_problem(error: ValidationError) -> tuple[str, str]:
+    """(where, what) of a validation error's first problem, without the input value; field
+    names can come from the input, so they are made printable."""
+    first = error.errors(include_input=False, include_url=False)[0]
+    return ".".join(printable(str(part), 64) for part in first["loc"]), first["msg"]

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from orchestrator.domain.errors import FrameFleetError
 from orchestrator.domain.job_spec import JOB_ID_PATTERN, JobSpec
-from orchestrator.domain.outside_text import printable
+from orchestrator.domain.outside_text import first_problem, printable
 
 PROTOCOL = "framefleet.worker/v1"
 TOPIC_PREFIX = "ff/v1/workers"
@@ -211,9 +211,10 @@ def decode_worker_message(
     try:
         message = _WORKER_MESSAGE.validate_json(payload, strict=True)
     except ValidationError as error:
-        first = error.errors(include_input=False, include_url=False)[0]
-        where = ".".join(printable(str(p), 64) for p in first["loc"]) or "payload"
-        raise ProtocolError(f"malformed {channel.value} message: {where}: {first['msg']}") from None
+        where, what = first_problem(error)
+        raise ProtocolError(
+            f"malformed {channel.value} message: {where or 'payload'}: {what}"
+        ) from None
     if not isinstance(message, _EXPECTED[channel]):
         raise ProtocolError(f"a {message.type} message on the {channel.value} topic")
     if message.worker_id != worker_id:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.outside_text import printable
+from orchestrator.domain.outside_text import first_problem, printable
 
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 REBALANCE = "EC2 Instance Rebalance Recommendation"
@@ -99,19 +99,13 @@ _KINDS: dict[str, tuple[EventKind, type[_Detail]]] = {
 _GONE_STATES = {"stopping", "stopped", "shutting-down", "terminated"}
 
 
-def _first_problem(error: ValidationError) -> tuple[str, str]:
-    first = error.errors(include_input=False, include_url=False)[0]
-    where = ".".join(printable(str(part), 64) for part in first["loc"])
-    return where, first["msg"]
-
-
 def parse_event(body: str | bytes) -> InstanceEvent | IgnoredEvent:
     if len(body) > MAX_EVENT_BYTES:
         raise UnparseableEvent(f"event of {len(body)} bytes is over {MAX_EVENT_BYTES}")
     try:
         envelope = _Envelope.model_validate_json(body, strict=True)
     except ValidationError as error:
-        where, what = _first_problem(error)
+        where, what = first_problem(error)
         if what.startswith("Invalid JSON"):
             raise UnparseableEvent(f"not JSON: {what}") from None
         if where in ("", "detail"):
@@ -127,7 +121,7 @@ def parse_event(body: str | bytes) -> InstanceEvent | IgnoredEvent:
     try:
         detail = detail_model.model_validate(envelope.detail, strict=True)
     except ValidationError as error:
-        where, _ = _first_problem(error)
+        where, _ = first_problem(error)
         raise UnparseableEvent(f"{detail_type} without a valid {where}") from None
     try:
         time = datetime.fromisoformat(envelope.time.replace("Z", "+00:00"))

@@ -12,13 +12,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, TypeVar
 
 import aiohttp
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.outside_text import printable
+from orchestrator.domain.outside_text import first_problem
 from worker_ami.agent.errors import ImdsError
 from worker_ami.agent.imds_emulator import TOKEN_HEADER, TTL_HEADER, InstanceIdentity
 
@@ -57,28 +57,26 @@ MAX_NOTICE_BYTES = 4096
 
 def parse_instance_action(raw: str, seen_at: datetime) -> SpotNotice:
     """Total: a SpotNotice or an ImdsError, whatever IMDS (or something posing as it) says."""
-    if len(raw) > MAX_NOTICE_BYTES:
-        raise ImdsError(f"instance-action of {len(raw)} characters")
-    try:
-        body = _InstanceAction.model_validate_json(raw, strict=True)
-    except ValidationError as error:
-        raise ImdsError(f"unreadable instance-action: {_first(error)}") from None
+    body = _parse(_InstanceAction, raw, "instance-action")
     return SpotNotice(NoticeKind.INSTANCE_ACTION, body.action, body.time, seen_at)
 
 
 def parse_rebalance(raw: str, seen_at: datetime) -> SpotNotice:
-    if len(raw) > MAX_NOTICE_BYTES:
-        raise ImdsError(f"rebalance recommendation of {len(raw)} characters")
-    try:
-        body = _Rebalance.model_validate_json(raw, strict=True)
-    except ValidationError as error:
-        raise ImdsError(f"unreadable rebalance recommendation: {_first(error)}") from None
+    body = _parse(_Rebalance, raw, "rebalance recommendation")
     return SpotNotice(NoticeKind.REBALANCE, None, body.notice_time, seen_at)
 
 
-def _first(error: ValidationError) -> str:
-    first = error.errors(include_input=False, include_url=False)[0]
-    return f"{'.'.join(printable(str(p), 64) for p in first['loc'])}: {first['msg']}"
+_Notice = TypeVar("_Notice", _InstanceAction, _Rebalance)
+
+
+def _parse(model: type[_Notice], raw: str, what: str) -> _Notice:
+    if len(raw) > MAX_NOTICE_BYTES:
+        raise ImdsError(f"{what} of {len(raw)} characters")
+    try:
+        return model.model_validate_json(raw, strict=True)
+    except ValidationError as error:
+        where, problem = first_problem(error)
+        raise ImdsError(f"unreadable {what}: {where}: {problem}") from None
 
 
 class ImdsClient:
