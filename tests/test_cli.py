@@ -154,23 +154,38 @@ def test_schema_command_prints_the_published_schema() -> None:
     assert json.loads(result.stdout) == json.loads(published)
 
 
-def test_dead_letters_command_shows_reasons(
-    moto_endpoint: str, queues: Queues, sqs: SQSClient
-) -> None:
+def dead_letters_shown(
+    sqs: SQSClient,
+    moto_endpoint: str,
+    queues: Queues,
+    body: str,
+    reason: str,
+    errors: str,
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    """Put one dead letter on the queue, then run `framefleet dead-letters`."""
     sqs.send_message(
         QueueUrl=queues.dead_letter_url,
-        MessageBody="{broken",
+        MessageBody=body,
         MessageAttributes={
-            "framefleet-reason": {"DataType": "String", "StringValue": "invalid_json"},
-            "framefleet-errors": {"DataType": "String", "StringValue": '["not JSON: oops"]'},
+            "framefleet-reason": {"DataType": "String", "StringValue": reason},
+            "framefleet-errors": {"DataType": "String", "StringValue": errors},
         },
     )
-    env = {
+    env |= {
         "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
         "FRAMEFLEET_JOBS_QUEUE_URL": queues.jobs_url,
         "FRAMEFLEET_DEAD_LETTER_QUEUE_URL": queues.dead_letter_url,
     }
-    result = framefleet("dead-letters", env=env)
+    return framefleet("dead-letters", env=env)
+
+
+def test_dead_letters_command_shows_reasons(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient
+) -> None:
+    result = dead_letters_shown(
+        sqs, moto_endpoint, queues, "{broken", "invalid_json", '["not JSON: oops"]'
+    )
     assert result.returncode == 0, result.stderr
     assert "invalid_json" in result.stdout
     assert "not JSON: oops" in result.stdout

@@ -14,7 +14,7 @@ from orchestrator.config import Settings
 from orchestrator.domain.outside_text import printable
 from orchestrator.domain.settings_support import configure_logging
 from tests.conftest import Queues, free_port
-from tests.test_cli import framefleet
+from tests.test_cli import dead_letters_shown, framefleet
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -24,21 +24,10 @@ def test_dead_letters_print_markup_and_escapes_as_plain_text(
     moto_endpoint: str, queues: Queues, sqs: SQSClient
 ) -> None:
     body = "\x1b[2J\x07[link=https://evil.example]click[/link]"
-    sqs.send_message(
-        QueueUrl=queues.dead_letter_url,
-        MessageBody=body,
-        MessageAttributes={
-            "framefleet-reason": {"DataType": "String", "StringValue": "[bold]x[/bold]"},
-            "framefleet-errors": {"DataType": "String", "StringValue": '["[blink]e\\u001b[0m"]'},
-        },
+    errors = '["[blink]e\\u001b[0m"]'
+    result = dead_letters_shown(
+        sqs, moto_endpoint, queues, body, "[bold]x[/bold]", errors, FORCE_COLOR="1"
     )
-    env = {
-        "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
-        "FRAMEFLEET_JOBS_QUEUE_URL": queues.jobs_url,
-        "FRAMEFLEET_DEAD_LETTER_QUEUE_URL": queues.dead_letter_url,
-        "FORCE_COLOR": "1",
-    }
-    result = framefleet("dead-letters", env=env)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "[link=https://evil.example]" in out  # shown, not turned into a link

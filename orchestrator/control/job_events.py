@@ -94,8 +94,9 @@ def _under_prefix(uri: str, prefix: str) -> bool:
 
 
 def _checkpoint_of(key: str, job: JobRecord) -> bool:
-    pattern = rf"(^|/){re.escape(job.job_id)}/{job.attempt}/\d{{1,9}}/manifest\.json"
-    return re.fullmatch(rf".*{pattern}", key) is not None and ".." not in key.split("/")
+    """A manifest key of this job's current attempt (`.../{job_id}/{attempt}/{step}/...`)."""
+    pattern = rf"(^|/){re.escape(job.job_id)}/{job.attempt}/\d{{1,9}}/manifest\.json$"
+    return re.search(pattern, key) is not None and ".." not in key.split("/")
 
 
 def apply_event(

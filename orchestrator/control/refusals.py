@@ -80,15 +80,17 @@ class RefusedMessages:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             body, attributes = await self._backlog.get()
-            if self._dead_letters is None:
-                continue
             try:
-                await self._dead_letters.send(body, attributes)
+                await self._send(body, attributes)
             except FrameFleetError as error:
                 log.warning("refused message not dead-lettered: %s", error)
 
     async def drain(self) -> None:
-        """Send what is waiting (tests and the simulator step through this)."""
-        while not self._backlog.empty() and self._dead_letters is not None:
-            body, attributes = self._backlog.get_nowait()
-            await self._dead_letters.send(body, attributes)
+        """Send what is waiting now (a test's step instead of the background sender)."""
+        while not self._backlog.empty():
+            await self._send(*self._backlog.get_nowait())
+
+    async def _send(self, body: str, attributes: dict[str, str]) -> None:
+        # Only refuse() fills the backlog, and only when there is a dead-letter queue.
+        assert self._dead_letters is not None
+        await self._dead_letters.send(body, attributes)

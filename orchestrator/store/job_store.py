@@ -47,6 +47,10 @@ from orchestrator.store.tables import (
 )
 
 INTAKE_ACTOR = "intake"
+# A job's row joined to the row of its current attempt (who runs it, on which GPU).
+_CURRENT_ATTEMPT = (col(JobAttemptRow.job_id) == col(JobRow.job_id)) & (
+    col(JobAttemptRow.attempt) == col(JobRow.attempt)
+)
 
 
 def _utc(value: datetime) -> datetime:
@@ -401,17 +405,16 @@ class JobStore:
             return self._records(session, job_ids)
 
     def _records(self, session: Session, job_ids: Sequence[str]) -> dict[str, JobRecord]:
-        rows = self._rows(session, job_ids)
-        owners: dict[tuple[str, int], str | None] = {}
+        found: dict[str, JobRecord] = {}
         for start in range(0, len(job_ids), 500):  # bounded IN lists
-            query = select(
-                JobAttemptRow.job_id, JobAttemptRow.attempt, JobAttemptRow.worker_id
-            ).where(col(JobAttemptRow.job_id).in_(job_ids[start : start + 500]))
-            owners.update(((job, attempt), worker) for job, attempt, worker in session.exec(query))
-        return {
-            row.job_id: self._cached_record(row, owners.get((row.job_id, row.attempt)))
-            for row in rows
-        }
+            query = (
+                select(JobRow, JobAttemptRow.worker_id)
+                .outerjoin(JobAttemptRow, _CURRENT_ATTEMPT)
+                .where(col(JobRow.job_id).in_(job_ids[start : start + 500]))
+            )
+            for row, worker_id in session.exec(query):
+                found[row.job_id] = self._cached_record(row, worker_id)
+        return found
 
     def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
         """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base
@@ -472,11 +475,7 @@ class JobStore:
         with self._session() as session:
             rows = session.exec(
                 select(JobRow, JobAttemptRow)
-                .join(
-                    JobAttemptRow,
-                    (col(JobAttemptRow.job_id) == col(JobRow.job_id))
-                    & (col(JobAttemptRow.attempt) == col(JobRow.attempt)),
-                )
+                .join(JobAttemptRow, _CURRENT_ATTEMPT)
                 .where(col(JobRow.state).in_(active))
                 .order_by(col(JobRow.job_id))
             ).all()

@@ -123,18 +123,24 @@ async def test_least_recently_used_models_are_evicted_past_the_budget(
     assert b.path.parent not in cached
 
 
+def upload_manifest(s3: S3Client, buckets: Buckets, name: str, prefix: str, file: str) -> None:
+    """A model manifest put in S3 by other means than publish-model, naming one file."""
+    manifest = {
+        "name": name,
+        "revision": REVISION,
+        "files": {file: {"sha256": "0" * 64, "size": 1}},
+    }
+    key = f"{prefix}/{MODEL_MANIFEST}"
+    s3.put_object(Bucket=buckets.models, Key=key, Body=json.dumps(manifest))
+
+
 async def test_unknown_models_and_unsafe_manifests_are_refused(
     object_store: S3ObjectStore, buckets: Buckets, s3: S3Client, tmp_path: Path
 ) -> None:
     registry = ModelRegistry(models={})
     with pytest.raises(UnknownModel):
         registry.resolve("wan/nope")
-    manifest = {
-        "name": "wan/evil",
-        "revision": REVISION,
-        "files": {"../../etc/cron.d/evil": {"sha256": "0" * 64, "size": 1}},
-    }
-    s3.put_object(Bucket=buckets.models, Key=f"evil/{MODEL_MANIFEST}", Body=json.dumps(manifest))
+    upload_manifest(s3, buckets, "wan/evil", "evil", "../../etc/cron.d/evil")
     cache = ModelCache(object_store, tmp_path / "cache", 10**9, FakeClock())
     entry = ModelEntry(uri=f"s3://{buckets.models}/evil/", revision=REVISION)
     with pytest.raises(ModelCacheError, match="unsafe path"):
@@ -160,12 +166,7 @@ async def test_pickled_weights_are_refused_at_publish_and_at_download(
         await publish_model(object_store, folder, uri, "wan/pickled", REVISION)
 
     # A manifest uploaded by other means is refused before anything is downloaded.
-    manifest = {
-        "name": "wan/pickled",
-        "revision": REVISION,
-        "files": {"unet/weights.pt": {"sha256": "0" * 64, "size": 1}},
-    }
-    s3.put_object(Bucket=buckets.models, Key=f"pickled/{MODEL_MANIFEST}", Body=json.dumps(manifest))
+    upload_manifest(s3, buckets, "wan/pickled", "pickled", "unet/weights.pt")
     cache = ModelCache(object_store, tmp_path / "cache", 10**9, FakeClock())
     with pytest.raises(ModelCacheError, match="pickled weights"):
         await cache.ensure("wan/pickled", ModelEntry(uri=uri, revision=REVISION))
