@@ -25,7 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.common import free_port, write_result
-from orchestrator.control.service import ControlPlaneService, ControlSettings
+from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.settings import ControlSettings
 from orchestrator.domain.clock import SystemClock
 from orchestrator.domain.job_record import Submission
 from orchestrator.domain.job_spec import parse_job

@@ -21,7 +21,8 @@ from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsJobQueue
 from orchestrator.config import Settings
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import ControlPlaneService, ControlSettings
+from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.settings import ControlSettings
 from orchestrator.domain.clock import Clock, SystemClock
 from orchestrator.intake.loop import IntakeLoop
 from orchestrator.intake.metrics import IntakeMetrics

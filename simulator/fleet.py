@@ -36,7 +36,8 @@ from autoscaler.pools import Market, Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
-from orchestrator.control.service import ControlPlaneService, ControlSettings
+from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.settings import ControlSettings
 from orchestrator.domain.clock import FakeClock
 from orchestrator.domain.errors import FrameFleetError
 from orchestrator.domain.job_record import Reservation, Submission

@@ -12,7 +12,8 @@ import pytest
 
 from orchestrator.control import job_events
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import ControlPlaneService, ControlSettings
+from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.settings import ControlSettings
 from orchestrator.domain.clock import FakeClock
 from orchestrator.domain.job_record import Submission
 from orchestrator.domain.job_spec import parse_job

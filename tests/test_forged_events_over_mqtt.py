@@ -13,7 +13,8 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from orchestrator.control.service import ControlPlaneService, ControlSettings
+from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.settings import ControlSettings
 from orchestrator.domain.clock import FakeClock, SystemClock
 from orchestrator.domain.job_record import Submission
 from orchestrator.domain.job_spec import parse_job

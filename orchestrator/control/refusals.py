@@ -20,6 +20,7 @@ from orchestrator.domain.clock import Clock
 from orchestrator.domain.dead_letter import dead_letter_attributes
 from orchestrator.domain.errors import FrameFleetError
 from orchestrator.domain.outside_text import printable, printable_bytes
+from orchestrator.domain.worker_protocol import Channel, WorkerEvent, topic
 from orchestrator.intake.ports import DeadLetterQueue
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,14 @@ class RefusedMessages:
         )
         with contextlib.suppress(asyncio.QueueFull):
             self._backlog.put_nowait((printable_bytes(payload, MAX_BODY_CHARS), attributes))
+
+    def refuse_event(self, event: WorkerEvent, why: str) -> None:
+        """An event its sender may not send (see `authorise`). Heartbeats repeat events (and
+        progress reports become `started` events anew): one dead letter per worker, job,
+        attempt and kind."""
+        key = f"{event.worker_id}:{event.job_id}:{event.attempt}:{event.kind.value}"
+        source = topic(event.worker_id, Channel.EVENTS)
+        self.refuse("not_owner", source, why, event.model_dump_json().encode(), key)
 
     def count(self, reason: str) -> int:
         sample = "framefleet_worker_messages_refused_total"

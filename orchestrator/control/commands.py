@@ -1,0 +1,81 @@
+"""Commands to workers, derived from the database and re-sent with backoff.
+
+The same command id goes out on every re-send, so a worker acts once per (job, attempt, kind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from datetime import datetime
+
+from orchestrator.control.settings import ControlSettings, ControlStats, WorkerLink
+from orchestrator.domain.clock import Clock
+from orchestrator.domain.job_record import JobRecord, Placement
+from orchestrator.domain.worker_protocol import Channel, Command, CommandKind, topic
+from orchestrator.mqtt.link import NotConnected
+
+log = logging.getLogger(__name__)
+
+
+def command_id(kind: CommandKind, job: JobRecord) -> str:
+    attempt_id = uuid.uuid5(uuid.NAMESPACE_URL, f"framefleet:{job.job_id}/{job.attempt}")
+    return f"{kind.value.replace('_', '-')}-{attempt_id}"
+
+
+class CommandSender:
+    def __init__(
+        self, link: WorkerLink, clock: Clock, settings: ControlSettings, stats: ControlStats
+    ) -> None:
+        self._link = link
+        self._clock = clock
+        self._settings = settings
+        self._stats = stats
+        # (job, attempt, kind) -> when it last went out and how often it has.
+        self._last_sent: dict[tuple[str, int, CommandKind], tuple[datetime, int]] = {}
+
+    async def send_all(
+        self, commands: list[tuple[Placement, CommandKind]], force: bool = False
+    ) -> None:
+        """Publish side by side: each QoS 1 publish waits for its PUBACK, and a thousand of
+        them one after another would take seconds."""
+        await asyncio.gather(*(self.send(p, kind, force) for p, kind in commands))
+
+    async def send(self, placement: Placement, kind: CommandKind, force: bool = False) -> bool:
+        """Publish unless the same command went out too recently (or `force`); True when it was
+        published now. Re-sends back off (resend_after, then twice that, up to resend_max): a
+        control plane behind on its events must not bury the broker in repeats of commands
+        whose answers are merely queued."""
+        job = placement.job
+        key = (job.job_id, job.attempt, kind)
+        now = self._clock.now()
+        last, sends = self._last_sent.get(key, (None, 0))
+        wait = min(
+            self._settings.resend_after * (1 << max(0, sends - 1)), self._settings.resend_max
+        )
+        if not force and last is not None and now - last < wait:
+            return False
+        command = Command(
+            worker_id=placement.worker_id,
+            sent_at=now,
+            # The same id on every re-send: the worker acts once per (job, attempt, kind).
+            command_id=command_id(kind, job),
+            kind=kind,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            # What an assignment needs; other commands name the job and attempt only.
+            gpu_index=placement.gpu_index if kind is CommandKind.ASSIGN else None,
+            spec=job.spec if kind is CommandKind.ASSIGN else None,
+            resume_from=job.last_checkpoint if kind is CommandKind.ASSIGN else None,
+        )
+        try:
+            await self._link.publish(
+                topic(placement.worker_id, Channel.CMD), command.model_dump_json()
+            )
+        except NotConnected as error:
+            log.info("command not sent yet: %s", error)
+            return False
+        self._last_sent[key] = (now, sends + 1)
+        self._stats.commands_sent += 1
+        return True

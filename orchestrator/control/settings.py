@@ -1,0 +1,52 @@
+"""The control plane's settings, counters and the ports it declares."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from orchestrator.control.job_events import RetryPolicy
+from orchestrator.scheduling.snapshots import SchedulerSettings
+
+ACTOR = "control-plane"
+
+
+@dataclass(frozen=True)
+class ControlSettings:
+    tick_seconds: float = 0.5
+    resend_after: timedelta = timedelta(seconds=3)
+    resend_max: timedelta = timedelta(seconds=30)
+    suspect_after: timedelta = timedelta(seconds=10)
+    lost_after: timedelta = timedelta(seconds=30)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_batch: int = 500  # worker messages written in one transaction
+
+
+@dataclass
+class ControlStats:
+    ignored_messages: int = 0
+    stale_events: int = 0
+    commands_sent: int = 0
+    assignments: int = 0
+    # Seconds per scheduling decision (the pure scheduler call), the most recent ones.
+    schedule_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
+
+
+class WorkerLink(Protocol):
+    """How commands reach workers: MQTT in production, in memory in the simulator."""
+
+    async def publish(self, topic: str, payload: str, retain: bool = False) -> None: ...
+
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+
+class GoneInstances(Protocol):
+    """Where instances that are gone are remembered (InstanceLedger)."""
+
+    def record_gone(self, instance_id: str, reason: str) -> None: ...
+
+    def gone_since(self, since: datetime) -> list[str]: ...
