@@ -1,216 +1,36 @@
-"""The job store: idempotent acceptance, the checked state machine, history, dead-letter ledger.
+"""The job store: idempotent acceptance, the checked state machine, history, dead-letter ledger,
+reservations.
 
 Synchronous (SQLAlchemy sessions); async callers run it in a worker thread. Every write that
 moves a job names the version it read: two control-plane replicas can never both move a job.
+The intake's ledger and the reservations live in modules of their own; this one holds the
+state machine's writes and the queries.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
-from typing import TypeVar
+from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import Engine, delete, func, update
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy import delete, func, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.domain.clock import Clock
 from orchestrator.domain.errors import (
     ConcurrentModification,
     FrameFleetError,
     InvalidTransition,
     JobNotFound,
-    StoreUnavailable,
 )
-from orchestrator.domain.job_record import (
-    AcceptOutcome,
-    JobChanges,
-    JobEvent,
-    JobMove,
-    JobRecord,
-    Placement,
-    Rejection,
-    Reservation,
-    Submission,
-)
-from orchestrator.domain.job_spec import JobSpec, parse_job
+from orchestrator.domain.job_record import JobChanges, JobEvent, JobMove, JobRecord, Placement
 from orchestrator.domain.job_state import ACTIVE_STATES, JobState, check_transition
-from orchestrator.store.migrate import upgrade_to_head
-from orchestrator.store.tables import (
-    JobAttemptRow,
-    JobEventRow,
-    JobRow,
-    RejectedMessageRow,
-    ReservationRow,
-)
-
-INTAKE_ACTOR = "intake"
-# A job's row joined to the row of its current attempt (who runs it, on which GPU).
-_CURRENT_ATTEMPT = (col(JobAttemptRow.job_id) == col(JobRow.job_id)) & (
-    col(JobAttemptRow.attempt) == col(JobRow.attempt)
-)
+from orchestrator.store.base import CURRENT_ATTEMPT, utc
+from orchestrator.store.intake_ledger import IntakeLedger
+from orchestrator.store.reservations import ReservationBook
+from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, ReservationRow
 
 
-def _utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; everything we store is UTC.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _record(row: JobRow, spec: JobSpec | None = None, worker_id: str | None = None) -> JobRecord:
-    return JobRecord(
-        job_id=row.job_id,
-        state=JobState(row.state),
-        version=row.version,
-        attempt=row.attempt,
-        priority=row.priority,
-        deadline=_utc(row.deadline) if row.deadline else None,
-        spec=spec if spec is not None else parse_job(row.spec_json, now=None),
-        created_at=_utc(row.created_at),
-        updated_at=_utc(row.updated_at),
-        last_checkpoint=row.last_checkpoint,
-        job_faults=row.job_faults,
-        not_before=_utc(row.not_before) if row.not_before else None,
-        worker_id=worker_id,
-    )
-
-
-_Keyed = TypeVar("_Keyed", JobRow, ReservationRow)
-
-
-def _rows_of(session: Session, table: type[_Keyed], job_ids: Sequence[str]) -> list[_Keyed]:
-    found: list[_Keyed] = []
-    for start in range(0, len(job_ids), 500):  # bounded IN lists
-        chunk = job_ids[start : start + 500]
-        found.extend(session.exec(select(table).where(col(table.job_id).in_(chunk))).all())
-    return found
-
-
-class JobStore:
-    def __init__(self, engine: Engine, clock: Clock) -> None:
-        self._engine = engine
-        self._clock = clock
-        self._specs: dict[str, JobSpec] = {}
-
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        try:
-            with Session(self._engine, expire_on_commit=False) as session:
-                yield session
-        except OperationalError as error:
-            raise StoreUnavailable(f"database error: {error.orig}") from error
-
-    # -- intake -----------------------------------------------------------------------------
-
-    def accept_batch(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]:
-        """Record new jobs in one transaction. A job_id already stored is a duplicate (same
-        spec) or a conflict (different spec); neither changes anything."""
-        if not submissions:
-            return []
-        try:
-            return self._accept_batch_once(submissions)
-        except IntegrityError:
-            # Another writer inserted one of these ids between our check and our insert.
-            return [self._accept_batch_once([item])[0] for item in submissions]
-
-    def _accept_batch_once(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]:
-        now = self._clock.now()
-        ids = [item.spec.job_id for item in submissions]
-        with self._session() as session:
-            stored = dict(
-                session.exec(
-                    select(JobRow.job_id, JobRow.spec_sha256).where(col(JobRow.job_id).in_(ids))
-                ).all()
-            )
-            outcomes: list[AcceptOutcome] = []
-            for item in submissions:
-                fingerprint = item.spec.fingerprint()
-                known = stored.get(item.spec.job_id)
-                if known is not None:
-                    same = known == fingerprint
-                    outcomes.append(AcceptOutcome.DUPLICATE if same else AcceptOutcome.CONFLICT)
-                    continue
-                stored[item.spec.job_id] = fingerprint
-                session.add(self._new_job_row(item, fingerprint, now))
-                outcomes.append(AcceptOutcome.ACCEPTED)
-            session.flush()  # jobs before their history rows (foreign key)
-            for item, outcome in zip(submissions, outcomes, strict=True):
-                if outcome is AcceptOutcome.ACCEPTED:
-                    session.add(
-                        JobEventRow(
-                            job_id=item.spec.job_id,
-                            at=now,
-                            from_state=None,
-                            to_state=JobState.QUEUED.value,
-                            version=1,
-                            attempt=0,
-                            actor=INTAKE_ACTOR,
-                            reason=f"accepted from message {item.message_id}",
-                        )
-                    )
-            session.commit()
-        return outcomes
-
-    @staticmethod
-    def _new_job_row(item: Submission, fingerprint: str, now: datetime) -> JobRow:
-        spec = item.spec
-        return JobRow(
-            job_id=spec.job_id,
-            state=JobState.QUEUED.value,
-            version=1,
-            attempt=0,
-            priority=spec.priority,
-            deadline=spec.deadline,
-            model=spec.model,
-            spec_json=spec.canonical_json(),
-            spec_sha256=fingerprint,
-            source_message_id=item.message_id,
-            created_at=now,
-            updated_at=now,
-        )
-
-    def record_rejection(self, rejection: Rejection) -> bool:
-        """Remember a bad message once per SQS message id. True if it still needs dead-lettering
-        (new, or a previous run died before the dead-letter send was confirmed)."""
-        with self._session() as session:
-            row = session.get(RejectedMessageRow, rejection.message_id)
-            if row is not None:
-                return row.dead_lettered_at is None
-            session.add(
-                RejectedMessageRow(
-                    message_id=rejection.message_id,
-                    received_at=self._clock.now(),
-                    reason=rejection.reason,
-                    errors_json=json.dumps(list(rejection.errors)),
-                    body=rejection.body,
-                )
-            )
-            try:
-                session.commit()
-            except IntegrityError:
-                return False  # a concurrent poller got the same redelivery; it sends it
-        return True
-
-    def mark_dead_lettered(self, message_id: str) -> None:
-        with self._session() as session:
-            session.exec(
-                update(RejectedMessageRow)
-                .where(col(RejectedMessageRow.message_id) == message_id)
-                .values(dead_lettered_at=self._clock.now())
-            )
-            session.commit()
-
-    def rejections(self) -> list[Rejection]:
-        with self._session() as session:
-            rows = session.exec(
-                select(RejectedMessageRow).order_by(col(RejectedMessageRow.received_at))
-            ).all()
-        return [
-            Rejection(row.message_id, row.reason, tuple(json.loads(row.errors_json)), row.body)
-            for row in rows
-        ]
-
+class JobStore(IntakeLedger, ReservationBook):
     # -- the state machine ------------------------------------------------------------------
 
     def transition(
@@ -291,10 +111,6 @@ class JobStore:
             session.expire_all()
             fresh = self._records(session, ids)
         return [error or fresh[move.job_id] for move, error in zip(moves, errors, strict=True)]
-
-    @staticmethod
-    def _rows(session: Session, job_ids: Sequence[str]) -> Sequence[JobRow]:
-        return _rows_of(session, JobRow, job_ids)
 
     def _move(
         self, session: Session, row: JobRow | None, move: JobMove, actor: str, now: datetime
@@ -404,18 +220,6 @@ class JobStore:
         with self._session() as session:
             return self._records(session, job_ids)
 
-    def _records(self, session: Session, job_ids: Sequence[str]) -> dict[str, JobRecord]:
-        found: dict[str, JobRecord] = {}
-        for start in range(0, len(job_ids), 500):  # bounded IN lists
-            query = (
-                select(JobRow, JobAttemptRow.worker_id)
-                .outerjoin(JobAttemptRow, _CURRENT_ATTEMPT)
-                .where(col(JobRow.job_id).in_(job_ids[start : start + 500]))
-            )
-            for row, worker_id in session.exec(query):
-                found[row.job_id] = self._cached_record(row, worker_id)
-        return found
-
     def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
         """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base
         priority and the oldest `limit` (which aging may have made urgent), without repeats."""
@@ -430,16 +234,6 @@ class JobStore:
             oldest = session.exec(base.order_by(col(JobRow.created_at)).limit(limit)).all()
         rows = {row.job_id: row for row in [*urgent, *oldest]}
         return [self._cached_record(row) for row in rows.values()]
-
-    def _cached_record(self, row: JobRow, worker_id: str | None = None) -> JobRecord:
-        # Parsing a spec costs more than reading its row; specs never change once stored.
-        spec = self._specs.get(row.spec_sha256)
-        if spec is None:
-            spec = parse_job(row.spec_json, now=None)
-            if len(self._specs) > 50_000:
-                self._specs.clear()
-            self._specs[row.spec_sha256] = spec
-        return _record(row, spec, worker_id)
 
     def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[JobRecord]:
         with self._session() as session:
@@ -458,7 +252,7 @@ class JobStore:
         return [
             JobEvent(
                 job_id=row.job_id,
-                at=_utc(row.at),
+                at=utc(row.at),
                 from_state=JobState(row.from_state) if row.from_state else None,
                 to_state=JobState(row.to_state),
                 version=row.version,
@@ -475,7 +269,7 @@ class JobStore:
         with self._session() as session:
             rows = session.exec(
                 select(JobRow, JobAttemptRow)
-                .join(JobAttemptRow, _CURRENT_ATTEMPT)
+                .join(JobAttemptRow, CURRENT_ATTEMPT)
                 .where(col(JobRow.state).in_(active))
                 .order_by(col(JobRow.job_id))
             ).all()
@@ -484,32 +278,10 @@ class JobStore:
                 self._cached_record(job, attempt.worker_id),
                 attempt.worker_id or "",
                 attempt.gpu_index or 0,
-                _utc(attempt.started_at),
+                utc(attempt.started_at),
             )
             for job, attempt in rows
         ]
-
-    def reserve(self, reservations: Sequence[Reservation]) -> None:
-        """Record (or replace) each job's reservation (kept until the job ends)."""
-        with self._session() as session:
-            for r in reservations:
-                row = ReservationRow(
-                    job_id=r.job_id, instance_id=r.instance_id, on_demand=r.on_demand,
-                    expires_at=r.expires_at, seconds_per_step=r.seconds_per_step,
-                    margin_seconds=r.margin_seconds,
-                )  # fmt: skip
-                session.merge(row)
-            session.commit()
-
-    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]:
-        """The reservations of these jobs (expired claims included: see Reservation)."""
-        with self._session() as session:
-            rows = _rows_of(session, ReservationRow, job_ids)
-        return {
-            r.job_id: Reservation(r.job_id, r.instance_id, r.on_demand, _utc(r.expires_at),
-                                  r.seconds_per_step, r.margin_seconds)
-            for r in rows
-        }  # fmt: skip
 
     def count_jobs(self) -> int:
         with self._session() as session:
@@ -521,13 +293,3 @@ class JobStore:
                 select(JobRow.state, func.count()).group_by(col(JobRow.state))
             ).all()
         return {JobState(state): count for state, count in rows}
-
-    @property
-    def engine(self) -> Engine:
-        return self._engine
-
-    def upgrade(self) -> None:
-        upgrade_to_head(self._engine)
-
-    def dispose(self) -> None:
-        self._engine.dispose()
