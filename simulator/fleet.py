@@ -19,8 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 import tempfile
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,27 +28,26 @@ from autoscaler.actuation import Actuator
 from autoscaler.demand import DemandSource, StoreDemand
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
-from autoscaler.market.ports import MarketData
-from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import Trace, TraceMarket
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Market
 from autoscaler.reconcile import Reconciler
-from autoscaler.snapshot import JobDemand, PurchaseSettings
+from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.domain.clock import FakeClock
 from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.job_record import Reservation, Submission
+from orchestrator.domain.job_record import Submission
 from orchestrator.domain.job_spec import JobSpec
 from orchestrator.domain.job_state import JobState
-from orchestrator.domain.worker_protocol import Command, parse_topic
+from orchestrator.domain.worker_protocol import parse_topic
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
 from orchestrator.mqtt.link import LinkSettings
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimulatedEc2
+from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
 from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy
 from simulator.results import FleetResult
 from simulator.workers import SimulatedWorker, WorkerModel
@@ -104,86 +102,6 @@ def purchase_settings(setup: FleetSetup) -> PurchaseSettings:
     )
 
 
-class _MemoryLink:
-    """The control plane's WorkerLink without a broker: commands wait here for delivery."""
-
-    def __init__(self) -> None:
-        self.commands: list[Command] = []
-
-    async def publish(self, topic: str, payload: str, retain: bool = False) -> None:
-        self.commands.append(Command.model_validate_json(payload))
-
-    async def run(self, stop: asyncio.Event) -> None:
-        await stop.wait()
-
-
-class _HandledQueue:
-    """The interruptions queue: events are handed to the loop directly, so there is never
-    anything left to receive or delete."""
-
-    async def receive(self, max_messages: int, wait_seconds: int,
-                      visibility_timeout: int) -> list[ReceivedMessage]:  # fmt: skip
-        return []
-
-    async def delete(self, receipt_handles: Sequence[str]) -> None:
-        return None
-
-    async def extend_visibility(self, receipt_handles: Sequence[str], seconds: int) -> None:
-        return None
-
-
-class _DeadLetters:
-    def __init__(self) -> None:
-        self.bodies: list[str] = []
-
-    async def send(self, body: str, attributes: Mapping[str, str]) -> None:
-        self.bodies.append(body)
-
-
-class _PricesOnly:
-    """The market as a baseline sees it: prices and capacity, no interruption rates."""
-
-    def __init__(self, market: MarketData) -> None:
-        self._market = market
-
-    async def snapshot(self, pools: Sequence[Pool]) -> MarketSnapshot:
-        seen = await self._market.snapshot(pools)
-        blind = {pool: replace(q, interruptions_per_hour=0.0) for pool, q in seen.quotes.items()}
-        return MarketSnapshot(seen.at, blind)
-
-
-class _HomeZones:
-    """The queue as a single-job baseline sees it: each job may use spot only in its home
-    zone, the cheapest with capacity when the job is first seen (the cheapest of all when
-    none has)."""
-
-    def __init__(self, inner: StoreDemand, trace: Trace) -> None:
-        self._inner = inner
-        self._trace = trace
-        self.homes: dict[str, str] = {}
-
-    def queued(self, now: datetime) -> list[JobDemand]:
-        return [replace(j, spot_zones=frozenset({self._home(j.job_id, now)}))
-                for j in self._inner.queued(now)]  # fmt: skip
-
-    def _home(self, job_id: str, now: datetime) -> str:
-        if job_id not in self.homes:
-            tick = self._trace.tick(now)
-            zones = self._trace.zones.values()
-            open_zones = [z for z in zones if z.available[tick]] or list(zones)
-            self.homes[job_id] = min(open_zones, key=lambda z: (z.prices[tick], z.zone)).zone
-        return self.homes[job_id]
-
-    def busy_gpus(self) -> Counter[str]:
-        return self._inner.busy_gpus()
-
-    def reserve(self, reservations: Sequence[Reservation]) -> None:
-        self._inner.reserve(reservations)
-
-    def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
-        return self._inner.reservations(now, job_ids)
-
-
 class FleetSimulation:
     def __init__(
         self, trace: Trace, jobs: Sequence[SimJob], setup: FleetSetup, start_tick: int,
@@ -199,14 +117,14 @@ class FleetSimulation:
         self.worker_model = WorkerModel(**{**setup.worker.__dict__, "step_seconds": step})
         self.store = JobStore(make_engine(f"sqlite:///{database}"), self.clock)
         self.store.upgrade()
-        self.link = _MemoryLink()
+        self.link = MemoryLink()
         self.control = ControlPlaneService(
             self.store, LinkSettings(), self.clock, ControlSettings(), link=self.link
         )
-        self.queue = _HandledQueue()
+        self.queue = HandledQueue()
         # The trace's pools span regions; one simulated control plane serves them all.
         self.interruptions = InterruptionsLoop(
-            self.queue, _DeadLetters(), self.control, self.clock, InterruptionSettings(region="")
+            self.queue, KeptDeadLetters(), self.control, self.clock, InterruptionSettings(region="")
         )
         self.cloud = SimulatedEc2(trace, self.clock, setup.boot_seconds, setup.silent_share)
         self.market = TraceMarket(trace, self.clock)
@@ -216,7 +134,7 @@ class FleetSimulation:
         if not policy.risk_aware:
             settings = replace(settings, max_pool_share=1.0)
         self.autoscaler = AutoscalerLoop(
-            market=self.market if policy.risk_aware else _PricesOnly(self.market),
+            market=self.market if policy.risk_aware else PricesOnly(self.market),
             actuator=Actuator(self.cloud, capacity, FLEET_ID, self.clock),
             reconciler=Reconciler(self.cloud, FLEET_ID, self.clock),
             demand=self._demand(policy, demand),
@@ -237,7 +155,7 @@ class FleetSimulation:
         self.finished_twice = 0
 
     def _demand(self, policy: FleetPolicy, store: StoreDemand) -> DemandSource:
-        return _HomeZones(store, self.trace) if policy.home_zone else store
+        return HomeZones(store, self.trace) if policy.home_zone else store
 
     # -- the run -------------------------------------------------------------------------------
 

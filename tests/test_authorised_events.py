@@ -4,8 +4,6 @@ with commands kept in memory, and a real store."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import pytest
@@ -29,29 +27,11 @@ from orchestrator.domain.worker_protocol import (
 )
 from orchestrator.mqtt.link import LinkSettings
 from orchestrator.store.job_store import JobStore
+from simulator.fakes import KeptDeadLetters, MemoryLink
 from tests.support import job_dict
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 INSTANCES = {"w-owner": "i-0000000000000aaaa", "w-other": "i-0000000000000bbbb"}
-
-
-class MemoryLink:
-    def __init__(self) -> None:
-        self.published: list[tuple[str, str]] = []
-
-    async def publish(self, topic: str, payload: str, retain: bool = False) -> None:
-        self.published.append((topic, payload))
-
-    async def run(self, stop: asyncio.Event) -> None:
-        await stop.wait()
-
-
-class KeptDeadLetters:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, Mapping[str, str]]] = []
-
-    async def send(self, body: str, attributes: Mapping[str, str]) -> None:
-        self.sent.append((body, attributes))
 
 
 def hello(worker_id: str, clock: FakeClock) -> bytes:

@@ -5,7 +5,7 @@ their reason while the messages around them are handled."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,7 @@ from orchestrator.intake.loop import IntakeLoop, IntakeSettings
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
+from simulator.fakes import KeptDeadLetters
 from tests.conftest import Queues
 from tests.support import async_wait_until, job_dict
 from tests.test_intake import handled, queue_is_empty, running, send, settings_for
@@ -89,14 +90,6 @@ class RefusingSink:
 
     def mark_dead_lettered(self, message_id: str) -> None:
         return None
-
-
-class KeptDeadLetters:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, Mapping[str, str]]] = []
-
-    async def send(self, body: str, attributes: Mapping[str, str]) -> None:
-        self.sent.append((body, attributes))
 
 
 class DeletedQueue:
