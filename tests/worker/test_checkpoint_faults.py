@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,7 @@ from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import CheckpointRejected
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
-from worker_ami.agent.report import RunStatus
+from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner, checkpoint_identity
 from worker_ami.agent.settings import WorkerSettings
 
@@ -26,14 +27,16 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 NOTICE_AT = 4
+RunnerFactory = Callable[[], JobRunner]
 
 
 @pytest.fixture
-def periodic_runner(
+def periodic_runners(
     object_store: S3ObjectStore, published_model: ModelRegistry, worker_settings: WorkerSettings
-) -> JobRunner:
-    """A tiny mean time between interruptions: a periodic checkpoint after every step."""
-    return make_runner(
+) -> RunnerFactory:
+    """New runners with a tiny mean time between interruptions: periodic checkpoints as often
+    as the measured step and write times allow (older ones to prune)."""
+    return lambda: make_runner(
         object_store,
         published_model,
         worker_settings,
@@ -47,25 +50,38 @@ def checkpoints(object_store: S3ObjectStore, buckets: Buckets) -> CheckpointStor
     return CheckpointStore(object_store, buckets.checkpoints)
 
 
-async def interrupted(
-    runner: JobRunner, buckets: Buckets, job_id: str
-) -> tuple[JobSpec, CheckpointIdentity, list[str]]:
-    """Run until a notice at step NOTICE_AT; return the spec, identity and the manifests left
-    (newest first: steps NOTICE_AT and NOTICE_AT - 1, older ones pruned)."""
-    spec = video_job(buckets, job_id)
+async def stop_at(runner: JobRunner, spec: JobSpec, step: int, attempt: int) -> JobReport:
+    """Run until a notice at `step`; the runner checkpoints there and stops."""
 
     def notice(state: DenoiseState) -> None:
-        if state.step == NOTICE_AT:
+        if state.step == step:
             runner.request_checkpoint("test notice")
 
     runner.on_step = notice
-    report = await runner.run(spec, attempt=1)
+    report = await runner.run(spec, attempt=attempt)
     assert report.status is RunStatus.PREEMPTED
     assert report.checkpoint is not None
-    assert report.checkpoints_written[-1] == report.checkpoint  # no second write of step 4
+    assert report.checkpoints_written[-1] == report.checkpoint  # no second write of that step
+    return report
+
+
+async def interrupted(
+    new_runner: RunnerFactory, buckets: Buckets, job_id: str
+) -> tuple[JobSpec, CheckpointIdentity, list[str]]:
+    """Interrupted at step NOTICE_AT - 1, then resumed elsewhere and interrupted at NOTICE_AT;
+    return the spec, identity and the manifests left, newest first (older periodic ones are
+    pruned). Notices, not periodic checkpoints, make both: the periodic rule weighs measured
+    step and write times, and would make the steps of the survivors vary from run to run."""
+    spec = video_job(buckets, job_id)
+    first = await stop_at(new_runner(), spec, NOTICE_AT - 1, attempt=1)
+    runner = new_runner()
+    second = await stop_at(runner, spec, NOTICE_AT, attempt=2)
+    assert second.resumed_from == first.checkpoint
+    assert first.checkpoint is not None
+    assert second.checkpoint is not None
     _, model = await runner.load(spec.model)
     identity = checkpoint_identity(spec, model)
-    return spec, identity, report.checkpoints_written[-2:][::-1]
+    return spec, identity, [second.checkpoint, first.checkpoint]
 
 
 def prefix_of(manifest_key: str) -> str:
@@ -73,9 +89,12 @@ def prefix_of(manifest_key: str) -> str:
 
 
 async def test_only_the_newest_two_checkpoints_are_kept(
-    periodic_runner: JobRunner, buckets: Buckets, s3: S3Client, checkpoints: CheckpointStore
+    periodic_runners: RunnerFactory,
+    buckets: Buckets,
+    s3: S3Client,
+    checkpoints: CheckpointStore,
 ) -> None:
-    spec, _, newest = await interrupted(periodic_runner, buckets, "keep-two")
+    spec, _, newest = await interrupted(periodic_runners, buckets, "keep-two")
     assert await checkpoints.manifests(spec.job_id) == newest
     assert [f"/{NOTICE_AT:06d}/" in newest[0], f"/{NOTICE_AT - 1:06d}/" in newest[1]] == [
         True,
@@ -94,14 +113,14 @@ async def test_only_the_newest_two_checkpoints_are_kept(
     ],
 )
 async def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(
-    periodic_runner: JobRunner,
+    periodic_runners: RunnerFactory,
     buckets: Buckets,
     s3: S3Client,
     checkpoints: CheckpointStore,
     damage: str,
     complaint: str,
 ) -> None:
-    _, identity, (newest, previous) = await interrupted(periodic_runner, buckets, f"d-{damage}")
+    _, identity, (newest, previous) = await interrupted(periodic_runners, buckets, f"d-{damage}")
     if damage == "flip-byte":
         key = prefix_of(newest) + LATENTS
         blob = bytearray(read_object(s3, buckets.checkpoints, key))
@@ -122,7 +141,7 @@ async def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(
 
 
 async def test_fallback_still_renders_the_same_video(
-    periodic_runner: JobRunner,
+    periodic_runners: RunnerFactory,
     runner: JobRunner,
     buckets: Buckets,
     s3: S3Client,
@@ -130,7 +149,7 @@ async def test_fallback_still_renders_the_same_video(
     published_model: ModelRegistry,
     worker_settings: WorkerSettings,
 ) -> None:
-    spec, _, (newest, _) = await interrupted(periodic_runner, buckets, "fallback-video")
+    spec, _, (newest, _) = await interrupted(periodic_runners, buckets, "fallback-video")
     s3.delete_object(Bucket=buckets.checkpoints, Key=prefix_of(newest) + LATENTS)
     survivor = make_runner(object_store, published_model, worker_settings)
     resumed = await survivor.run(spec, attempt=2)
@@ -141,9 +160,12 @@ async def test_fallback_still_renders_the_same_video(
 
 
 async def test_no_valid_checkpoint_restarts_from_step_zero_and_says_so(
-    periodic_runner: JobRunner, buckets: Buckets, s3: S3Client, checkpoints: CheckpointStore
+    periodic_runners: RunnerFactory,
+    buckets: Buckets,
+    s3: S3Client,
+    checkpoints: CheckpointStore,
 ) -> None:
-    _, identity, manifests = await interrupted(periodic_runner, buckets, "all-bad")
+    _, identity, manifests = await interrupted(periodic_runners, buckets, "all-bad")
     for key in manifests:
         s3.put_object(Bucket=buckets.checkpoints, Key=key, Body=b"{")
     resume = await checkpoints.resume_point(identity)
@@ -154,13 +176,13 @@ async def test_no_valid_checkpoint_restarts_from_step_zero_and_says_so(
 
 
 async def test_a_pickle_in_a_blob_is_rejected_never_executed(
-    periodic_runner: JobRunner,
+    periodic_runners: RunnerFactory,
     buckets: Buckets,
     s3: S3Client,
     checkpoints: CheckpointStore,
     tmp_path: Path,
 ) -> None:
-    _, identity, (newest, previous) = await interrupted(periodic_runner, buckets, "pickle")
+    _, identity, (newest, previous) = await interrupted(periodic_runners, buckets, "pickle")
     sentinel = tmp_path / "executed"
 
     class Exploit:
@@ -186,9 +208,9 @@ async def test_a_pickle_in_a_blob_is_rejected_never_executed(
 
 
 async def test_a_checkpoint_of_another_job_is_refused(
-    periodic_runner: JobRunner, buckets: Buckets, checkpoints: CheckpointStore
+    periodic_runners: RunnerFactory, buckets: Buckets, checkpoints: CheckpointStore
 ) -> None:
-    _, identity, (newest, _) = await interrupted(periodic_runner, buckets, "owner")
+    _, identity, (newest, _) = await interrupted(periodic_runners, buckets, "owner")
     stranger = identity.model_copy(update={"job_id": "stranger", "job_spec_sha256": "0" * 64})
     with pytest.raises(CheckpointRejected, match="another job"):
         await checkpoints.load(newest, stranger)
