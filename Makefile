@@ -18,6 +18,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy
@@ -29,7 +30,7 @@ test: lint typecheck unit
 
 # The demo renders video with the worker agent, so it needs the same install as the tests.
 demo: $(VENV)/.dev-installed
-	$(BIN)/python -m orchestrator.demo
+	$(BIN)/python -m framefleet.demo
 
 bench-intake: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.intake

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from autoscaler.ec2.ports import CapacityUnavailable, Ec2Fleet, LaunchRequest, ObservedInstance
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.snapshot import Launch, Plan
-from orchestrator.domain.clock import Clock
+from kernel.clock import Clock
 
 log = logging.getLogger(__name__)
 

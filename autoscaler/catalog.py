@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.domain.errors import ConfigurationError
+from kernel.errors import ConfigurationError
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,8 @@ from typing import Protocol
 
 from autoscaler.snapshot import JobDemand
 from autoscaler.throughput import WorkShape
-from orchestrator.domain.job_record import JobRecord, Reservation, checkpoint_step
-from orchestrator.domain.job_spec import JobSpec
-from orchestrator.store.job_store import JobStore
+from kernel.job_record import JobRecord, Placement, Reservation, checkpoint_step
+from kernel.job_spec import JobSpec
 
 steps_done = checkpoint_step  # steps behind the newest durable checkpoint
 
@@ -49,8 +48,21 @@ class DemandSource(Protocol):
     def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]: ...
 
 
+class JobSource(Protocol):
+    """The part of the control plane's job store the autoscaler reads and writes (declared
+    here so the autoscaler never imports the control plane; JobStore has these)."""
+
+    def schedulable(self, now: datetime, limit: int = ...) -> list[JobRecord]: ...
+
+    def placements(self) -> list[Placement]: ...
+
+    def reserve(self, reservations: Sequence[Reservation]) -> None: ...
+
+    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
+
+
 class StoreDemand:
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobSource) -> None:
         self._store = store
 
     def queued(self, now: datetime) -> list[JobDemand]:

@@ -28,9 +28,9 @@ from autoscaler.pools import Market, Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
-from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.job_record import Reservation
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.errors import FrameFleetError
+from kernel.job_record import Reservation
 
 log = logging.getLogger(__name__)
 # How long a reservation outlives the expected boot and model load.

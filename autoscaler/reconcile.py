@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from autoscaler.ec2.ports import Ec2Fleet, ObservedInstance
-from orchestrator.domain.clock import Clock
+from kernel.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.common import moto_server_process, write_result
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_spec import parse_job
+from kernel.clock import SystemClock
+from kernel.job_spec import parse_job
 from worker_ami.agent.app import s3_client
 from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore, encode_state
 from worker_ami.agent.denoise_state import DenoiseState

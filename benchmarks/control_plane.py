@@ -25,13 +25,13 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.common import free_port, write_result
-from orchestrator.control.service import ControlPlaneService
-from orchestrator.control.settings import ControlSettings
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_record import Submission
-from orchestrator.domain.job_spec import parse_job
-from orchestrator.domain.job_state import JobState
-from orchestrator.domain.worker_protocol import (
+from kernel.clock import SystemClock
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
+from kernel.mosquitto import LocalMosquitto
+from kernel.mqtt_link import LinkSettings
+from kernel.worker_protocol import (
     Channel,
     CommandKind,
     EventKind,
@@ -42,8 +42,8 @@ from orchestrator.domain.worker_protocol import (
     decode_command,
     topic,
 )
-from orchestrator.mqtt.link import LinkSettings
-from orchestrator.mqtt.mosquitto import LocalMosquitto
+from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.settings import ControlSettings
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head

@@ -24,9 +24,9 @@ from rich.table import Table
 from sqlalchemy import create_engine, text
 
 from benchmarks.common import moto_server_process, write_result
-from orchestrator.app import boto_config, build_intake, build_store
-from orchestrator.config import IntakeConfig, Settings
-from orchestrator.domain.clock import SystemClock
+from framefleet.control_plane import boto_config, build_intake, build_store
+from framefleet.settings import IntakeConfig, Settings
+from kernel.clock import SystemClock
 from orchestrator.intake.metrics import IntakeMetrics
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from orchestrator.aws.errors import translated
-from orchestrator.domain.errors import JobValidationError
-from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES, JobSpec, parse_job
+from kernel.aws_errors import translated
+from kernel.errors import JobValidationError
+from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES, JobSpec, parse_job
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

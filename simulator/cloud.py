@@ -22,7 +22,7 @@ from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import LaunchRequest, ObservedInstance
 from autoscaler.market.trace import ON_DEMAND_PRICES, Trace
 from autoscaler.pools import Market, Pool
-from orchestrator.domain.clock import Clock
+from kernel.clock import Clock
 from orchestrator.interruptions.events import SPOT_WARNING
 
 

@@ -16,8 +16,8 @@ from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import Trace
 from autoscaler.pools import Pool
 from autoscaler.snapshot import JobDemand
-from orchestrator.domain.job_record import Reservation
-from orchestrator.domain.worker_protocol import Command
+from kernel.job_record import Reservation
+from kernel.worker_protocol import Command
 from orchestrator.intake.ports import ReceivedMessage
 
 

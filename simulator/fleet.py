@@ -33,17 +33,17 @@ from autoscaler.pools import Market
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
+from kernel.clock import FakeClock
+from kernel.errors import FrameFleetError
+from kernel.job_record import Submission
+from kernel.job_spec import JobSpec
+from kernel.job_state import JobState
+from kernel.mqtt_link import LinkSettings
+from kernel.worker_protocol import parse_topic
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
-from orchestrator.domain.clock import FakeClock
-from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.job_record import Submission
-from orchestrator.domain.job_spec import JobSpec
-from orchestrator.domain.job_state import JobState
-from orchestrator.domain.worker_protocol import parse_topic
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
-from orchestrator.mqtt.link import LinkSettings
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimulatedEc2

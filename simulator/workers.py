@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from autoscaler.pools import Market
-from orchestrator.domain.job_record import checkpoint_step
-from orchestrator.domain.job_spec import JobSpec
-from orchestrator.domain.worker_protocol import (
+from kernel.job_record import checkpoint_step
+from kernel.job_spec import JobSpec
+from kernel.worker_protocol import (
     Channel,
     Command,
     CommandKind,

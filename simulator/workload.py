@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.domain.errors import ConfigurationError
+from kernel.errors import ConfigurationError
 
 
 @dataclass(frozen=True)

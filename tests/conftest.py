@@ -15,8 +15,8 @@ import pytest
 from moto.server import ThreadedMotoServer
 from sqlalchemy import create_engine, text
 
-from orchestrator.domain.clock import FakeClock
-from orchestrator.mqtt.mosquitto import LocalMosquitto
+from kernel.clock import FakeClock
+from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head

@@ -8,15 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from orchestrator.control import job_events
-from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import ControlPlaneService
-from orchestrator.control.settings import ControlSettings
-from orchestrator.domain.clock import FakeClock
-from orchestrator.domain.job_record import Submission
-from orchestrator.domain.job_spec import parse_job
-from orchestrator.domain.job_state import JobState
-from orchestrator.domain.worker_protocol import (
+from kernel.clock import FakeClock
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
+from kernel.mqtt_link import LinkSettings
+from kernel.worker_protocol import (
     Channel,
     EventKind,
     GpuInfo,
@@ -25,7 +22,10 @@ from orchestrator.domain.worker_protocol import (
     WorkerEvent,
     topic,
 )
-from orchestrator.mqtt.link import LinkSettings
+from orchestrator.control import job_events
+from orchestrator.control.refusals import RefusedMessages
+from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.settings import ControlSettings
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import KeptDeadLetters, MemoryLink
 from tests.support import job_dict

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_record import Submission
-from orchestrator.domain.job_spec import parse_job
-from orchestrator.domain.job_state import JobState
+from kernel.clock import SystemClock
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
@@ -27,7 +27,7 @@ def framefleet(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
+        [sys.executable, "-m", "framefleet", *args],
         env={**os.environ, "COLUMNS": "200", **(env or {})},
         cwd=cwd,
         capture_output=True,

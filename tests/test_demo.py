@@ -11,7 +11,7 @@ from pathlib import Path
 
 def test_the_demo_runs_and_the_resumed_video_is_identical(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "orchestrator.demo"],
+        [sys.executable, "-m", "framefleet.demo"],
         cwd=tmp_path,  # the demo writes .demo/ where it runs
         env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(Path(__file__).parent.parent)},
         capture_output=True,

@@ -13,15 +13,15 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from kernel.clock import FakeClock, SystemClock
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
+from kernel.mosquitto import LocalMosquitto
+from kernel.mqtt_link import LinkSettings, MqttLink
+from kernel.worker_protocol import Channel, EventKind, Heartbeat, WorkerEvent, topic
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
-from orchestrator.domain.clock import FakeClock, SystemClock
-from orchestrator.domain.job_record import Submission
-from orchestrator.domain.job_spec import parse_job
-from orchestrator.domain.job_state import JobState
-from orchestrator.domain.worker_protocol import Channel, EventKind, Heartbeat, WorkerEvent, topic
-from orchestrator.mqtt.link import LinkSettings, MqttLink
-from orchestrator.mqtt.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head

@@ -11,12 +11,18 @@ from typing import TYPE_CHECKING
 import pytest
 from prometheus_client import CollectorRegistry
 
-from orchestrator.app import ControlPlane, build_intake, build_store, control_plane, sqs_client
+from framefleet.control_plane import (
+    ControlPlane,
+    build_intake,
+    build_store,
+    control_plane,
+    sqs_client,
+)
+from framefleet.settings import IntakeConfig, Settings
+from kernel.clock import SystemClock
+from kernel.job_record import AcceptOutcome, Rejection, Submission
+from kernel.job_state import JobState
 from orchestrator.aws.dead_letters import peek_dead_letters
-from orchestrator.config import IntakeConfig, Settings
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
-from orchestrator.domain.job_state import JobState
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.store.job_store import JobStore
 from tests.conftest import Queues

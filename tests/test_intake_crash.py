@@ -12,8 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernel.clock import SystemClock
 from orchestrator.aws.dead_letters import peek_dead_letters
-from orchestrator.domain.clock import SystemClock
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
@@ -30,7 +30,7 @@ GOOD, BAD = 240, 24
 def start_intake(env: dict[str, str], log_file: Path) -> subprocess.Popen[bytes]:
     with log_file.open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", "serve"], env=env, stdout=log, stderr=log
+            [sys.executable, "-m", "framefleet", "serve"], env=env, stdout=log, stderr=log
         )
 
 

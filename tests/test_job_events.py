@@ -8,6 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from kernel.job_record import JobRecord, Submission
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
+from kernel.worker_protocol import EventKind, WorkerEvent
 from orchestrator.control.apply import apply_decision
 from orchestrator.control.job_events import (
     Decision,
@@ -18,10 +22,6 @@ from orchestrator.control.job_events import (
     apply_event,
     requeue,
 )
-from orchestrator.domain.job_record import JobRecord, Submission
-from orchestrator.domain.job_spec import parse_job
-from orchestrator.domain.job_state import JobState
-from orchestrator.domain.worker_protocol import EventKind, WorkerEvent
 from orchestrator.store.job_store import JobStore
 from tests.support import job_dict
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.domain.errors import JobValidationError
-from orchestrator.domain.job_spec import JOB_SCHEMA_TAG, job_json_schema, parse_job
+from kernel.errors import JobValidationError
+from kernel.job_spec import JOB_SCHEMA_TAG, job_json_schema, parse_job
 from tests.support import job_dict
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -4,10 +4,10 @@ import itertools
 
 import pytest
 
-from orchestrator.domain.errors import ConcurrentModification, InvalidTransition
-from orchestrator.domain.job_record import Submission
-from orchestrator.domain.job_spec import parse_job
-from orchestrator.domain.job_state import JOB_TRANSITIONS, JobState, check_transition
+from kernel.errors import ConcurrentModification, InvalidTransition
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
+from kernel.job_state import JOB_TRANSITIONS, JobState, check_transition
 from orchestrator.store.job_store import JobStore
 from tests.support import job_dict
 

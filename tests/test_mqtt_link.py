@@ -10,9 +10,9 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from orchestrator.domain.clock import SystemClock
-from orchestrator.mqtt.link import LinkSettings, MqttLink, NotConnected
-from orchestrator.mqtt.mosquitto import LocalMosquitto
+from kernel.clock import SystemClock
+from kernel.mosquitto import LocalMosquitto
+from kernel.mqtt_link import LinkSettings, MqttLink, NotConnected
 from tests.support import async_wait_until
 
 
@@ -69,8 +69,8 @@ async def test_publishing_while_disconnected_fails_fast(broker: LocalMosquitto) 
 
 DOOMED_CLIENT = """
 import asyncio, sys
-from orchestrator.domain.clock import SystemClock
-from orchestrator.mqtt.link import LastWill, LinkSettings, MqttLink
+from kernel.clock import SystemClock
+from kernel.mqtt_link import LastWill, LinkSettings, MqttLink
 
 async def main():
     async def ignore(topic, payload):

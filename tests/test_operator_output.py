@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from orchestrator.config import Settings
-from orchestrator.domain.outside_text import printable
-from orchestrator.domain.settings_support import configure_logging
+from framefleet.settings import Settings
+from kernel.outside_text import printable
+from kernel.settings_support import configure_logging
 from tests.conftest import Queues, free_port
 from tests.test_cli import dead_letters_shown, framefleet
 

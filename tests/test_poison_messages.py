@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 import pytest
 from prometheus_client import CollectorRegistry
 
+from kernel.clock import FakeClock
+from kernel.errors import StoreUnavailable
+from kernel.job_record import AcceptOutcome, Rejection, Submission
+from kernel.job_state import JobState
 from orchestrator.aws.dead_letters import peek_dead_letters
-from orchestrator.domain.clock import FakeClock
-from orchestrator.domain.errors import StoreUnavailable
-from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
-from orchestrator.domain.job_state import JobState
 from orchestrator.intake.loop import IntakeLoop, IntakeSettings
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import ReceivedMessage

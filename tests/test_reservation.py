@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from orchestrator.domain.job_record import Reservation, checkpoint_step
+from kernel.job_record import Reservation, checkpoint_step
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -10,9 +10,9 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 from sqlmodel import SQLModel
 
-from orchestrator.domain.clock import FakeClock
-from orchestrator.domain.errors import ConcurrentModification, InvalidTransition, JobNotFound
-from orchestrator.domain.job_record import (
+from kernel.clock import FakeClock
+from kernel.errors import ConcurrentModification, InvalidTransition, JobNotFound
+from kernel.job_record import (
     AcceptOutcome,
     JobChanges,
     JobMove,
@@ -21,8 +21,8 @@ from orchestrator.domain.job_record import (
     Reservation,
     Submission,
 )
-from orchestrator.domain.job_spec import parse_job
-from orchestrator.domain.job_state import JobState
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head

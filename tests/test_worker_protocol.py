@@ -10,8 +10,9 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from orchestrator.domain.job_spec import parse_job
-from orchestrator.domain.worker_protocol import (
+from kernel.job_spec import parse_job
+from kernel.mosquitto import LocalMosquitto
+from kernel.worker_protocol import (
     Channel,
     Command,
     CommandKind,
@@ -26,7 +27,6 @@ from orchestrator.domain.worker_protocol import (
     parse_topic,
     topic,
 )
-from orchestrator.mqtt.mosquitto import LocalMosquitto
 from tests.conftest import free_port
 from tests.support import job_dict
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from orchestrator.domain.clock import FakeClock
-from orchestrator.domain.worker_protocol import Heartbeat, Status
+from kernel.clock import FakeClock
+from kernel.worker_protocol import Heartbeat, Status
 from orchestrator.scheduling.registry import HealthChange, WorkerHealth, WorkerRegistry
 from orchestrator.scheduling.snapshots import RunningJob
 from tests.test_worker_protocol import hello

@@ -21,7 +21,7 @@ from autoscaler.ec2.ports import (
 )
 from autoscaler.market.capacity import CAPACITY_ERRORS
 from autoscaler.pools import Market, Pool
-from orchestrator.aws.errors import translated
+from kernel.aws_errors import translated
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 

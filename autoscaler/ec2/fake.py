@@ -16,7 +16,7 @@ from autoscaler.ec2.ports import (
     ObservedInstance,
 )
 from autoscaler.pools import Pool
-from orchestrator.domain.clock import Clock
+from kernel.clock import Clock
 
 
 class FakeEc2:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Protocol
 
 from autoscaler.pools import Market, Pool
-from orchestrator.domain.errors import FrameFleetError
+from kernel.errors import FrameFleetError
 
 FLEET_TAG = "framefleet:fleet"
 MARKET_TAG = "framefleet:market"

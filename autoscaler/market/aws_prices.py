@@ -13,7 +13,7 @@ from typing import Any
 from types_aiobotocore_ec2.client import EC2Client
 from types_aiobotocore_pricing.client import PricingClient
 
-from orchestrator.aws.errors import translated
+from kernel.aws_errors import translated
 
 # The Pricing API names regions by their console "location".
 LOCATIONS = {

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.pools import Pool
-from orchestrator.domain.clock import Clock
+from kernel.clock import Clock
 
 # Error codes EC2 returns when a pool cannot serve a launch right now.
 CAPACITY_ERRORS = frozenset(

@@ -16,8 +16,8 @@ from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.on_demand import fallback_price
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
 from autoscaler.pools import Market, Pool
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.errors import AwsError
+from kernel.clock import Clock
+from kernel.errors import AwsError
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ import numpy.typing as npt
 
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
 from autoscaler.pools import Market, Pool
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.errors import ConfigurationError
+from kernel.clock import Clock
+from kernel.errors import ConfigurationError
 
 # The availability traces start on the day their folder names (2023-02-15).
 DEFAULT_START = datetime(2023, 2, 15, tzinfo=UTC)

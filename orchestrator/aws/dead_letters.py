@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestrator.aws.errors import translated
-from orchestrator.domain.dead_letter import ATTR_PREFIX
+from kernel.aws_errors import translated
+from kernel.dead_letter import ATTR_PREFIX
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from orchestrator.aws.errors import translated
+from kernel.aws_errors import translated
 from orchestrator.intake.ports import ReceivedMessage
 
 if TYPE_CHECKING:

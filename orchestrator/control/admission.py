@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from orchestrator.domain.worker_protocol import (
+from kernel.worker_protocol import (
     EventKind,
     Heartbeat,
     Hello,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kernel.errors import FrameFleetError
+from kernel.job_record import JobMove, JobRecord
 from orchestrator.control.job_events import Decision, Ignore, Record
-from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.job_record import JobMove, JobRecord
 from orchestrator.store.job_store import JobStore
 
 

@@ -10,11 +10,11 @@ import logging
 import uuid
 from datetime import datetime
 
+from kernel.clock import Clock
+from kernel.job_record import JobRecord, Placement
+from kernel.mqtt_link import NotConnected
+from kernel.worker_protocol import Channel, Command, CommandKind, topic
 from orchestrator.control.settings import ControlSettings, ControlStats, WorkerLink
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.job_record import JobRecord, Placement
-from orchestrator.domain.worker_protocol import Channel, Command, CommandKind, topic
-from orchestrator.mqtt.link import NotConnected
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from orchestrator.domain.job_record import JobChanges, JobRecord
-from orchestrator.domain.job_state import ACTIVE_STATES, JobState
-from orchestrator.domain.outside_text import printable
-from orchestrator.domain.worker_protocol import EventKind, WorkerEvent
+from kernel.job_record import JobChanges, JobRecord
+from kernel.job_state import ACTIVE_STATES, JobState
+from kernel.outside_text import printable
+from kernel.worker_protocol import EventKind, WorkerEvent
 
 
 @dataclass(frozen=True)

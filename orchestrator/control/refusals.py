@@ -16,11 +16,11 @@ from collections import OrderedDict
 
 from prometheus_client import CollectorRegistry, Counter
 
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.dead_letter import dead_letter_attributes
-from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.outside_text import printable, printable_bytes
-from orchestrator.domain.worker_protocol import Channel, WorkerEvent, topic
+from kernel.clock import Clock
+from kernel.dead_letter import dead_letter_attributes
+from kernel.errors import FrameFleetError
+from kernel.outside_text import printable, printable_bytes
+from kernel.worker_protocol import Channel, WorkerEvent, topic
 from orchestrator.intake.ports import DeadLetterQueue
 
 log = logging.getLogger(__name__)

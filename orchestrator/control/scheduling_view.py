@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.domain.job_record import JobRecord, Placement, Reservation, checkpoint_step
-from orchestrator.domain.job_state import JobState
+from kernel.job_record import JobRecord, Placement, Reservation, checkpoint_step
+from kernel.job_state import JobState
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import PendingJob, RunningJob
 

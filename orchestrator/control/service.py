@@ -15,6 +15,24 @@ import time
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.errors import ConcurrentModification, FrameFleetError
+from kernel.job_record import (
+    JobMove,
+    JobRecord,
+    Placement,
+)
+from kernel.job_state import ACTIVE_STATES, JobState
+from kernel.mqtt_link import LinkSettings, MqttLink
+from kernel.worker_protocol import (
+    Channel,
+    CommandKind,
+    EventKind,
+    ProtocolError,
+    Status,
+    WorkerEvent,
+    decode_worker_message,
+)
 from orchestrator.control.admission import Inbound, admit
 from orchestrator.control.apply import as_move
 from orchestrator.control.commands import CommandSender
@@ -34,24 +52,6 @@ from orchestrator.control.settings import (
     GoneInstances,
     WorkerLink,
 )
-from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.errors import ConcurrentModification, FrameFleetError
-from orchestrator.domain.job_record import (
-    JobMove,
-    JobRecord,
-    Placement,
-)
-from orchestrator.domain.job_state import ACTIVE_STATES, JobState
-from orchestrator.domain.worker_protocol import (
-    Channel,
-    CommandKind,
-    EventKind,
-    ProtocolError,
-    Status,
-    WorkerEvent,
-    decode_worker_message,
-)
-from orchestrator.mqtt.link import LinkSettings, MqttLink
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerHealth, WorkerRegistry
 from orchestrator.store.instances import InstanceLedger

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from orchestrator.domain.errors import JobValidationError
-from orchestrator.domain.job_record import Rejection, Submission
-from orchestrator.domain.job_spec import parse_job
+from kernel.errors import JobValidationError
+from kernel.job_record import Rejection, Submission
+from kernel.job_spec import parse_job
 from orchestrator.intake.ports import ReceivedMessage
 
 

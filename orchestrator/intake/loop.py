@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.dead_letter import ATTR_BODY_TRUNCATED, dead_letter_attributes
-from orchestrator.domain.errors import FrameFleetError, MessageTooLarge, StoreUnavailable
-from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
-from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES
-from orchestrator.domain.outside_text import printable
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.dead_letter import ATTR_BODY_TRUNCATED, dead_letter_attributes
+from kernel.errors import FrameFleetError, MessageTooLarge, StoreUnavailable
+from kernel.job_record import AcceptOutcome, Rejection, Submission
+from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
+from kernel.outside_text import printable
 from orchestrator.intake.decode import conflicting_duplicate, decode_message, handler_error
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import DeadLetterQueue, JobQueue, JobSink, ReceivedMessage

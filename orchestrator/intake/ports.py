@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
+from kernel.job_record import AcceptOutcome, Rejection, Submission
 
 
 @dataclass(frozen=True)

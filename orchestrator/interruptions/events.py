@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.outside_text import first_problem, printable
+from kernel.errors import FrameFleetError
+from kernel.outside_text import first_problem, printable
 
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 REBALANCE = "EC2 Instance Rebalance Recommendation"

@@ -17,10 +17,10 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter
 
-from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.dead_letter import dead_letter_attributes
-from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.outside_text import printable
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.dead_letter import dead_letter_attributes
+from kernel.errors import FrameFleetError
+from kernel.outside_text import printable
 from orchestrator.intake.ports import DeadLetterQueue, JobQueue, ReceivedMessage
 from orchestrator.interruptions.events import (
     IgnoredEvent,

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.worker_protocol import Heartbeat, Hello, Status
+from kernel.clock import Clock
+from kernel.worker_protocol import Heartbeat, Hello, Status
 from orchestrator.scheduling.snapshots import GpuSlot, RunningJob, WorkerSnapshot
 
 # The store keeps every gone instance; memory keeps the newest (a day of a large fleet).

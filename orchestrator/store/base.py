@@ -12,11 +12,11 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col, select
 
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.errors import StoreUnavailable
-from orchestrator.domain.job_record import JobRecord
-from orchestrator.domain.job_spec import JobSpec, parse_job
-from orchestrator.domain.job_state import JobState
+from kernel.clock import Clock
+from kernel.errors import StoreUnavailable
+from kernel.job_record import JobRecord
+from kernel.job_spec import JobSpec, parse_job
+from kernel.job_state import JobState
 from orchestrator.store.migrate import upgrade_to_head
 from orchestrator.store.tables import JobAttemptRow, JobRow, ReservationRow
 

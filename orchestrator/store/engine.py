@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from orchestrator.domain.errors import ConfigurationError
+from kernel.errors import ConfigurationError
 
 
 def redact_url(url: str) -> str:

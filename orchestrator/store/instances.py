@@ -9,8 +9,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.errors import StoreUnavailable
+from kernel.clock import Clock
+from kernel.errors import StoreUnavailable
 from orchestrator.store.tables import GoneInstanceRow
 
 

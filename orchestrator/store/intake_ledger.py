@@ -11,8 +11,8 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from orchestrator.domain.job_record import AcceptOutcome, Rejection, Submission
-from orchestrator.domain.job_state import JobState
+from kernel.job_record import AcceptOutcome, Rejection, Submission
+from kernel.job_state import JobState
 from orchestrator.store.base import StoreBase
 from orchestrator.store.tables import JobEventRow, JobRow, RejectedMessageRow
 

@@ -16,14 +16,14 @@ from sqlalchemy import delete, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from orchestrator.domain.errors import (
+from kernel.errors import (
     ConcurrentModification,
     FrameFleetError,
     InvalidTransition,
     JobNotFound,
 )
-from orchestrator.domain.job_record import JobChanges, JobEvent, JobMove, JobRecord, Placement
-from orchestrator.domain.job_state import ACTIVE_STATES, JobState, check_transition
+from kernel.job_record import JobChanges, JobEvent, JobMove, JobRecord, Placement
+from kernel.job_state import ACTIVE_STATES, JobState, check_transition
 from orchestrator.store.base import CURRENT_ATTEMPT, utc
 from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.reservations import ReservationBook

@@ -9,7 +9,7 @@ from alembic.config import Config
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
-from orchestrator.domain.errors import StoreUnavailable
+from kernel.errors import StoreUnavailable
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.domain.job_record import Reservation
+from kernel.job_record import Reservation
 from orchestrator.store.base import StoreBase, rows_of, utc
 from orchestrator.store.tables import ReservationRow
 

@@ -20,7 +20,7 @@ from autoscaler.market.live import LiveMarket
 from autoscaler.market.on_demand import fallback_price
 from autoscaler.pools import Market, Pool
 from autoscaler.reconcile import Reconciler
-from orchestrator.domain.clock import FakeClock
+from kernel.clock import FakeClock
 
 REGION = "us-east-1"
 SPOT = Pool("g6e.xlarge", "us-east-1b", Market.SPOT)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import boto3
 
-from autoscaler.cli import live_autoscaler
 from autoscaler.ec2.ports import FLEET_TAG, MARKET_TAG
-from orchestrator.config import AutoscalerConfig, Settings
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_record import Submission
-from orchestrator.domain.job_spec import parse_job
+from framefleet.autoscaler_cli import live_autoscaler
+from framefleet.settings import AutoscalerConfig, Settings
+from kernel.clock import SystemClock
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head

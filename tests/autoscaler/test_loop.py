@@ -22,9 +22,9 @@ from autoscaler.pools import Market, Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel
-from orchestrator.domain.clock import FakeClock
-from orchestrator.domain.job_record import Submission
-from orchestrator.domain.job_spec import parse_job
+from kernel.clock import FakeClock
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head

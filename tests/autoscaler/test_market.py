@@ -16,8 +16,8 @@ from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.on_demand import fallback_price
 from autoscaler.market.trace import TraceMarket, load_trace
 from autoscaler.pools import Market, Pool
-from orchestrator.domain.clock import FakeClock
-from orchestrator.domain.errors import ConfigurationError
+from kernel.clock import FakeClock
+from kernel.errors import ConfigurationError
 
 TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
 POOL = Pool("g6e.xlarge", "us-east-1a", Market.SPOT)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import run
+from framefleet.cli import run
 
 ROOT = Path(__file__).parent.parent.parent
 TRACES = ROOT / "tests" / "data" / "traces" / "v100-slice"

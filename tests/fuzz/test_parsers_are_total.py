@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.domain.job_record import Rejection, Submission
-from orchestrator.domain.worker_protocol import (
+from kernel.job_record import Rejection, Submission
+from kernel.worker_protocol import (
     Channel,
     Command,
     CommandKind,

@@ -15,10 +15,10 @@ import simulator.workers
 import worker_ami.agent.checkpoint_policy
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.trace import ON_DEMAND_PRICES, load_trace
-from orchestrator.cli import run
+from framefleet.cli import run
+from kernel.errors import ConfigurationError
+from kernel.job_state import JobState
 from orchestrator.control.service import ControlPlaneService
-from orchestrator.domain.errors import ConfigurationError
-from orchestrator.domain.job_state import JobState
 from simulator.fleet import FleetSimulation, setup_for_changeover
 from simulator.workload import SimJob, daily_poisson, dump_jobs, load_jobs
 

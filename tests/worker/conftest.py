@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_spec import JobSpec, parse_job
-from orchestrator.mqtt.mosquitto import LocalMosquitto
+from kernel.clock import SystemClock
+from kernel.job_spec import JobSpec, parse_job
+from kernel.mosquitto import LocalMosquitto
 from tests.conftest import Queues
 from tests.support import job_dict
 from worker_ami.agent.app import s3_client

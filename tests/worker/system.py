@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from orchestrator.config import ControlConfig, IntakeConfig, MqttConfig, Settings
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_spec import JobSpec
-from orchestrator.domain.job_state import JobState
-from orchestrator.mqtt.mosquitto import LocalMosquitto
+from framefleet.settings import ControlConfig, IntakeConfig, MqttConfig, Settings
+from kernel.clock import SystemClock
+from kernel.job_spec import JobSpec
+from kernel.job_state import JobState
+from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.job_store import JobStore
 from tests.conftest import Queues
 from tests.worker.conftest import Buckets

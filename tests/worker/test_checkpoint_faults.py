@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from orchestrator.domain.job_spec import JobSpec
+from kernel.job_spec import JobSpec
 from tests.worker.conftest import Buckets, make_runner, read_object, video_job
 from worker_ami.agent.checkpoint import LATENTS, MANIFEST, RNG, CheckpointIdentity, CheckpointStore
 from worker_ami.agent.denoise_state import DenoiseState

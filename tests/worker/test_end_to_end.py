@@ -11,10 +11,10 @@ import signal
 import uuid
 from typing import TYPE_CHECKING
 
-from orchestrator.app import control_plane
-from orchestrator.config import ControlConfig
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_state import JobState
+from framefleet.control_plane import control_plane
+from framefleet.settings import ControlConfig
+from kernel.clock import SystemClock
+from kernel.job_state import JobState
 from tests.support import async_wait_until
 from tests.worker.conftest import read_object, video_job
 from tests.worker.system import LocalSystem, fleet, route_ec2_events_to, spot_warning, where_running

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 import torch
 
-from orchestrator.domain.job_spec import parse_job
+from kernel.job_spec import parse_job
 from tests.support import job_dict
 from tests.worker.conftest import MODEL, Buckets, read_object, video_job
 from worker_ami.agent.checkpoint import decode_state, encode_state

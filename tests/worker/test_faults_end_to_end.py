@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 import aiomqtt
 
-from orchestrator.app import control_plane
-from orchestrator.config import ControlConfig
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_state import JobState
-from orchestrator.domain.worker_protocol import Channel, EventKind, WorkerEvent, topic
+from framefleet.control_plane import control_plane
+from framefleet.settings import ControlConfig
+from kernel.clock import SystemClock
+from kernel.job_state import JobState
+from kernel.worker_protocol import Channel, EventKind, WorkerEvent, topic
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from tests.support import async_wait_until
@@ -108,7 +108,7 @@ async def test_control_plane_crash_and_broker_restart_lose_nothing_and_duplicate
 
     async def start_control_plane() -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "orchestrator", "serve", env=env, stdout=log_file, stderr=log_file
+            sys.executable, "-m", "framefleet", "serve", env=env, stdout=log_file, stderr=log_file
         )
 
     engine = make_engine(settings.database_url.get_secret_value())

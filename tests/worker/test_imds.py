@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import aiohttp
 import pytest
 
-from orchestrator.domain.clock import FakeClock, SystemClock
+from kernel.clock import FakeClock, SystemClock
 from tests.support import async_wait_until
 from tests.worker.conftest import Buckets, video_job
 from worker_ami.agent.denoise_state import DenoiseState

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from orchestrator.domain.clock import FakeClock
+from kernel.clock import FakeClock
 from tests.worker.conftest import MODEL, REVISION, Buckets
 from worker_ami.agent.errors import ModelCacheError, UnknownModel
 from worker_ami.agent.model_cache import (

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from orchestrator.domain.job_spec import parse_job
+from kernel.job_spec import parse_job
 from tests.support import job_dict
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,

@@ -15,9 +15,9 @@ import aiohttp
 import torch
 from aiobotocore.config import AioConfig
 
-from orchestrator.domain.clock import Clock, SystemClock
-from orchestrator.domain.errors import ConfigurationError
-from orchestrator.domain.job_spec import JobSpec
+from kernel.clock import Clock, SystemClock
+from kernel.errors import ConfigurationError
+from kernel.job_spec import JobSpec
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.errors import ImdsError, PreflightFailed, WorkerError
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice

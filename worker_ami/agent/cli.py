@@ -16,9 +16,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.domain.clock import SystemClock, stop_on_signals
-from orchestrator.domain.job_spec import JobSpec, parse_job
-from orchestrator.domain.settings_support import configure_logging, exit_with
+from kernel.clock import SystemClock, stop_on_signals
+from kernel.job_spec import JobSpec, parse_job
+from kernel.settings_support import configure_logging, exit_with
 from worker_ami.agent.app import s3_client, worker
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity

@@ -3,7 +3,7 @@ elsewhere burns GPUs for nothing); everything else is the worker's or the instan
 
 from __future__ import annotations
 
-from orchestrator.domain.errors import FrameFleetError
+from kernel.errors import FrameFleetError
 
 
 class WorkerError(FrameFleetError):

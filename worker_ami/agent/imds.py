@@ -17,8 +17,8 @@ from typing import Literal, TypeVar
 import aiohttp
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.outside_text import first_problem
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.outside_text import first_problem
 from worker_ami.agent.errors import ImdsError
 from worker_ami.agent.imds_emulator import TOKEN_HEADER, TTL_HEADER, InstanceIdentity
 

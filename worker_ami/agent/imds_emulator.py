@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from aiohttp import web
 
-from orchestrator.domain.clock import Clock
+from kernel.clock import Clock
 
 TOKEN_HEADER = "X-aws-ec2-metadata-token"
 TTL_HEADER = "X-aws-ec2-metadata-token-ttl-seconds"

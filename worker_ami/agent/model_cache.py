@@ -20,8 +20,8 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.job_spec import MODEL_NAME_PATTERN
+from kernel.clock import Clock
+from kernel.job_spec import MODEL_NAME_PATTERN
 from worker_ami.agent.digest import Digest
 from worker_ami.agent.errors import ModelCacheError, ObjectNotFound, UnknownModel
 from worker_ami.agent.object_store import ObjectStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.domain.job_spec import JobSpec
+from kernel.job_spec import JobSpec
 from worker_ami.agent.telemetry import GpuTelemetry, NvmlUnavailable
 
 GIB = 1024**3

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from diffusers import WanPipeline
 
-from orchestrator.domain.job_spec import JobSpec
+from kernel.job_spec import JobSpec
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, NonFiniteLatents
 

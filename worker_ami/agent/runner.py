@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from orchestrator.domain.clock import Clock
-from orchestrator.domain.job_spec import JobSpec
+from kernel.clock import Clock
+from kernel.job_spec import JobSpec
 from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,

@@ -14,8 +14,9 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 
-from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.worker_protocol import (
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.mqtt_link import LastWill, LinkSettings, MqttLink, NotConnected
+from kernel.worker_protocol import (
     Channel,
     Command,
     CommandKind,
@@ -30,7 +31,6 @@ from orchestrator.domain.worker_protocol import (
     decode_command,
     topic,
 )
-from orchestrator.mqtt.link import LastWill, LinkSettings, MqttLink, NotConnected
 from worker_ami.agent.app import Worker
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice

@@ -10,8 +10,8 @@ from typing import ClassVar
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from orchestrator.domain.errors import ConfigurationError
-from orchestrator.domain.settings_support import EnvThenTomlSettings, load
+from kernel.errors import ConfigurationError
+from kernel.settings_support import EnvThenTomlSettings, load
 
 CONFIG_FILE_ENV = "FRAMEFLEET_WORKER_CONFIG"
 GIB = 1024**3

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from orchestrator.domain.job_spec import JobSpec
-from orchestrator.domain.job_state import JobState
+from kernel.job_spec import JobSpec
+from kernel.job_state import JobState
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from autoscaler.market.trace import load_trace
-from orchestrator.domain.errors import ConfigurationError
+from kernel.errors import ConfigurationError
 from simulator.fleet import compare_fleet
 from simulator.report import chart, fleet_table
 from simulator.results import FleetResult

@@ -23,8 +23,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError, to_json
 
-from orchestrator.domain.errors import JobValidationError
-from orchestrator.domain.outside_text import printable
+from kernel.errors import JobValidationError
+from kernel.outside_text import printable
 
 JOB_SCHEMA_TAG = "framefleet.job/v1"
 DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024

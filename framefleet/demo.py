@@ -24,12 +24,12 @@ import boto3
 from moto.server import ThreadedMotoServer
 from rich.console import Console
 
-from orchestrator.app import build_store, control_plane
+from framefleet.cli import dead_letter_table, jobs_table, show_job
+from framefleet.control_plane import build_store, control_plane
+from framefleet.settings import IntakeConfig, Settings
+from kernel.clock import SystemClock
 from orchestrator.aws.dead_letters import peek_dead_letters
-from orchestrator.cli import dead_letter_table, jobs_table, show_job
 from orchestrator.client import submit_job
-from orchestrator.config import IntakeConfig, Settings
-from orchestrator.domain.clock import SystemClock
 
 DEMO_DIR = Path(".demo")
 PROMPTS = [
@@ -89,7 +89,7 @@ async def _run_intake(settings: Settings, expected: int, console: Console) -> No
 
 
 async def _render(settings: Settings, endpoint: str, console: Console) -> bool:
-    from orchestrator.demo_render import run_render_stage
+    from framefleet.demo_render import run_render_stage
 
     store = build_store(settings, SystemClock())
     try:

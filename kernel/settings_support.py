@@ -12,7 +12,7 @@ from typing import ClassVar, NoReturn, TypeVar
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, TomlConfigSettingsSource
 
-from orchestrator.domain.errors import ConfigurationError, FrameFleetError
+from kernel.errors import ConfigurationError, FrameFleetError
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 
@@ -54,7 +54,7 @@ def load(settings_cls: type[SettingsT], what: str) -> SettingsT:
 
 # The packages whose loggers a log level applies to; libraries stay at INFO or above unless
 # asked, because at DEBUG botocore logs credentials and request bodies (whole job specs).
-OUR_LOGGERS = ("framefleet", "orchestrator", "autoscaler", "worker_ami", "simulator")
+OUR_LOGGERS = ("framefleet", "kernel", "orchestrator", "autoscaler", "worker_ami", "simulator")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 

@@ -21,22 +21,22 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from autoscaler.cli import add_commands as add_autoscaler_commands
-from autoscaler.cli import run_command as run_autoscaler_command
-from orchestrator.app import build_store, control_plane
+from framefleet.autoscaler_cli import add_commands as add_autoscaler_commands
+from framefleet.autoscaler_cli import run_command as run_autoscaler_command
+from framefleet.control_plane import build_store, control_plane
+from framefleet.settings import Settings, load_settings
+from framefleet.simulate_cli import add_commands as add_simulate_commands
+from framefleet.simulate_cli import run_command as run_simulate_command
+from kernel.clock import SystemClock, stop_on_signals
+from kernel.errors import ConfigurationError
+from kernel.job_record import JobRecord
+from kernel.job_spec import job_json_schema
+from kernel.job_state import JobState
+from kernel.outside_text import printable
+from kernel.settings_support import configure_logging, exit_with
 from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.client import submit_job
-from orchestrator.config import Settings, load_settings
-from orchestrator.domain.clock import SystemClock, stop_on_signals
-from orchestrator.domain.errors import ConfigurationError
-from orchestrator.domain.job_record import JobRecord
-from orchestrator.domain.job_spec import job_json_schema
-from orchestrator.domain.job_state import JobState
-from orchestrator.domain.outside_text import printable
-from orchestrator.domain.settings_support import configure_logging, exit_with
 from orchestrator.store.job_store import JobStore
-from simulator.cli import add_commands as add_simulate_commands
-from simulator.cli import run_command as run_simulate_command
 
 log = logging.getLogger("framefleet")
 

@@ -16,9 +16,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.job_spec import JOB_ID_PATTERN, JobSpec
-from orchestrator.domain.outside_text import first_problem, printable
+from kernel.errors import FrameFleetError
+from kernel.job_spec import JOB_ID_PATTERN, JobSpec
+from kernel.outside_text import first_problem, printable
 
 PROTOCOL = "framefleet.worker/v1"
 TOPIC_PREFIX = "ff/v1/workers"

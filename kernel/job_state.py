@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from orchestrator.domain.errors import InvalidTransition
+from kernel.errors import InvalidTransition
 
 
 class JobState(StrEnum):

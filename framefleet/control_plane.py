@@ -17,18 +17,18 @@ import aioboto3
 from aiobotocore.config import AioConfig
 from prometheus_client import CollectorRegistry
 
+from framefleet.settings import Settings
+from kernel.clock import Clock, SystemClock
+from kernel.mqtt_link import LinkSettings
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsJobQueue
-from orchestrator.config import Settings
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
-from orchestrator.domain.clock import Clock, SystemClock
 from orchestrator.intake.loop import IntakeLoop
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import JobSink
 from orchestrator.interruptions.loop import InterruptionMetrics, InterruptionsLoop
-from orchestrator.mqtt.link import LinkSettings
 from orchestrator.store.engine import make_engine, redact_url
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore

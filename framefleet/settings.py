@@ -14,9 +14,9 @@ from typing import ClassVar
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from orchestrator.domain.errors import ConfigurationError
-from orchestrator.domain.job_spec import DEFAULT_MAX_MESSAGE_BYTES
-from orchestrator.domain.settings_support import EnvThenTomlSettings, load
+from kernel.errors import ConfigurationError
+from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
+from kernel.settings_support import EnvThenTomlSettings, load
 from orchestrator.intake.loop import IntakeSettings
 from orchestrator.interruptions.loop import InterruptionSettings
 

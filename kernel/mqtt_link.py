@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import aiomqtt
 
-from orchestrator.domain.clock import Clock, sleep_unless_stopped
-from orchestrator.domain.errors import FrameFleetError
-from orchestrator.domain.outside_text import printable
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.errors import FrameFleetError
+from kernel.outside_text import printable
 
 log = logging.getLogger(__name__)
 

@@ -34,10 +34,10 @@ from autoscaler.pools import Market, Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
-from orchestrator.config import AutoscalerConfig, Settings
-from orchestrator.domain.clock import Clock, FakeClock, SystemClock, stop_on_signals
-from orchestrator.domain.errors import ConfigurationError, JobValidationError
-from orchestrator.domain.job_spec import parse_job
+from framefleet.settings import AutoscalerConfig, Settings
+from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
+from kernel.errors import ConfigurationError, JobValidationError
+from kernel.job_spec import parse_job
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from orchestrator.domain.errors import (
+from kernel.errors import (
     AwsError,
     AwsUnavailable,
     MessageTooLarge,

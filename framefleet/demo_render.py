@@ -21,10 +21,10 @@ import boto3
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.domain.clock import SystemClock
-from orchestrator.domain.job_record import JobRecord
-from orchestrator.domain.job_spec import JobSpec
-from orchestrator.domain.job_state import JobState
+from kernel.clock import SystemClock
+from kernel.job_record import JobRecord
+from kernel.job_spec import JobSpec
+from kernel.job_state import JobState
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
 from orchestrator.store.job_store import JobStore

@@ -1,0 +1,3 @@
+from framefleet.cli import main
+
+main()

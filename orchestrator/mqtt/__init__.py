@@ -1,1 +1,0 @@
-"""MQTT transport (aiomqtt) shared by the control plane and the worker agent."""
