@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from autoscaler.pools import Market
 from autoscaler.snapshot import JobDemand, PurchaseSettings
+from kernel.market import Market
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,14 @@ from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.policy import plan
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
 from kernel.job_record import Reservation
+from kernel.market import Market
 
 log = logging.getLogger(__name__)
 # How long a reservation outlives the expected boot and model load.

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from autoscaler.catalog import InstanceKind, kind_of
 from autoscaler.deadline import MarketRule, choose_market
 from autoscaler.market.quotes import PoolQuote
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from autoscaler.snapshot import (
     InstanceView,
     JobDemand,
@@ -36,6 +36,7 @@ from autoscaler.snapshot import (
     Wait,
 )
 from autoscaler.throughput import ThroughputModel
+from kernel.market import Market
 
 
 @dataclass
@@ -114,9 +115,7 @@ def plan(
 ) -> Plan:
     now = state.now
     slots = [
-        _FreeSlots(i, kind_of(i.pool.instance_type), i.gpus - i.busy_gpus)
-        for i in state.instances
-        if not i.draining
+        _FreeSlots(i, kind_of(i.pool.instance_type), i.gpus - i.busy_gpus) for i in state.instances
     ]
     hourly = sum(i.price_per_hour for i in state.instances)
     spot_pools = Counter(i.pool for i in state.instances if i.pool.market is Market.SPOT)

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
-
-class Market(StrEnum):
-    SPOT = "spot"
-    ON_DEMAND = "on-demand"
+from kernel.market import Market
 
 
 @dataclass(frozen=True, order=True)

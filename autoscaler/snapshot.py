@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from autoscaler.market.quotes import MarketSnapshot
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from autoscaler.throughput import WorkShape
+from kernel.market import Market
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,6 @@ class InstanceView:
     gpus: int
     busy_gpus: int = 0
     idle_since: datetime | None = None
-    draining: bool = False
     # Running a job whose work since its last checkpoint would be lost by a termination.
     unsaved_work: bool = False
 
@@ -66,7 +66,6 @@ class PurchaseSettings:
     max_launches: int = 100  # per plan
     idle_timeout: timedelta = timedelta(minutes=10)
     warm_minimum: int = 0
-    forecast_horizon: timedelta = timedelta(minutes=15)
 
 
 @dataclass(frozen=True)
@@ -76,8 +75,6 @@ class PlanInput:
     instances: tuple[InstanceView, ...]
     market: MarketSnapshot
     spent_today: float = 0.0  # USD so far today
-    # Expected GPU-seconds of arrivals per family over the forecast horizon.
-    forecast_gpu_seconds: Mapping[str, float] = field(default_factory=dict)
     # job -> the instance an earlier round bought or picked for it (still booting, or free).
     reservations: Mapping[str, str] = field(default_factory=dict)
 

@@ -30,7 +30,7 @@ from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.live import LiveMarket
 from autoscaler.market.trace import TraceMarket, load_trace
 from autoscaler.policy import plan
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
@@ -38,6 +38,7 @@ from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError, JobValidationError
 from kernel.job_spec import parse_job
+from kernel.market import Market
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 

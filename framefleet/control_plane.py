@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
 from kernel.mqtt_link import LinkSettings
-from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsJobQueue
+from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
@@ -58,7 +58,7 @@ def build_intake(
 ) -> IntakeLoop:
     jobs_url, dead_letter_url = settings.require_queues()
     return IntakeLoop(
-        queue=SqsJobQueue(sqs, jobs_url),
+        queue=SqsQueue(sqs, jobs_url),
         dead_letters=SqsDeadLetterQueue(sqs, dead_letter_url),
         sink=sink,
         clock=clock,
@@ -143,7 +143,7 @@ async def control_plane(
                 plane.service = build_control_service(settings, store, clock, refusals)
                 if settings.interruptions_queue_url:
                     plane.interruptions = InterruptionsLoop(
-                        SqsJobQueue(sqs, settings.interruptions_queue_url),
+                        SqsQueue(sqs, settings.interruptions_queue_url),
                         dead_letters,
                         plane.service,
                         clock,

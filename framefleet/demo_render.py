@@ -4,8 +4,9 @@ placed by the real scheduler. The top job's spot instance gets an interruption n
 the agent checkpoints, the job moves to the other worker, resumes, and its MP4 is compared byte
 for byte with an uninterrupted reference render.
 
-Until the MQTT control plane lands, this module plays the control plane's part in-process:
-it moves jobs through the store's state machine and hands them to the workers.
+This module plays the control plane's part in-process, so the demo needs no broker: it moves
+jobs through the store's state machine and hands them to the workers. The MQTT control plane
+itself runs in the end-to-end tests (tests/worker/test_end_to_end.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from kernel.job_state import JobState
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
 from orchestrator.store.job_store import JobStore
-from worker_ami.agent.app import Worker, s3_client, worker
+from worker_ami.agent.app import WorkerParts, s3_client, worker_parts
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.model_cache import publish_model
@@ -44,7 +45,7 @@ CONTROL_PLANE = "demo-control-plane"
 @dataclass
 class DemoWorker:
     worker_id: str
-    agent: Worker
+    agent: WorkerParts
     imds: ImdsEmulator
     gpu: GpuSlot
     interrupted: bool = False
@@ -73,7 +74,7 @@ async def demo_workers(
                 model_registry=registry, cache_dir=folder / f"cache-{name}", device="cpu",
                 allow_cpu=True, imds_url=url, imds_poll_seconds=0.05, min_free_disk_gib=0,
             )  # fmt: skip
-            agent = await stack.enter_async_context(worker(settings, SystemClock()))
+            agent = await stack.enter_async_context(worker_parts(settings, SystemClock()))
             gpu = GpuSlot(name, 0, "l40s", 48.0)
             workers.append(DemoWorker(name, agent, emulator, gpu))
         yield workers

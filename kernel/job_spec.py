@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import datetime
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -24,6 +23,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError, to_json
 
 from kernel.errors import JobValidationError
+from kernel.market import GpuFamily
 from kernel.outside_text import printable
 
 JOB_SCHEMA_TAG = "framefleet.job/v1"
@@ -36,19 +36,6 @@ TAG_VALUE_PATTERN = r"^[A-Za-z0-9 _.:/=+@-]{1,128}$"
 S3_URI_RE = re.compile(
     r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>[A-Za-z0-9!_.*'()/-]{0,900})$"
 )
-
-
-class GpuFamily(StrEnum):
-    """NVIDIA GPU models offered by EC2 GPU instance families."""
-
-    T4 = "t4"  # g4dn
-    A10G = "a10g"  # g5
-    L4 = "l4"  # g6
-    L40S = "l40s"  # g6e
-    V100 = "v100"  # p3
-    A100 = "a100"  # p4d, p4de
-    H100 = "h100"  # p5
-    H200 = "h200"  # p5e, p5en
 
 
 # Text fields may hold tabs and line breaks but no other control characters (NUL included:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from kernel.errors import FrameFleetError
 from kernel.job_spec import JOB_ID_PATTERN, JobSpec
+from kernel.market import Market
 from kernel.outside_text import first_problem, printable
 
 PROTOCOL = "framefleet.worker/v1"
@@ -81,7 +82,7 @@ class Hello(_Message):
     instance_id: str = Field(pattern=r"^i-[0-9a-f]{8,32}$")
     instance_type: str = Field(max_length=32)
     availability_zone: str = Field(max_length=32)
-    market: Literal["spot", "on-demand"]
+    market: Market
     gpus: tuple[GpuInfo, ...] = Field(min_length=1, max_length=64)
     cached_models: tuple[Annotated[str, Field(max_length=130)], ...] = Field(
         default=(), max_length=256

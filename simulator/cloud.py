@@ -21,8 +21,9 @@ from datetime import datetime, timedelta
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import LaunchRequest, ObservedInstance
 from autoscaler.market.trace import ON_DEMAND_PRICES, Trace
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from kernel.clock import Clock
+from kernel.market import Market
 from orchestrator.interruptions.events import SPOT_WARNING
 
 

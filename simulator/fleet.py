@@ -29,7 +29,6 @@ from autoscaler.demand import DemandSource, StoreDemand
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import Trace, TraceMarket
-from autoscaler.pools import Market
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
@@ -38,6 +37,7 @@ from kernel.errors import FrameFleetError
 from kernel.job_record import Submission
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
+from kernel.market import Market
 from kernel.mqtt_link import LinkSettings
 from kernel.worker_protocol import parse_topic
 from orchestrator.control.service import ControlPlaneService

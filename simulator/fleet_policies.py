@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from autoscaler.deadline import MarketChoice, MarketRule, choose_market
-from autoscaler.pools import Market
 from autoscaler.snapshot import JobDemand, PurchaseSettings
+from kernel.market import Market
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from autoscaler.deadline import choose_market
-from autoscaler.pools import Market as Purchase
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import WorkShape
+from kernel.market import Market as Purchase
 from simulator.single_job import Action, JobState, Market, Mode, Setup
 
 EPOCH = datetime(2023, 1, 1, tzinfo=UTC)

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from autoscaler.pools import Market
 from kernel.job_record import checkpoint_step
 from kernel.job_spec import JobSpec
 from kernel.worker_protocol import (
@@ -111,7 +110,7 @@ class SimulatedWorker:
             Hello(
                 worker_id=self.worker_id, sent_at=now, instance_id=self.worker_id,
                 instance_type=pool.instance_type, availability_zone=pool.availability_zone,
-                market="spot" if pool.market is Market.SPOT else "on-demand",
+                market=pool.market,
                 gpus=(GpuInfo(index=0, family=self.model.family, vram_gib=self.model.vram_gib),),
                 agent_version="simulated",
             ).model_dump_json(),

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from orchestrator.interruptions.events import (
-    EventKind,
     IgnoredEvent,
     InstanceEvent,
+    InstanceEventKind,
     Response,
     UnparseableEvent,
     classify,
@@ -41,42 +41,42 @@ def envelope(detail_type: str, detail: dict[str, Any], **extra: Any) -> str:
         (
             envelope("EC2 Spot Instance Interruption Warning",
                      {"instance-id": INSTANCE, "instance-action": "terminate"}),
-            EventKind.SPOT_WARNING,
+            InstanceEventKind.SPOT_WARNING,
             Response.CHECKPOINT_AND_MOVE,
         ),
         (
             envelope("EC2 Spot Instance Interruption Warning",
                      {"instance-id": INSTANCE, "instance-action": "hibernate"}),
-            EventKind.SPOT_WARNING,
+            InstanceEventKind.SPOT_WARNING,
             Response.CHECKPOINT_AND_MOVE,
         ),
         (
             envelope("EC2 Instance Rebalance Recommendation", {"instance-id": INSTANCE}),
-            EventKind.REBALANCE,
+            InstanceEventKind.REBALANCE,
             Response.STOP_ASSIGNING,
         ),
         (
             envelope("EC2 Instance State-change Notification",
                      {"instance-id": INSTANCE, "state": "shutting-down"}),
-            EventKind.STATE_CHANGE,
+            InstanceEventKind.STATE_CHANGE,
             Response.INSTANCE_GONE,
         ),
         (
             envelope("EC2 Instance State-change Notification",
                      {"instance-id": INSTANCE, "state": "terminated"}),
-            EventKind.STATE_CHANGE,
+            InstanceEventKind.STATE_CHANGE,
             Response.INSTANCE_GONE,
         ),
         (
             envelope("EC2 Instance State-change Notification",
                      {"instance-id": INSTANCE, "state": "running"}),
-            EventKind.STATE_CHANGE,
+            InstanceEventKind.STATE_CHANGE,
             Response.NOTHING,
         ),
     ],
 )  # fmt: skip
 def test_ec2_events_are_parsed_and_classified(
-    body: str, kind: EventKind, response: Response
+    body: str, kind: InstanceEventKind, response: Response
 ) -> None:
     event = parse_event(body)
     assert isinstance(event, InstanceEvent)

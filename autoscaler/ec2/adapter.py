@@ -20,8 +20,9 @@ from autoscaler.ec2.ports import (
     ObservedInstance,
 )
 from autoscaler.market.capacity import CAPACITY_ERRORS
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from kernel.aws_errors import translated
+from kernel.market import Market
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from kernel.errors import FrameFleetError
+from kernel.market import Market
 
 FLEET_TAG = "framefleet:fleet"
 MARKET_TAG = "framefleet:market"

@@ -15,9 +15,10 @@ from autoscaler.market.aws_prices import on_demand_price, spot_prices
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.on_demand import fallback_price
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from kernel.clock import Clock
 from kernel.errors import AwsError
+from kernel.market import Market
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from kernel.clock import Clock
 from kernel.errors import ConfigurationError
+from kernel.market import Market
 
 # The availability traces start on the day their folder names (2023-02-15).
 DEFAULT_START = datetime(2023, 2, 15, tzinfo=UTC)

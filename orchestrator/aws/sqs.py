@@ -1,4 +1,4 @@
-"""SQS adapters for the intake's JobQueue and DeadLetterQueue ports."""
+"""SQS adapters for the intake's MessageQueue and DeadLetterQueue ports."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
-class SqsJobQueue:
+class SqsQueue:
     def __init__(self, client: SQSClient, queue_url: str) -> None:
         self._client = client
         self.queue_url = queue_url

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import ConcurrentModification, FrameFleetError
@@ -87,8 +87,6 @@ class ControlPlaneService:
         self.stats = ControlStats()
         self.refusals = refusals or RefusedMessages(clock)
         self._instances = instances or InstanceLedger(store.engine, clock)
-        # (instance type, AZ, market) -> when it last lost an instance; read by the autoscaler.
-        self.interrupted_pools: dict[tuple[str, str, str], datetime] = {}
         self._lock = asyncio.Lock()  # one writer at a time inside this replica
         self._inbox: asyncio.Queue[Inbound] = asyncio.Queue()
         # job -> attempt known to be running, from the last tick: heartbeats repeat it.
@@ -264,12 +262,12 @@ class ControlPlaneService:
 
     async def interrupt_instance(self, instance_id: str, reason: str) -> list[str]:
         """A spot warning for an instance: checkpoint-and-move its workers' jobs. Returns the
-        workers affected; the pool is remembered as recently interrupted."""
+        workers affected. (The autoscaler learns the pool's interruption on its own, from the
+        spot instance that vanishes.)"""
         await self._record_gone(instance_id, reason)
         async with self._lock:
             workers = self.registry.by_instance(instance_id)
             for worker_id in workers:
-                self.interrupted_pools[self.registry.pool(worker_id)] = self._clock.now()
                 await self._interrupt(worker_id, reason)
             return workers
 

@@ -21,7 +21,7 @@ from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
 from kernel.outside_text import printable
 from orchestrator.intake.decode import conflicting_duplicate, decode_message, handler_error
 from orchestrator.intake.metrics import IntakeMetrics
-from orchestrator.intake.ports import DeadLetterQueue, JobQueue, JobSink, ReceivedMessage
+from orchestrator.intake.ports import DeadLetterQueue, JobSink, MessageQueue, ReceivedMessage
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class IntakeSettings:
 class IntakeLoop:
     def __init__(
         self,
-        queue: JobQueue,
+        queue: MessageQueue,
         dead_letters: DeadLetterQueue,
         sink: JobSink,
         clock: Clock,

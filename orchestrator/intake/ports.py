@@ -17,7 +17,7 @@ class ReceivedMessage:
     receive_count: int
 
 
-class JobQueue(Protocol):
+class MessageQueue(Protocol):
     async def receive(
         self, max_messages: int, wait_seconds: int, visibility_timeout: int
     ) -> list[ReceivedMessage]: ...

@@ -31,7 +31,7 @@ class UnparseableEvent(FrameFleetError):
     pass
 
 
-class EventKind(StrEnum):
+class InstanceEventKind(StrEnum):
     SPOT_WARNING = "spot_warning"
     REBALANCE = "rebalance"
     STATE_CHANGE = "state_change"
@@ -40,7 +40,7 @@ class EventKind(StrEnum):
 @dataclass(frozen=True)
 class InstanceEvent:
     event_id: str
-    kind: EventKind
+    kind: InstanceEventKind
     instance_id: str
     time: datetime
     region: str
@@ -91,10 +91,10 @@ class _StateChangeDetail(_Detail):
     state: str = Field(min_length=1, max_length=32)
 
 
-_KINDS: dict[str, tuple[EventKind, type[_Detail]]] = {
-    SPOT_WARNING: (EventKind.SPOT_WARNING, _SpotWarningDetail),
-    REBALANCE: (EventKind.REBALANCE, _Detail),
-    STATE_CHANGE: (EventKind.STATE_CHANGE, _StateChangeDetail),
+_KINDS: dict[str, tuple[InstanceEventKind, type[_Detail]]] = {
+    SPOT_WARNING: (InstanceEventKind.SPOT_WARNING, _SpotWarningDetail),
+    REBALANCE: (InstanceEventKind.REBALANCE, _Detail),
+    STATE_CHANGE: (InstanceEventKind.STATE_CHANGE, _StateChangeDetail),
 }
 _GONE_STATES = {"stopping", "stopped", "shutting-down", "terminated"}
 
@@ -154,9 +154,9 @@ def screen(event: InstanceEvent, now: datetime, region: str, max_age: timedelta)
 
 
 def classify(event: InstanceEvent) -> Response:
-    if event.kind is EventKind.SPOT_WARNING:
+    if event.kind is InstanceEventKind.SPOT_WARNING:
         return Response.CHECKPOINT_AND_MOVE
-    if event.kind is EventKind.REBALANCE:
+    if event.kind is InstanceEventKind.REBALANCE:
         return Response.STOP_ASSIGNING
     if event.state in _GONE_STATES:
         return Response.INSTANCE_GONE

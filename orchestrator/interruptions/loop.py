@@ -21,7 +21,7 @@ from kernel.clock import Clock, sleep_unless_stopped
 from kernel.dead_letter import dead_letter_attributes
 from kernel.errors import FrameFleetError
 from kernel.outside_text import printable
-from orchestrator.intake.ports import DeadLetterQueue, JobQueue, ReceivedMessage
+from orchestrator.intake.ports import DeadLetterQueue, MessageQueue, ReceivedMessage
 from orchestrator.interruptions.events import (
     IgnoredEvent,
     InstanceEvent,
@@ -71,7 +71,7 @@ class InterruptionMetrics:
 class InterruptionsLoop:
     def __init__(
         self,
-        queue: JobQueue,
+        queue: MessageQueue,
         dead_letters: DeadLetterQueue,
         actions: InstanceActions,
         clock: Clock,

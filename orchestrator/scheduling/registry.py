@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from kernel.clock import Clock
+from kernel.market import Market
 from kernel.worker_protocol import Heartbeat, Hello, Status
 from orchestrator.scheduling.snapshots import GpuSlot, RunningJob, WorkerSnapshot
 
@@ -99,10 +100,6 @@ class WorkerRegistry:
     def by_instance(self, instance_id: str) -> list[str]:
         return [w for w, r in self._workers.items() if r.hello.instance_id == instance_id]
 
-    def pool(self, worker_id: str) -> tuple[str, str, str]:
-        hello = self._workers[worker_id].hello
-        return (hello.instance_type, hello.availability_zone, hello.market)
-
     def health(self, worker_id: str) -> WorkerHealth | None:
         record = self._workers.get(worker_id)
         return record.health if record else None
@@ -140,7 +137,7 @@ class WorkerRegistry:
                         gpu.family,
                         gpu.vram_gib,
                         running.get((worker_id, gpu.index)),
-                        spot=record.hello.market == "spot",
+                        spot=record.hello.market is Market.SPOT,
                     )
                     for gpu in record.hello.gpus
                 ),

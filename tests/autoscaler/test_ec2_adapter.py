@@ -18,9 +18,10 @@ from autoscaler.market.advisor import SpotAdvisor
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.live import LiveMarket
 from autoscaler.market.on_demand import fallback_price
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from kernel.clock import FakeClock
+from kernel.market import Market
 
 REGION = "us-east-1"
 SPOT = Pool("g6e.xlarge", "us-east-1b", Market.SPOT)

@@ -18,13 +18,14 @@ from autoscaler.ec2.ports import REASON_TAG
 from autoscaler.loop import AutoscalerLoop, Spend
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import TraceMarket, load_trace
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
+from kernel.market import Market
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head

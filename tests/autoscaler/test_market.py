@@ -15,9 +15,10 @@ from autoscaler.market.aws_prices import on_demand_price_of, pricing_filters
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.on_demand import fallback_price
 from autoscaler.market.trace import TraceMarket, load_trace
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from kernel.clock import FakeClock
 from kernel.errors import ConfigurationError
+from kernel.market import Market
 
 TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
 POOL = Pool("g6e.xlarge", "us-east-1a", Market.SPOT)

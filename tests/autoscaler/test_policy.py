@@ -10,9 +10,10 @@ import pytest
 
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
 from autoscaler.policy import plan
-from autoscaler.pools import Market, Pool
+from autoscaler.pools import Pool
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
+from kernel.market import Market
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TYPE = "g6e.xlarge"

@@ -6,9 +6,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from autoscaler.deadline import choose_market
-from autoscaler.pools import Market
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import WorkShape
+from kernel.market import Market
 from simulator.fleet_policies import greedy, on_demand_only, uniform_progress
 
 NOW = datetime(2023, 2, 20, 12, 0, tzinfo=UTC)

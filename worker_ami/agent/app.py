@@ -57,7 +57,7 @@ async def s3_client(settings: WorkerSettings) -> AsyncIterator[S3Client]:
 
 
 @dataclass
-class Worker:
+class WorkerParts:
     settings: WorkerSettings
     runner: JobRunner
     store: S3ObjectStore
@@ -125,7 +125,9 @@ class Worker:
 
 
 @asynccontextmanager
-async def worker(settings: WorkerSettings, clock: Clock | None = None) -> AsyncIterator[Worker]:
+async def worker_parts(
+    settings: WorkerSettings, clock: Clock | None = None
+) -> AsyncIterator[WorkerParts]:
     clock = clock or SystemClock()
     bucket = settings.require_checkpoint_bucket()
     device = resolve_device(settings)
@@ -156,4 +158,4 @@ async def worker(settings: WorkerSettings, clock: Clock | None = None) -> AsyncI
             )
             return JobRunner(store, checkpoints, models, registry, clock, runner_settings)
 
-        yield Worker(settings, new_runner(device), store, identity, imds, clock, new_runner)
+        yield WorkerParts(settings, new_runner(device), store, identity, imds, clock, new_runner)

@@ -19,7 +19,7 @@ from pathlib import Path
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.job_spec import JobSpec, parse_job
 from kernel.settings_support import configure_logging, exit_with
-from worker_ami.agent.app import s3_client, worker
+from worker_ami.agent.app import s3_client, worker_parts
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
@@ -79,7 +79,7 @@ async def _run(settings: WorkerSettings, args: argparse.Namespace) -> int:
         bucket, preferred = split_s3_uri(args.resume)
         if bucket != settings.require_checkpoint_bucket():
             raise WorkerError(f"--resume must point into s3://{settings.checkpoint_bucket}/")
-    async with worker(settings, SystemClock()) as agent:
+    async with worker_parts(settings, SystemClock()) as agent:
         loop = asyncio.get_running_loop()
         # SIGTERM (a drain, or systemd stopping us) checkpoints at the next step boundary.
         loop.add_signal_handler(
@@ -98,7 +98,7 @@ async def _run(settings: WorkerSettings, args: argparse.Namespace) -> int:
 
 async def _serve(settings: WorkerSettings) -> int:
     clock = SystemClock()
-    async with worker(settings, clock) as agent:
+    async with worker_parts(settings, clock) as agent:
         worker_id = settings.worker_id or (agent.identity.instance_id if agent.identity else None)
         if worker_id is None:
             raise WorkerError(

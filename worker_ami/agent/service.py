@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kernel.clock import Clock, sleep_unless_stopped
+from kernel.market import Market, family_of_gpu
 from kernel.mqtt_link import LastWill, LinkSettings, MqttLink, NotConnected
 from kernel.worker_protocol import (
     Channel,
@@ -31,7 +32,7 @@ from kernel.worker_protocol import (
     decode_command,
     topic,
 )
-from worker_ami.agent.app import Worker
+from worker_ami.agent.app import WorkerParts
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.report import JobReport, RunStatus
@@ -64,7 +65,7 @@ class _State:
     seen_assignments: set[tuple[str, int]] = field(default_factory=set)
 
 
-def detect_gpus(agent: Worker) -> list[tuple[GpuInfo, str]]:
+def detect_gpus(agent: WorkerParts) -> list[tuple[GpuInfo, str]]:
     gpus = read_gpus()
     if isinstance(gpus, NvmlUnavailable) or not gpus:
         settings = agent.settings
@@ -74,23 +75,17 @@ def detect_gpus(agent: Worker) -> list[tuple[GpuInfo, str]]:
         ]
     return [
         (
-            GpuInfo(index=g.index, family=gpu_family(g.name), vram_gib=g.memory_total_bytes / GIB),
+            GpuInfo(
+                index=g.index, family=family_of_gpu(g.name), vram_gib=g.memory_total_bytes / GIB
+            ),
             f"cuda:{g.index}",
         )
         for g in gpus
     ]
 
 
-def gpu_family(name: str) -> str:
-    lowered = name.lower()
-    for family in ("h200", "h100", "a100", "l40s", "a10g", "l4", "t4", "v100"):
-        if family in lowered:
-            return family
-    return "".join(ch for ch in lowered if ch.isalnum())[:16] or "unknown"
-
-
 class WorkerService:
-    def __init__(self, worker_id: str, agent: Worker, clock: Clock) -> None:
+    def __init__(self, worker_id: str, agent: WorkerParts, clock: Clock) -> None:
         self.worker_id = worker_id
         self._agent = agent
         self._clock = clock
@@ -156,7 +151,7 @@ class WorkerService:
             instance_id=identity.instance_id if identity else "i-00000000000000000",
             instance_type=identity.instance_type if identity else "local",
             availability_zone=identity.availability_zone if identity else "local",
-            market="spot" if identity and identity.lifecycle == "spot" else "on-demand",
+            market=Market.SPOT if identity and identity.lifecycle == "spot" else Market.ON_DEMAND,
             gpus=tuple(slot.gpu for slot in self._slots),
             agent_version=AGENT_VERSION,
         )
