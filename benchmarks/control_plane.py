@@ -30,7 +30,7 @@ from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.mosquitto import LocalMosquitto
-from kernel.mqtt_link import LinkSettings
+from kernel.mqtt_link import LinkSettings, MqttLink
 from kernel.worker_protocol import (
     Channel,
     CommandKind,
@@ -42,9 +42,11 @@ from kernel.worker_protocol import (
     decode_command,
     topic,
 )
-from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.refusals import RefusedMessages
+from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.store.engine import make_engine
+from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 
@@ -248,11 +250,15 @@ async def run(
             ]
         )
     console.print(f"{jobs} jobs queued; starting {workers} simulated workers")
+    clock = SystemClock()
+    link = LinkSettings(port=broker.port, client_id="bench-control-plane")
     service = ControlPlaneService(
         store,
-        LinkSettings(port=broker.port, client_id="bench-control-plane"),
-        SystemClock(),
+        clock,
         ControlSettings(tick_seconds=0.2),
+        connect=lambda deliver: MqttLink(link, WORKER_TOPICS, deliver, clock),
+        refusals=RefusedMessages(clock),
+        instances=InstanceLedger(store.engine, clock),
     )
     fleet = Fleet(job_seconds=job_seconds)
     stop = asyncio.Event()

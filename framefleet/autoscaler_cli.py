@@ -34,12 +34,12 @@ from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
+from framefleet.control_plane import build_store
 from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError, JobValidationError
 from kernel.job_spec import parse_job
 from kernel.market import Market
-from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 
 
@@ -173,7 +173,7 @@ class _Live:
 async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Live]:
     config = settings.autoscaler
     session = aioboto3.Session(region_name=settings.region)
-    store = JobStore(make_engine(settings.database_url.get_secret_value()), clock)
+    store = build_store(settings, clock)  # the same store, migrated the same way, as serve
     async with (
         session.client("ec2", endpoint_url=settings.endpoint_url) as ec2,
         session.client(

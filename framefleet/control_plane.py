@@ -19,11 +19,11 @@ from prometheus_client import CollectorRegistry
 
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
-from kernel.mqtt_link import LinkSettings
+from kernel.mqtt_link import LinkSettings, MqttLink
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.intake.loop import IntakeLoop
 from orchestrator.intake.metrics import IntakeMetrics
@@ -78,19 +78,19 @@ async def sqs_client(settings: Settings) -> AsyncIterator[SQSClient]:
 
 
 def build_control_service(
-    settings: Settings, store: JobStore, clock: Clock, refusals: RefusedMessages | None = None
+    settings: Settings, store: JobStore, clock: Clock, refusals: RefusedMessages
 ) -> ControlPlaneService:
     mqtt, control = settings.mqtt, settings.control
     assert mqtt.host is not None
+    link = LinkSettings(
+        host=mqtt.host,
+        port=mqtt.port,
+        client_id=mqtt.client_id,
+        username=mqtt.username,
+        password=mqtt.password.get_secret_value() if mqtt.password else None,
+    )
     return ControlPlaneService(
         store,
-        LinkSettings(
-            host=mqtt.host,
-            port=mqtt.port,
-            client_id=mqtt.client_id,
-            username=mqtt.username,
-            password=mqtt.password.get_secret_value() if mqtt.password else None,
-        ),
         clock,
         ControlSettings(
             tick_seconds=control.tick_seconds,
@@ -101,6 +101,7 @@ def build_control_service(
                 max_attempts=control.max_attempts, max_job_faults=control.max_job_faults
             ),
         ),
+        connect=lambda deliver: MqttLink(link, WORKER_TOPICS, deliver, clock),
         refusals=refusals,
         instances=InstanceLedger(store.engine, clock),
     )

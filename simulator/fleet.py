@@ -38,13 +38,14 @@ from kernel.job_record import Submission
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from kernel.market import Market
-from kernel.mqtt_link import LinkSettings
 from kernel.worker_protocol import parse_topic
+from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
 from orchestrator.store.engine import make_engine
+from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimulatedEc2
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
@@ -118,8 +119,14 @@ class FleetSimulation:
         self.store = JobStore(make_engine(f"sqlite:///{database}"), self.clock)
         self.store.upgrade()
         self.link = MemoryLink()
+        # Worker messages are handed to the service directly, so the link only takes commands.
         self.control = ControlPlaneService(
-            self.store, LinkSettings(), self.clock, ControlSettings(), link=self.link
+            self.store,
+            self.clock,
+            ControlSettings(),
+            connect=lambda _deliver: self.link,
+            refusals=RefusedMessages(self.clock),
+            instances=InstanceLedger(self.store.engine, self.clock),
         )
         self.queue = HandledQueue()
         # The trace's pools span regions; one simulated control plane serves them all.

@@ -12,7 +12,6 @@ from kernel.clock import FakeClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
-from kernel.mqtt_link import LinkSettings
 from kernel.worker_protocol import (
     Channel,
     EventKind,
@@ -26,6 +25,7 @@ from orchestrator.control import job_events
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
+from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import KeptDeadLetters, MemoryLink
 from tests.support import job_dict
@@ -54,8 +54,8 @@ def event(worker_id: str, kind: EventKind, job_id: str, attempt: int, **fields: 
 
 def service(store: JobStore, clock: FakeClock, dead: KeptDeadLetters) -> ControlPlaneService:
     return ControlPlaneService(
-        store, LinkSettings(), clock, ControlSettings(), link=MemoryLink(),
-        refusals=RefusedMessages(clock, dead),
+        store, clock, ControlSettings(), connect=lambda _deliver: MemoryLink(),
+        refusals=RefusedMessages(clock, dead), instances=InstanceLedger(store.engine, clock),
     )  # fmt: skip
 
 

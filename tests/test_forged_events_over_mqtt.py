@@ -20,9 +20,11 @@ from kernel.job_state import JobState
 from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink
 from kernel.worker_protocol import Channel, EventKind, Heartbeat, WorkerEvent, topic
-from orchestrator.control.service import ControlPlaneService
+from orchestrator.control.refusals import RefusedMessages
+from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.store.engine import make_engine
+from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.conftest import free_port
@@ -65,7 +67,14 @@ async def test_forged_events_change_nothing_under_the_acl(
     link = LinkSettings(host="127.0.0.1", port=secured_broker, client_id="cp", username=user,
                         password=PASSWORDS[user])  # fmt: skip
     settings = ControlSettings(tick_seconds=0.1, resend_after=timedelta(seconds=30))
-    plane = ControlPlaneService(store, link, clock, settings)
+    plane = ControlPlaneService(
+        store,
+        clock,
+        settings,
+        connect=lambda deliver: MqttLink(link, WORKER_TOPICS, deliver, clock),
+        refusals=RefusedMessages(clock),
+        instances=InstanceLedger(engine, clock),
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(plane.run(stop))
     try:

@@ -23,7 +23,6 @@ from kernel.job_record import (
     Placement,
 )
 from kernel.job_state import ACTIVE_STATES, JobState
-from kernel.mqtt_link import LinkSettings, MqttLink
 from kernel.worker_protocol import (
     Channel,
     CommandKind,
@@ -47,15 +46,15 @@ from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.scheduling_view import pending_jobs, running_jobs
 from orchestrator.control.settings import (
     ACTOR,
+    ConnectLink,
     ControlSettings,
     ControlStats,
+    ControlStore,
     GoneInstances,
     WorkerLink,
 )
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerHealth, WorkerRegistry
-from orchestrator.store.instances import InstanceLedger
-from orchestrator.store.job_store import JobStore
 
 log = logging.getLogger(__name__)
 WORKER_TOPICS = [
@@ -72,28 +71,28 @@ GONE_MEMORY = timedelta(days=30)
 class ControlPlaneService:
     def __init__(
         self,
-        store: JobStore,
-        link_settings: LinkSettings,
+        store: ControlStore,
         clock: Clock,
         settings: ControlSettings,
-        link: WorkerLink | None = None,
-        refusals: RefusedMessages | None = None,
-        instances: GoneInstances | None = None,
+        *,
+        connect: ConnectLink,
+        refusals: RefusedMessages,
+        instances: GoneInstances,
     ) -> None:
+        """Every adapter comes from the composition root; `connect` builds the link to the
+        workers around this service's message handler."""
         self._store = store
         self._clock = clock
         self._settings = settings
         self.registry = WorkerRegistry(clock, settings.suspect_after, settings.lost_after)
         self.stats = ControlStats()
-        self.refusals = refusals or RefusedMessages(clock)
-        self._instances = instances or InstanceLedger(store.engine, clock)
+        self.refusals = refusals
+        self._instances = instances
         self._lock = asyncio.Lock()  # one writer at a time inside this replica
         self._inbox: asyncio.Queue[Inbound] = asyncio.Queue()
         # job -> attempt known to be running, from the last tick: heartbeats repeat it.
         self._running: dict[str, int] = {}
-        self.link: WorkerLink = link or MqttLink(
-            link_settings, WORKER_TOPICS, self.on_message, clock
-        )
+        self.link: WorkerLink = connect(self.on_message)
         self._commands = CommandSender(self.link, clock, settings, self.stats)
 
     async def run(self, stop: asyncio.Event) -> None:

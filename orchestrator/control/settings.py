@@ -1,13 +1,18 @@
-"""The control plane's settings, counters and the ports it declares."""
+"""The control plane's settings, counters and the ports it declares (its store, its link to
+the workers, its memory of gone instances), so the service depends on no adapter."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from kernel.errors import FrameFleetError
+from kernel.job_record import JobChanges, JobMove, JobRecord, Placement, Reservation
+from kernel.job_state import JobState
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.scheduling.snapshots import SchedulerSettings
 
@@ -42,6 +47,40 @@ class WorkerLink(Protocol):
     async def publish(self, topic: str, payload: str, retain: bool = False) -> None: ...
 
     async def run(self, stop: asyncio.Event) -> None: ...
+
+
+MessageHandler = Callable[[str, bytes], Awaitable[None]]
+# Builds the service's link, delivering what workers publish to the handler it is given.
+ConnectLink = Callable[[MessageHandler], WorkerLink]
+
+
+class ControlStore(Protocol):
+    """The job store operations the control plane uses (JobStore has them)."""
+
+    def find_many(self, job_ids: Sequence[str]) -> dict[str, JobRecord]: ...
+
+    def apply_moves(
+        self, moves: Sequence[JobMove], actor: str
+    ) -> list[JobRecord | FrameFleetError]: ...
+
+    def transition(
+        self,
+        job_id: str,
+        target: JobState,
+        *,
+        expected_version: int,
+        actor: str,
+        reason: str,
+        worker_id: str | None = None,
+        gpu_index: int | None = None,
+        changes: JobChanges | None = None,
+    ) -> JobRecord: ...
+
+    def placements(self) -> list[Placement]: ...
+
+    def schedulable(self, now: datetime, limit: int = ...) -> list[JobRecord]: ...
+
+    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
 
 
 class GoneInstances(Protocol):

@@ -26,7 +26,7 @@ from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_mode
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.s3_uri import split_s3_uri
-from worker_ami.agent.service import WorkerService
+from worker_ami.agent.service import WorkerService, mqtt_agent_link
 from worker_ami.agent.settings import GIB, WorkerSettings, load_worker_settings
 from worker_ami.agent.telemetry import NvmlUnavailable, read_gpus
 
@@ -104,7 +104,8 @@ async def _serve(settings: WorkerSettings) -> int:
             raise WorkerError(
                 "set FRAMEFLEET_WORKER_WORKER_ID (or enable IMDS for the instance id)"
             )
-        service = WorkerService(worker_id, agent, clock)
+        connect = mqtt_agent_link(settings, worker_id, clock)
+        service = WorkerService(worker_id, agent, clock, connect)
         # A drain: running jobs checkpoint at their next step, then the service exits.
         await service.run(stop_on_signals())
     return 0

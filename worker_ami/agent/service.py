@@ -12,11 +12,20 @@ import asyncio
 import logging
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.market import Market, family_of_gpu
-from kernel.mqtt_link import LastWill, LinkSettings, MqttLink, NotConnected
+from kernel.mqtt_link import (
+    ConnectHandler,
+    LastWill,
+    LinkSettings,
+    MessageHandler,
+    MqttLink,
+    NotConnected,
+)
 from kernel.worker_protocol import (
     Channel,
     Command,
@@ -37,6 +46,7 @@ from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
+from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.telemetry import NvmlUnavailable, read_gpus
 
 log = logging.getLogger(__name__)
@@ -84,34 +94,50 @@ def detect_gpus(agent: WorkerParts) -> list[tuple[GpuInfo, str]]:
     ]
 
 
+class AgentLink(Protocol):
+    """The worker's connection to the control plane (MqttLink)."""
+
+    connected: asyncio.Event
+
+    async def publish(self, topic: str, payload: str, retain: bool = False) -> None: ...
+
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+
+# Builds the link around the service: commands to `on_command`, `on_connect` after every
+# (re)connection, and `will` published by the broker if the worker vanishes.
+ConnectAgentLink = Callable[[MessageHandler, ConnectHandler, LastWill], AgentLink]
+
+
+def mqtt_agent_link(settings: WorkerSettings, worker_id: str, clock: Clock) -> ConnectAgentLink:
+    """The production link: MQTT as the worker's own user, subscribed to its command topic."""
+    link = LinkSettings(
+        host=settings.mqtt_host,
+        port=settings.mqtt_port,
+        client_id=f"worker-{worker_id}",
+        username=settings.mqtt_username or worker_id,
+        password=settings.mqtt_password.get_secret_value() if settings.mqtt_password else None,
+    )
+    return lambda on_command, on_connect, will: MqttLink(
+        link, [topic(worker_id, Channel.CMD)], on_command, clock, on_connect=on_connect, will=will
+    )
+
+
 class WorkerService:
-    def __init__(self, worker_id: str, agent: WorkerParts, clock: Clock) -> None:
+    def __init__(
+        self, worker_id: str, agent: WorkerParts, clock: Clock, connect: ConnectAgentLink
+    ) -> None:
         self.worker_id = worker_id
         self._agent = agent
         self._clock = clock
-        settings = agent.settings
         self._slots = [
             Slot(gpu, device, agent.new_runner(device)) for gpu, device in detect_gpus(agent)
         ]
         self._state = _State()
         self._background: set[asyncio.Task[WorkerEvent]] = set()
         offline = Status(worker_id=worker_id, sent_at=clock.now(), online=False)
-        self.link = MqttLink(
-            LinkSettings(
-                host=settings.mqtt_host,
-                port=settings.mqtt_port,
-                client_id=f"worker-{worker_id}",
-                username=settings.mqtt_username or worker_id,
-                password=settings.mqtt_password.get_secret_value()
-                if settings.mqtt_password
-                else None,
-            ),
-            [topic(worker_id, Channel.CMD)],
-            self._on_command,
-            clock,
-            on_connect=self._announce,
-            will=LastWill(topic(worker_id, Channel.STATUS), offline.model_dump_json()),
-        )
+        will = LastWill(topic(worker_id, Channel.STATUS), offline.model_dump_json())
+        self.link = connect(self._on_command, self._announce, will)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
