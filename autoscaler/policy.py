@@ -18,11 +18,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from autoscaler.catalog import InstanceKind, kind_of
-from autoscaler.deadline import MarketRule, choose_market
+from autoscaler.deadline import MarketChoice, MarketRule, choose_market
 from autoscaler.market.quotes import PoolQuote
 from autoscaler.pools import Pool
 from autoscaler.snapshot import (
@@ -113,54 +113,80 @@ def plan(
     model: ThroughputModel,
     rule: MarketRule = choose_market,
 ) -> Plan:
-    now = state.now
-    slots = [
-        _FreeSlots(i, kind_of(i.pool.instance_type), i.gpus - i.busy_gpus) for i in state.instances
-    ]
-    hourly = sum(i.price_per_hour for i in state.instances)
-    spot_pools = Counter(i.pool for i in state.instances if i.pool.market is Market.SPOT)
-    launches: list[Launch] = []
-    waits: list[Wait] = []
-    placed: list[tuple[str, str]] = []
-    budget_block: str | None = None
     queue = sorted(state.queued, key=_urgency)
     fastest = {job.job_id: _fastest_on_demand(state, settings, model, job) for job in queue}
-    choices = {j.job_id: rule(j, now, fastest[j.job_id], settings) for j in queue}
-
-    # Jobs keep what earlier rounds bought or picked for them (the control plane's scheduler
-    # gives it to them too), so a more urgent job arriving meanwhile buys its own.
+    planning = _Round(
+        state,
+        settings,
+        model,
+        rule,
+        slots=[_FreeSlots(i, kind_of(i.pool.instance_type), i.gpus - i.busy_gpus)
+               for i in state.instances],
+        hourly=sum(i.price_per_hour for i in state.instances),
+        spot_pools=Counter(i.pool for i in state.instances if i.pool.market is Market.SPOT),
+        fastest=fastest,
+        choices={j.job_id: rule(j, state.now, fastest[j.job_id], settings) for j in queue},
+    )  # fmt: skip
+    kept = planning.keep_reserved(queue)
     for job in queue:
-        slot = next(
-            (s for s in slots if s.free > 0
-             and s.instance.instance_id == state.reservations.get(job.job_id)
-             and _fits(job, s.kind) and _market_allows(
-                 job, s.instance, choices[job.job_id].market, now, fastest[job.job_id], settings,
-                 rule)),
-            None,
-        )  # fmt: skip
-        if slot is not None:
-            slot.free -= 1
-            placed.append((job.job_id, slot.instance.instance_id))
-    kept = {job_id for job_id, _ in placed}
+        if job.job_id not in kept:
+            planning.serve(job)
+    terminations = _scale_in(state, settings, planning.placed)
+    return Plan(
+        tuple(planning.launches), tuple(terminations), tuple(planning.waits),
+        tuple(planning.placed),
+    )  # fmt: skip
 
-    for job in (j for j in queue if j.job_id not in kept):
-        choice = choices[job.job_id]
-        slot = next(
-            (s for s in slots if s.free > 0 and _fits(job, s.kind) and _market_allows(
-                job, s.instance, choice.market, now, fastest[job.job_id], settings, rule)),
-            None,
-        )  # fmt: skip
+
+@dataclass
+class _Round:
+    """One plan's bookkeeping: the free GPUs left, what is bought so far and what it costs
+    per hour, and the first budget limit reached (after which nothing more is bought)."""
+
+    state: PlanInput
+    settings: PurchaseSettings
+    model: ThroughputModel
+    rule: MarketRule
+    slots: list[_FreeSlots]
+    hourly: float
+    spot_pools: Counter[Pool]
+    fastest: dict[str, float]
+    choices: dict[str, MarketChoice]
+    launches: list[Launch] = field(default_factory=list)
+    waits: list[Wait] = field(default_factory=list)
+    placed: list[tuple[str, str]] = field(default_factory=list)
+    budget_block: str | None = None
+
+    def keep_reserved(self, queue: list[JobDemand]) -> set[str]:
+        """Jobs keep what earlier rounds bought or picked for them (the control plane's
+        scheduler gives it to them too), so a more urgent job arriving meanwhile buys its
+        own. Returns the jobs placed so."""
+        kept: set[str] = set()
+        for job in queue:
+            reserved = self.state.reservations.get(job.job_id)
+            slot = self._free_slot(job, reserved) if reserved is not None else None
+            if slot is not None:
+                self._place(job, slot)
+                kept.add(job.job_id)
+        return kept
+
+    def serve(self, job: JobDemand) -> None:
+        """A free GPU that fits, else a launch on the chosen market, else a wait and why."""
+        slot = self._free_slot(job)
         if slot is not None:
-            slot.free -= 1
-            placed.append((job.job_id, slot.instance.instance_id))
-            continue
-        if budget_block is not None:
-            waits.append(Wait(job.job_id, budget_block))
-            continue
-        if len(launches) >= settings.max_launches:
-            waits.append(Wait(job.job_id, f"launch limit of {settings.max_launches} per plan"))
-            continue
-        picked = _pick_pool(state, settings, model, job, choice.market, spot_pools)
+            self._place(job, slot)
+            return
+        if self.budget_block is not None:
+            self.waits.append(Wait(job.job_id, self.budget_block))
+            return
+        if len(self.launches) >= self.settings.max_launches:
+            limit = self.settings.max_launches
+            self.waits.append(Wait(job.job_id, f"launch limit of {limit} per plan"))
+            return
+        choice = self.choices[job.job_id]
+        picked = _pick_pool(
+            self.state, self.settings, self.model, job, choice.market, self.spot_pools
+        )
         if picked is None and choice.market is Market.SPOT:
             # Slack is worth more than an early on-demand start: wait for spot; the safety
             # net sends the job to on-demand once one more interruption would be too many.
@@ -169,38 +195,57 @@ def plan(
                 if job.deadline is None
                 else (f"{choice.slack_seconds / 3600:.2f} h slack; on-demand once it runs short")
             )
-            waits.append(Wait(job.job_id, f"no spot pool available now; {why}, so it waits"))
-            continue
-        choice_reason = choice.reason
+            self.waits.append(Wait(job.job_id, f"no spot pool available now; {why}, so it waits"))
+            return
         if picked is None:
-            waits.append(Wait(job.job_id, "no pool fits this job (VRAM, GPU families, prices)"))
-            continue
+            self.waits.append(
+                Wait(job.job_id, "no pool fits this job (VRAM, GPU families, prices)")
+            )
+            return
         quote, why_pool = picked
-        day_total = state.spent_today + (hourly + quote.price_per_hour)
+        self.budget_block = self._over_budget(quote)
+        if self.budget_block is not None:
+            self.waits.append(Wait(job.job_id, self.budget_block))
+            return
+        self.hourly += quote.price_per_hour
+        if quote.pool.market is Market.SPOT:
+            self.spot_pools[quote.pool] += 1
+        self.launches.append(
+            Launch(quote.pool, quote.price_per_hour, (job.job_id,),
+                   f"job {job.job_id} (priority {job.priority}): {choice.reason}; {why_pool}")
+        )  # fmt: skip
+
+    def _free_slot(self, job: JobDemand, on_instance: str | None = None) -> _FreeSlots | None:
+        market = self.choices[job.job_id].market
+        for slot in self.slots:
+            if (
+                slot.free > 0
+                and (on_instance is None or slot.instance.instance_id == on_instance)
+                and _fits(job, slot.kind)
+                and _market_allows(job, slot.instance, market, self.state.now,
+                                   self.fastest[job.job_id], self.settings, self.rule)
+            ):  # fmt: skip
+                return slot
+        return None
+
+    def _place(self, job: JobDemand, slot: _FreeSlots) -> None:
+        slot.free -= 1
+        self.placed.append((job.job_id, slot.instance.instance_id))
+
+    def _over_budget(self, quote: PoolQuote) -> str | None:
+        hourly, settings, spent = self.hourly, self.settings, self.state.spent_today
         if hourly + quote.price_per_hour > settings.budget_per_hour:
-            budget_block = (
+            return (
                 f"budget: ${hourly:.2f}/h running + ${quote.price_per_hour:.2f}/h would pass "
                 f"${settings.budget_per_hour:.2f}/h"
             )
-        elif day_total > settings.budget_per_day:
-            budget_block = (
-                f"budget: ${state.spent_today:.2f} spent today + the next hour at "
+        if spent + (hourly + quote.price_per_hour) > settings.budget_per_day:
+            return (
+                f"budget: ${spent:.2f} spent today + the next hour at "
                 f"${hourly + quote.price_per_hour:.2f}/h would pass "
                 f"${settings.budget_per_day:.2f}/day"
             )
-        if budget_block is not None:
-            waits.append(Wait(job.job_id, budget_block))
-            continue
-        hourly += quote.price_per_hour
-        if quote.pool.market is Market.SPOT:
-            spot_pools[quote.pool] += 1
-        launches.append(
-            Launch(quote.pool, quote.price_per_hour, (job.job_id,),
-                   f"job {job.job_id} (priority {job.priority}): {choice_reason}; {why_pool}")
-        )  # fmt: skip
-
-    terminations = _scale_in(state, settings, placed)
-    return Plan(tuple(launches), tuple(terminations), tuple(waits), tuple(placed))
+        return None
 
 
 def _candidates(

@@ -53,6 +53,9 @@ from orchestrator.store.migrate import upgrade_to_head
 NOW = datetime.now(UTC)
 
 
+OUTPUT_PREFIX = "s3://bench/out/"
+
+
 @dataclass
 class Fleet:
     job_seconds: float
@@ -115,7 +118,7 @@ async def connection(
                     EventKind.FINISHED,
                     job_id=job_id,
                     attempt=attempt,
-                    output=f"s3://bench/{job_id}.mp4",
+                    output=f"{OUTPUT_PREFIX}{job_id}.mp4",  # under the job's own prefix
                 ),
                 qos=1,
             )
@@ -235,7 +238,7 @@ async def run(
         "height": 64,
         "num_frames": 9,
         "steps": 10,
-        "output": "s3://bench/out/",
+        "output": OUTPUT_PREFIX,
     }
     for start in range(0, jobs, 1000):
         store.accept_batch(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -11,6 +12,10 @@ from typing import Protocol
 class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, timezone-aware (UTC)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back, for measuring how long things take."""
         ...
 
     async def sleep(self, seconds: float) -> None: ...
@@ -22,6 +27,9 @@ class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
 
+    def monotonic(self) -> float:
+        return time.monotonic()
+
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
@@ -31,9 +39,13 @@ class FakeClock:
 
     def __init__(self, start: datetime | None = None) -> None:
         self._now = start or datetime(2026, 1, 1, tzinfo=UTC)
+        self._start = self._now
 
     def now(self) -> datetime:
         return self._now
+
+    def monotonic(self) -> float:
+        return (self._now - self._start).total_seconds()
 
     def advance(self, seconds: float) -> None:
         self._now += timedelta(seconds=seconds)

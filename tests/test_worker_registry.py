@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from kernel.clock import FakeClock
 from kernel.worker_protocol import Heartbeat, Status
-from orchestrator.scheduling.registry import HealthChange, WorkerHealth, WorkerRegistry
+from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import RunningJob
+from orchestrator.scheduling.worker_health import (
+    HealthChange,
+    InvalidHealthTransition,
+    WorkerHealth,
+    WorkerRecord,
+    transition,
+)
 from tests.test_worker_protocol import hello
 
 
 def beat(clock: FakeClock, sequence: int, worker_id: str = "w1") -> Heartbeat:
     return Heartbeat(worker_id=worker_id, sent_at=clock.now(), sequence=sequence)
+
+
+def moves(changes: list[HealthChange]) -> list[tuple[str, WorkerHealth | None, WorkerHealth]]:
+    return [(c.worker_id, c.before, c.after) for c in changes]
 
 
 def test_silence_makes_a_worker_suspect_then_lost_and_a_heartbeat_revives_it() -> None:
@@ -22,11 +35,11 @@ def test_silence_makes_a_worker_suspect_then_lost_and_a_heartbeat_revives_it() -
     clock.advance(14)
     assert registry.sweep() == []
     clock.advance(1)
-    assert registry.sweep() == [HealthChange("w1", WorkerHealth.ALIVE, WorkerHealth.SUSPECT)]
+    assert moves(registry.sweep()) == [("w1", WorkerHealth.ALIVE, WorkerHealth.SUSPECT)]
     assert registry.on_heartbeat(beat(clock, 1))
     assert registry.health("w1") is WorkerHealth.ALIVE
     clock.advance(60)
-    assert registry.sweep() == [HealthChange("w1", WorkerHealth.ALIVE, WorkerHealth.LOST)]
+    assert moves(registry.sweep()) == [("w1", WorkerHealth.ALIVE, WorkerHealth.LOST)]
     assert registry.sweep() == []
 
 
@@ -46,10 +59,46 @@ def test_last_will_and_interruptions_stop_new_work() -> None:
     registry.on_hello(hello("w1"))
     registry.on_hello(hello("w2"))
     registry.on_status(Status(worker_id="w1", sent_at=clock.now(), online=False))
-    registry.mark("w2", WorkerHealth.INTERRUPTED)
+    registry.mark("w2", WorkerHealth.INTERRUPTED, "spot warning")
     running = {("w2", 0): RunningJob("j", 5, None, clock.now())}
     snapshot = {w.worker_id: w for w in registry.snapshot(running)}
     assert not snapshot["w1"].accepting
     assert not snapshot["w2"].accepting
     assert snapshot["w2"].gpus[0].running == running[("w2", 0)]
     assert registry.by_instance("i-0123456789abcdef0") == ["w1", "w2"]
+
+
+def test_only_a_hello_brings_back_a_worker_that_left_and_history_says_why() -> None:
+    clock = FakeClock()
+    registry = WorkerRegistry(clock)
+    registry.on_hello(hello("w1"))
+    registry.mark("w1", WorkerHealth.INTERRUPTED, "spot warning for i-0123456789abcdef0")
+    assert registry.on_heartbeat(beat(clock, 1))
+    assert registry.health("w1") is WorkerHealth.INTERRUPTED  # a heartbeat does not revive it
+    registry.on_hello(hello("w1"))
+    assert registry.health("w1") is WorkerHealth.ALIVE
+    assert [(c.before, c.after, c.reason) for c in registry.history("w1")] == [
+        (None, WorkerHealth.ALIVE, "hello"),
+        (WorkerHealth.ALIVE, WorkerHealth.INTERRUPTED, "spot warning for i-0123456789abcdef0"),
+        (None, WorkerHealth.ALIVE, "hello"),
+    ]
+
+
+def test_the_table_refuses_what_it_does_not_list() -> None:
+    clock = FakeClock()
+    record = WorkerRecord(hello("w1"), WorkerHealth.OFFLINE, clock.now())
+    with pytest.raises(InvalidHealthTransition, match="offline -> suspect"):
+        transition(record, WorkerHealth.SUSPECT, clock.now(), "silence")
+
+
+def test_workers_long_gone_are_forgotten() -> None:
+    clock = FakeClock()
+    registry = WorkerRegistry(clock, timedelta(seconds=15), timedelta(seconds=60))
+    registry.on_hello(hello("w1"))
+    registry.on_status(Status(worker_id="w1", sent_at=clock.now(), online=False))
+    clock.advance(3599)
+    registry.sweep()
+    assert registry.health("w1") is WorkerHealth.OFFLINE
+    clock.advance(1)
+    registry.sweep()
+    assert registry.health("w1") is None

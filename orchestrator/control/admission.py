@@ -18,7 +18,8 @@ from kernel.worker_protocol import (
     Status,
     WorkerEvent,
 )
-from orchestrator.scheduling.registry import WorkerHealth, WorkerRegistry
+from orchestrator.scheduling.registry import WorkerRegistry
+from orchestrator.scheduling.worker_health import WorkerHealth
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def _heartbeat(beat: Heartbeat, registry: WorkerRegistry, running: dict[str, int
     if not registry.on_heartbeat(beat):
         return []  # an unknown worker (it must say hello first) or an out-of-order beat
     if not beat.accepting:
-        registry.mark(beat.worker_id, WorkerHealth.DRAINING)
+        registry.mark(beat.worker_id, WorkerHealth.DRAINING, "it accepts no more work")
     items = [Inbound(outcome) for outcome in beat.recent]
     for progress in beat.jobs:
         if running.get(progress.job_id) == progress.attempt:

@@ -54,7 +54,8 @@ from orchestrator.control.settings import (
     WorkerLink,
 )
 from orchestrator.scheduling.policy import schedule
-from orchestrator.scheduling.registry import WorkerHealth, WorkerRegistry
+from orchestrator.scheduling.registry import WorkerRegistry
+from orchestrator.scheduling.worker_health import WorkerHealth
 
 log = logging.getLogger(__name__)
 WORKER_TOPICS = [
@@ -279,20 +280,20 @@ class ControlPlaneService:
         async with self._lock:
             for worker_id in self.registry.by_instance(instance_id):
                 log.info("no new work for %s: %s", worker_id, reason)
-                self.registry.mark(worker_id, WorkerHealth.DRAINING)
+                self.registry.mark(worker_id, WorkerHealth.DRAINING, reason)
 
     async def instance_gone(self, instance_id: str, reason: str) -> None:
         await self._record_gone(instance_id, reason)
         async with self._lock:
             for worker_id in self.registry.by_instance(instance_id):
-                self.registry.mark(worker_id, WorkerHealth.LOST)
+                self.registry.mark(worker_id, WorkerHealth.LOST, reason)
                 await self._worker_gone(worker_id, reason)
 
     # -- workers going away --------------------------------------------------------------------
 
     async def _interrupt(self, worker_id: str, reason: str) -> None:
         """A spot notice: no new work there; its jobs checkpoint now and move when durable."""
-        self.registry.mark(worker_id, WorkerHealth.INTERRUPTED)
+        self.registry.mark(worker_id, WorkerHealth.INTERRUPTED, reason)
         for placement in await asyncio.to_thread(self._store.placements):
             if placement.worker_id != worker_id:
                 continue

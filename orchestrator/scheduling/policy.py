@@ -112,6 +112,36 @@ def _assignment(
     )
 
 
+def _preempt_for(
+    job: PendingJob, busy: list[GpuSlot], settings: SchedulerSettings
+) -> Preemption | None:
+    """The running job that gives way to `job`, if any may; its GPU leaves `busy`."""
+    victims = [
+        g
+        for g in busy
+        if g.running is not None
+        and g.running.preemptible
+        and fits(job, g)
+        and g.running.priority + settings.preemption_margin <= job.priority
+        # A deadline outranks priority: only a job due no later may take its GPU (in an
+        # autoscaled fleet the urgent job gets its own GPU minutes later anyway).
+        and (g.running.deadline is None or _seconds(job.deadline) <= _seconds(g.running.deadline))
+    ]
+    if not victims:
+        return None
+    target = min(victims, key=lambda g: _victim_order(g.running) if g.running else ())
+    assert target.running is not None
+    busy.remove(target)
+    return Preemption(
+        victim_job_id=target.running.job_id,
+        worker_id=target.worker_id,
+        gpu_index=target.index,
+        for_job_id=job.job_id,
+        reason=f"priority {job.priority} job {job.job_id} needs a GPU; "
+        f"{target.running.job_id} has priority {target.running.priority}",
+    )
+
+
 def schedule(
     pending: Sequence[PendingJob],
     workers: Sequence[WorkerSnapshot],
@@ -152,32 +182,7 @@ def schedule(
             # Its own GPU is minutes away, or nothing running is enough less urgent to give
             # way: a preemption would cost the victim a whole start-up for little gain.
             continue
-        victims = [
-            g
-            for g in busy
-            if g.running is not None
-            and g.running.preemptible
-            and fits(job, g)
-            and g.running.priority + settings.preemption_margin <= job.priority
-            # A deadline outranks priority: only a job due no later may take its GPU (in an
-            # autoscaled fleet the urgent job gets its own GPU minutes later anyway).
-            and (
-                g.running.deadline is None or _seconds(job.deadline) <= _seconds(g.running.deadline)
-            )
-        ]
-        if not victims:
-            continue
-        target = min(victims, key=lambda g: _victim_order(g.running) if g.running else ())
-        assert target.running is not None
-        busy.remove(target)
-        preemptions.append(
-            Preemption(
-                victim_job_id=target.running.job_id,
-                worker_id=target.worker_id,
-                gpu_index=target.index,
-                for_job_id=job.job_id,
-                reason=f"priority {job.priority} job {job.job_id} needs a GPU; "
-                f"{target.running.job_id} has priority {target.running.priority}",
-            )
-        )
+        preemption = _preempt_for(job, busy, settings)
+        if preemption is not None:
+            preemptions.append(preemption)
     return Decisions(tuple(assignments), tuple(preemptions))

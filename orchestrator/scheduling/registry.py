@@ -1,48 +1,27 @@
-"""Live workers and their health, driven by protocol messages and the injected clock.
-
-alive --(no heartbeat for suspect_after)--> suspect --(lost_after)--> lost
-any --(last will / status offline)--> offline; a spot warning or rebalance -> interrupted;
-a drain -> draining. Only alive workers accept new work.
-"""
+"""Live workers and their health (see `worker_health`), driven by protocol messages and the
+injected clock. Workers offline or lost for longer than `forget_after` are forgotten, so the
+registry stays the size of the fleet, not of its history."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
-from enum import StrEnum
+from dataclasses import replace
+from datetime import timedelta
 
 from kernel.clock import Clock
 from kernel.market import Market
 from kernel.worker_protocol import Heartbeat, Hello, Status
 from orchestrator.scheduling.snapshots import GpuSlot, RunningJob, WorkerSnapshot
+from orchestrator.scheduling.worker_health import (
+    HealthChange,
+    WorkerHealth,
+    WorkerRecord,
+    registered,
+    transition,
+)
 
 # The store keeps every gone instance; memory keeps the newest (a day of a large fleet).
 MAX_GONE_INSTANCES = 100_000
-
-
-class WorkerHealth(StrEnum):
-    ALIVE = "alive"
-    SUSPECT = "suspect"
-    LOST = "lost"
-    OFFLINE = "offline"
-    INTERRUPTED = "interrupted"
-    DRAINING = "draining"
-
-
-@dataclass(frozen=True)
-class WorkerRecord:
-    hello: Hello
-    health: WorkerHealth
-    last_seen: datetime
-    heartbeat_sequence: int = -1
-
-
-@dataclass(frozen=True)
-class HealthChange:
-    worker_id: str
-    before: WorkerHealth
-    after: WorkerHealth
 
 
 class WorkerRegistry:
@@ -51,10 +30,12 @@ class WorkerRegistry:
         clock: Clock,
         suspect_after: timedelta = timedelta(seconds=15),
         lost_after: timedelta = timedelta(seconds=60),
+        forget_after: timedelta = timedelta(hours=1),
     ) -> None:
         self._clock = clock
         self._suspect_after = suspect_after
         self._lost_after = lost_after
+        self._forget_after = forget_after
         self._workers: dict[str, WorkerRecord] = {}
         # Instances known to be terminated or interrupted, oldest first, bounded.
         self._gone: OrderedDict[str, None] = OrderedDict()
@@ -63,7 +44,8 @@ class WorkerRegistry:
         """False for a hello from an instance that is gone (a retained message, a zombie)."""
         if hello.instance_id in self._gone:
             return False
-        self._workers[hello.worker_id] = WorkerRecord(hello, WorkerHealth.ALIVE, self._clock.now())
+        previous = self._workers.get(hello.worker_id)
+        self._workers[hello.worker_id] = registered(hello, self._clock.now(), previous)
         return True
 
     def instance_gone(self, instance_id: str) -> None:
@@ -78,24 +60,26 @@ class WorkerRegistry:
         record = self._workers.get(heartbeat.worker_id)
         if record is None or heartbeat.sequence <= record.heartbeat_sequence:
             return False
-        health = record.health
-        if health in {WorkerHealth.SUSPECT, WorkerHealth.LOST}:
-            health = WorkerHealth.ALIVE
+        now = self._clock.now()
+        if record.health in {WorkerHealth.SUSPECT, WorkerHealth.LOST}:
+            record = transition(record, WorkerHealth.ALIVE, now, "heartbeat")
         self._workers[heartbeat.worker_id] = replace(
-            record, health=health, last_seen=self._clock.now(),
-            heartbeat_sequence=heartbeat.sequence,
-        )  # fmt: skip
+            record, last_seen=now, heartbeat_sequence=heartbeat.sequence
+        )
         return True
 
     def on_status(self, status: Status) -> None:
-        record = self._workers.get(status.worker_id)
-        if record is not None and not status.online:
-            self._workers[status.worker_id] = replace(record, health=WorkerHealth.OFFLINE)
+        if not status.online:
+            self.mark(status.worker_id, WorkerHealth.OFFLINE, "status offline (last will)")
 
-    def mark(self, worker_id: str, health: WorkerHealth) -> None:
+    def mark(self, worker_id: str, health: WorkerHealth, reason: str) -> None:
         record = self._workers.get(worker_id)
         if record is not None:
-            self._workers[worker_id] = replace(record, health=health)
+            self._workers[worker_id] = transition(record, health, self._clock.now(), reason)
+
+    def history(self, worker_id: str) -> tuple[HealthChange, ...]:
+        record = self._workers.get(worker_id)
+        return record.history if record else ()
 
     def by_instance(self, instance_id: str) -> list[str]:
         return [w for w, r in self._workers.items() if r.hello.instance_id == instance_id]
@@ -105,24 +89,30 @@ class WorkerRegistry:
         return record.health if record else None
 
     def sweep(self) -> list[HealthChange]:
-        """Apply heartbeat timeouts; returns what changed (lost workers' jobs must move)."""
+        """Apply heartbeat timeouts; returns what changed (lost workers' jobs must move).
+        Workers offline or lost for `forget_after` are dropped."""
         now = self._clock.now()
         changes = []
-        for worker_id, record in self._workers.items():
+        for worker_id, record in list(self._workers.items()):
             silent = now - record.last_seen
-            after = record.health
+            after, why = record.health, ""
             if record.health is WorkerHealth.ALIVE and silent >= self._suspect_after:
-                after = WorkerHealth.SUSPECT
+                after, why = (
+                    WorkerHealth.SUSPECT,
+                    f"no heartbeat for {silent.total_seconds():.0f} s",
+                )
             if record.health in {WorkerHealth.ALIVE, WorkerHealth.SUSPECT} and (
                 silent >= self._lost_after
             ):
-                after = WorkerHealth.LOST
+                after, why = WorkerHealth.LOST, f"no heartbeat for {silent.total_seconds():.0f} s"
             if after is not record.health:
-                changes.append(HealthChange(worker_id, record.health, after))
-        for change in changes:
-            self._workers[change.worker_id] = replace(
-                self._workers[change.worker_id], health=change.after
-            )
+                record = transition(record, after, now, why)
+                self._workers[worker_id] = record
+                changes.append(record.history[-1])
+            elif record.health in {WorkerHealth.OFFLINE, WorkerHealth.LOST} and (
+                silent >= self._forget_after
+            ):
+                del self._workers[worker_id]
         return changes
 
     def snapshot(self, running: dict[tuple[str, int], RunningJob]) -> tuple[WorkerSnapshot, ...]:

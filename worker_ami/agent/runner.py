@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,7 +123,7 @@ class JobRunner:
     async def _run(
         self, spec: JobSpec, attempt: int, resume_from: str | None, report: JobReport
     ) -> None:
-        started = time.perf_counter()
+        started = self._clock.monotonic()
         renderer, model = await self.load(spec.model)
         identity = checkpoint_identity(spec, model)
         prompt = await asyncio.to_thread(renderer.encode, spec)
@@ -136,13 +135,13 @@ class JobRunner:
             state = resume.state
         else:
             state = await asyncio.to_thread(renderer.initial_state, spec)
-        report.timings.model_load_s = time.perf_counter() - started
+        report.timings.model_load_s = self._clock.monotonic() - started
         log.info("job %s: denoising from step %d of %d", spec.job_id, state.step, spec.steps)
 
         step_seconds = 0.0
-        since_checkpoint = time.perf_counter()
+        since_checkpoint = self._clock.monotonic()
         last_checkpoint: tuple[int, str] | None = None
-        denoise_started = time.perf_counter()
+        denoise_started = self._clock.monotonic()
         while True:
             report.steps_done = state.step
             if self._checkpoint_request.is_set():
@@ -153,27 +152,27 @@ class JobRunner:
                         state, identity, attempt, report
                     )
                 report.status = RunStatus.PREEMPTED
-                report.timings.denoise_s = time.perf_counter() - denoise_started
+                report.timings.denoise_s = self._clock.monotonic() - denoise_started
                 return
             if state.done:
                 break
-            step_started = time.perf_counter()
+            step_started = self._clock.monotonic()
             state = await asyncio.to_thread(renderer.step, state, prompt, spec.guidance)
-            measured = time.perf_counter() - step_started
+            measured = self._clock.monotonic() - step_started
             step_seconds = measured if step_seconds == 0 else smoothed(step_seconds, measured)
             if self.on_step is not None:
                 self.on_step(state)
             view = CheckpointClock(
                 interval=self._interval(),
-                seconds_since_last=time.perf_counter() - since_checkpoint,
+                seconds_since_last=self._clock.monotonic() - since_checkpoint,
                 remaining_seconds=(state.total_steps - state.step) * step_seconds,
                 write_seconds=self._write_estimate,
             )
             if not state.done and periodic_checkpoint_due(view):
                 key = await self._write_checkpoint(state, identity, attempt, report)
                 last_checkpoint = (state.step, key)
-                since_checkpoint = time.perf_counter()
-        report.timings.denoise_s = time.perf_counter() - denoise_started
+                since_checkpoint = self._clock.monotonic()
+        report.timings.denoise_s = self._clock.monotonic() - denoise_started
         await self._publish(spec, attempt, renderer, state, model, report)
 
     def _interval(self) -> float:
@@ -186,9 +185,9 @@ class JobRunner:
     async def _write_checkpoint(
         self, state: DenoiseState, identity: CheckpointIdentity, attempt: int, report: JobReport
     ) -> str:
-        started = time.perf_counter()
+        started = self._clock.monotonic()
         key = await self._checkpoints.write(state, identity, attempt, self._clock.now())
-        elapsed = time.perf_counter() - started
+        elapsed = self._clock.monotonic() - started
         self._write_estimate = smoothed(self._write_estimate, elapsed)
         report.timings.checkpoint_writes_s.append(elapsed)
         report.checkpoints_written.append(key)
@@ -206,10 +205,10 @@ class JobRunner:
         model: CachedModel,
         report: JobReport,
     ) -> None:
-        started = time.perf_counter()
+        started = self._clock.monotonic()
         frames = await asyncio.to_thread(renderer.decode, state)
         video = await asyncio.to_thread(encode_mp4, frames, spec.fps)
-        report.timings.decode_encode_s = time.perf_counter() - started
+        report.timings.decode_encode_s = self._clock.monotonic() - started
         digest = hashlib.sha256(video).hexdigest()
         video_key = f"{spec.output_prefix}{spec.job_id}.mp4"
         metadata_key = f"{spec.output_prefix}{spec.job_id}.json"
@@ -231,7 +230,7 @@ class JobRunner:
             "tags": spec.tags.model_dump(exclude_none=True),
             "finished_at": self._clock.now().isoformat(),
         }
-        started = time.perf_counter()
+        started = self._clock.monotonic()
         # Conditional puts: a duplicate attempt can never clobber a committed output.
         committed = await self._objects.put_if_absent(
             spec.output_bucket, video_key, video, "video/mp4"
@@ -243,7 +242,7 @@ class JobRunner:
                 json.dumps(metadata, indent=2).encode(),
                 "application/json",
             )
-        report.timings.upload_s = time.perf_counter() - started
+        report.timings.upload_s = self._clock.monotonic() - started
         report.output_already_committed = not committed
         report.output_video = f"s3://{spec.output_bucket}/{video_key}"
         report.output_metadata = f"s3://{spec.output_bucket}/{metadata_key}"

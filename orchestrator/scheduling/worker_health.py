@@ -1,0 +1,83 @@
+"""A worker's health: one transition table, one `transition()` that checks it and keeps the
+recent history (when and why each change happened, what an operator asks first).
+
+alive --(no heartbeat for suspect_after)--> suspect --(lost_after)--> lost; a heartbeat brings
+a suspect or lost worker back. Any worker may go offline (last will), be interrupted (a spot
+warning), drain (a rebalance, or it says it accepts no more) or be lost (its instance is gone).
+Only a new hello brings an offline, interrupted or draining worker back: heartbeats cannot.
+Only alive workers accept new work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+
+from kernel.errors import FrameFleetError
+from kernel.worker_protocol import Hello
+
+HISTORY = 16  # changes kept per worker
+
+
+class WorkerHealth(StrEnum):
+    ALIVE = "alive"
+    SUSPECT = "suspect"
+    LOST = "lost"
+    OFFLINE = "offline"
+    INTERRUPTED = "interrupted"
+    DRAINING = "draining"
+
+
+_ANYONE_MAY = {WorkerHealth.LOST, WorkerHealth.OFFLINE, WorkerHealth.INTERRUPTED,
+               WorkerHealth.DRAINING}  # fmt: skip
+TRANSITIONS: dict[WorkerHealth, frozenset[WorkerHealth]] = {
+    WorkerHealth.ALIVE: frozenset({WorkerHealth.SUSPECT, *_ANYONE_MAY}),
+    WorkerHealth.SUSPECT: frozenset({WorkerHealth.ALIVE, *_ANYONE_MAY}),
+    WorkerHealth.LOST: frozenset({WorkerHealth.ALIVE, *_ANYONE_MAY}),
+    WorkerHealth.OFFLINE: frozenset(_ANYONE_MAY),
+    WorkerHealth.INTERRUPTED: frozenset(_ANYONE_MAY),
+    WorkerHealth.DRAINING: frozenset(_ANYONE_MAY),
+}
+
+
+class InvalidHealthTransition(FrameFleetError):
+    def __init__(self, worker_id: str, before: WorkerHealth, after: WorkerHealth) -> None:
+        super().__init__(f"worker {worker_id!r}: health {before} -> {after} is not allowed")
+
+
+@dataclass(frozen=True)
+class HealthChange:
+    worker_id: str
+    before: WorkerHealth | None  # None: it said hello
+    after: WorkerHealth
+    at: datetime
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    hello: Hello
+    health: WorkerHealth
+    last_seen: datetime
+    heartbeat_sequence: int = -1
+    history: tuple[HealthChange, ...] = ()
+
+
+def registered(hello: Hello, at: datetime, previous: WorkerRecord | None) -> WorkerRecord:
+    """A hello starts the worker afresh (alive), whatever it was; its history goes on."""
+    change = HealthChange(hello.worker_id, None, WorkerHealth.ALIVE, at, "hello")
+    history = (*(previous.history if previous else ()), change)[-HISTORY:]
+    return WorkerRecord(hello, WorkerHealth.ALIVE, at, history=history)
+
+
+def transition(
+    record: WorkerRecord, after: WorkerHealth, at: datetime, reason: str
+) -> WorkerRecord:
+    """The record in its new health (a no-op for the health it has), checked by the table."""
+    if after is record.health:
+        return record
+    if after not in TRANSITIONS[record.health]:
+        raise InvalidHealthTransition(record.hello.worker_id, record.health, after)
+    change = HealthChange(record.hello.worker_id, record.health, after, at, reason)
+    return replace(record, health=after, history=(*record.history, change)[-HISTORY:])
