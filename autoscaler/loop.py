@@ -36,6 +36,7 @@ from kernel.market import Market
 log = logging.getLogger(__name__)
 # How long a reservation outlives the expected boot and model load.
 RESERVATION_GRACE = timedelta(minutes=10)
+FORGET_AFTER = timedelta(days=1)
 
 
 @dataclass
@@ -74,6 +75,9 @@ class AutoscalerLoop:
     idle_since: dict[str, datetime] = field(default_factory=dict)
     worked: set[str] = field(default_factory=set)  # instances that have run jobs
     ended: set[str] = field(default_factory=set)  # instances this loop terminated
+    # instance -> when EC2 last listed it (or it was first remembered): what ties the maps
+    # above to the fleet, so they forget instances long gone.
+    last_listed: dict[str, datetime] = field(default_factory=dict)
 
     def pools(self) -> list[Pool]:
         return [
@@ -151,7 +155,31 @@ class AutoscalerLoop:
                 self.capacity.interrupted(known[instance_id].pool)
                 log.warning("spot instance %s in %s was interrupted", instance_id,
                             known[instance_id].pool)  # fmt: skip
+        self._forget_long_gone()
         return busy
+
+    def _forget_long_gone(self) -> None:
+        """Drop what the loop remembers of instances EC2 has not listed for FORGET_AFTER (long
+        past any shutting-down state): its memories stay the size of the fleet."""
+        now = self.clock.now()
+        for instance_id in self.reconciler.ledger:
+            self.last_listed[instance_id] = now
+        remembered = (set(self.prices) | set(self.idle_since) | self.worked | self.ended
+                      | self.reconciler.terminated)  # fmt: skip
+        for instance_id in remembered:
+            self.last_listed.setdefault(instance_id, now)
+        for instance_id, listed in list(self.last_listed.items()):
+            if now - listed > FORGET_AFTER:
+                del self.last_listed[instance_id]
+                self.prices.pop(instance_id, None)
+                self.idle_since.pop(instance_id, None)
+                self.worked.discard(instance_id)
+                self.ended.discard(instance_id)
+                self.reconciler.terminated.discard(instance_id)
+
+    def remembered(self) -> int:
+        """Entries in the loop's memories of instances (for the bounded-memory test)."""
+        return len(self.last_listed)
 
     async def plan_input(
         self, busy: Mapping[str, int], queued: Sequence[JobDemand], spent_today: float | None = None

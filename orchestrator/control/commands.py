@@ -35,6 +35,15 @@ class CommandSender:
         # (job, attempt, kind) -> when it last went out and how often it has.
         self._last_sent: dict[tuple[str, int, CommandKind], tuple[datetime, int]] = {}
 
+    def forget_all_but(self, active: set[tuple[str, int]]) -> None:
+        """Drop what was sent for attempts no longer active (job, attempt): the map stays the
+        size of the work in flight."""
+        for key in [k for k in self._last_sent if (k[0], k[1]) not in active]:
+            del self._last_sent[key]
+
+    def remembered(self) -> int:
+        return len(self._last_sent)
+
     async def send_all(
         self, commands: list[tuple[Placement, CommandKind]], force: bool = False
     ) -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict
 
 from prometheus_client import CollectorRegistry, Counter
 
+from kernel.bounded import BoundedSet
 from kernel.clock import Clock
 from kernel.dead_letter import dead_letter_attributes
 from kernel.errors import FrameFleetError
@@ -47,7 +47,7 @@ class RefusedMessages:
         )
         self.total = 0
         self._backlog: asyncio.Queue[tuple[str, dict[str, str]]] = asyncio.Queue(BACKLOG)
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen: BoundedSet[str] = BoundedSet(REMEMBERED)
 
     def refuse(self, reason: str, source: str, error: str, payload: bytes, key: str = "") -> None:
         """Count and log at once; dead-letter in the background. `key` names a message that
@@ -72,19 +72,15 @@ class RefusedMessages:
         source = topic(event.worker_id, Channel.EVENTS)
         self.refuse("not_owner", source, why, event.model_dump_json().encode(), key)
 
+    def remembered(self) -> int:
+        return len(self._seen) + self._backlog.qsize()
+
     def count(self, reason: str) -> int:
         sample = "framefleet_worker_messages_refused_total"
         return int(self._registry.get_sample_value(sample, {"reason": reason}) or 0)
 
     def _remembered(self, key: str) -> bool:
-        if not key:
-            return False
-        if key in self._seen:
-            return True
-        self._seen[key] = None
-        if len(self._seen) > REMEMBERED:
-            self._seen.popitem(last=False)
-        return False
+        return bool(key) and not self._seen.add(key)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

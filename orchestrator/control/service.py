@@ -118,6 +118,17 @@ class ControlPlaneService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def memory_sizes(self) -> dict[str, int]:
+        """How much each in-memory map holds now: all stay the size of the fleet and the work in
+        flight, whatever the process has lived through (tests/test_bounded_memory.py)."""
+        return {
+            "workers": self.registry.size(),
+            "commands": self._commands.remembered(),
+            "refusals": self.refusals.remembered(),
+            "running": len(self._running),
+            "inbox": self._inbox.qsize(),
+        }
+
     async def remember_gone_instances(self) -> None:
         """Load the instances known to be gone, so their retained hellos are refused."""
         since = self._clock.now() - GONE_MEMORY
@@ -343,6 +354,7 @@ class ControlPlaneService:
                 for p in placements
                 if p.job.state in (JobState.RUNNING, JobState.CHECKPOINTING)
             }
+            self._commands.forget_all_but({(p.job.job_id, p.job.attempt) for p in placements})
             resend = {JobState.ASSIGNED: CommandKind.ASSIGN,
                       JobState.CHECKPOINTING: CommandKind.CHECKPOINT_NOW}  # fmt: skip
             await self._commands.send_all(

@@ -4,10 +4,10 @@ registry stays the size of the fleet, not of its history."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import replace
 from datetime import timedelta
 
+from kernel.bounded import BoundedSet
 from kernel.clock import Clock
 from kernel.market import Market
 from kernel.worker_protocol import Heartbeat, Hello, Status
@@ -37,8 +37,8 @@ class WorkerRegistry:
         self._lost_after = lost_after
         self._forget_after = forget_after
         self._workers: dict[str, WorkerRecord] = {}
-        # Instances known to be terminated or interrupted, oldest first, bounded.
-        self._gone: OrderedDict[str, None] = OrderedDict()
+        # Instances known to be terminated or interrupted, the newest ones.
+        self._gone: BoundedSet[str] = BoundedSet(MAX_GONE_INSTANCES)
 
     def on_hello(self, hello: Hello) -> bool:
         """False for a hello from an instance that is gone (a retained message, a zombie)."""
@@ -50,10 +50,7 @@ class WorkerRegistry:
 
     def instance_gone(self, instance_id: str) -> None:
         """Never again accept a hello from this instance (AWS does not reuse instance ids)."""
-        self._gone[instance_id] = None
-        self._gone.move_to_end(instance_id)
-        while len(self._gone) > MAX_GONE_INSTANCES:
-            self._gone.popitem(last=False)
+        self._gone.add(instance_id)
 
     def on_heartbeat(self, heartbeat: Heartbeat) -> bool:
         """False for an unknown worker (it must say hello first) or an out-of-order beat."""
@@ -76,6 +73,9 @@ class WorkerRegistry:
         record = self._workers.get(worker_id)
         if record is not None:
             self._workers[worker_id] = transition(record, health, self._clock.now(), reason)
+
+    def size(self) -> int:
+        return len(self._workers)
 
     def history(self, worker_id: str) -> tuple[HealthChange, ...]:
         record = self._workers.get(worker_id)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kernel.bounded import BoundedSet
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.market import Market, family_of_gpu
 from kernel.mqtt_link import (
@@ -52,6 +53,7 @@ from worker_ami.agent.telemetry import NvmlUnavailable, read_gpus
 log = logging.getLogger(__name__)
 AGENT_VERSION = "0.1.0"
 RECENT_OUTCOMES = 32
+SEEN_ASSIGNMENTS = 4096
 GIB = 1024**3
 
 
@@ -72,7 +74,11 @@ class _State:
     sequence: int = 0
     accepting: bool = True
     recent: deque[WorkerEvent] = field(default_factory=lambda: deque(maxlen=RECENT_OUTCOMES))
-    seen_assignments: set[tuple[str, int]] = field(default_factory=set)
+    # The newest assignments acted on: a re-send comes within seconds of the first, so
+    # thousands remembered is plenty, and the memory stays bounded for a worker's lifetime.
+    seen_assignments: BoundedSet[tuple[str, int]] = field(
+        default_factory=lambda: BoundedSet(SEEN_ASSIGNMENTS)
+    )
 
 
 def detect_gpus(agent: WorkerParts) -> list[tuple[GpuInfo, str]]:
