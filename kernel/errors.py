@@ -52,8 +52,16 @@ class AwsError(FrameFleetError):
     """Base for AWS failures translated inside adapters."""
 
 
-class QueueNotFound(AwsError):
+class NotFound(AwsError):
+    """The queue, bucket, key or instance does not exist."""
+
+
+class QueueNotFound(NotFound):
     pass
+
+
+class AccessDenied(AwsError):
+    """The credentials lack a permission: a configuration fault, not worth retrying."""
 
 
 class Throttled(AwsError):

@@ -3,6 +3,7 @@ and AZs, RunInstances for a single pool, TerminateInstances, and instances found
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import UTC
 from typing import Any
@@ -19,10 +20,12 @@ from autoscaler.ec2.ports import (
     LaunchResult,
     ObservedInstance,
 )
-from autoscaler.market.capacity import CAPACITY_ERRORS
 from autoscaler.pools import Pool
-from kernel.aws_errors import translated
+from kernel.aws_errors import AwsFault, classify, error_code, to_typed_error, translated
+from kernel.errors import AwsError
 from kernel.market import Market
+
+log = logging.getLogger(__name__)
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 
@@ -96,7 +99,7 @@ class Ec2FleetAdapter:
         }
         with translated("CreateFleet"):
             response = await self._ec2.create_fleet(**query)
-        errors = []
+        errors, others = [], []
         for error in response.get("Errors", []):
             override = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
             pool = Pool(
@@ -104,10 +107,16 @@ class Ec2FleetAdapter:
                 str(override.get("AvailabilityZone", request.pools[0].availability_zone)),
                 request.market,
             )
-            errors.append(
-                CapacityUnavailable(pool, error.get("ErrorCode", ""), error.get("ErrorMessage", ""))
-            )
+            code, message = str(error.get("ErrorCode", "")), str(error.get("ErrorMessage", ""))
+            if classify(code) is AwsFault.CAPACITY:
+                errors.append(CapacityUnavailable(pool, code, message))
+            else:  # not the pool's fault: holding the pool back would hide the real problem
+                others.append(f"{pool}: {code}: {message}")
         ids = [i for group in response.get("Instances", []) for i in group.get("InstanceIds", [])]
+        if others and not ids and not errors:
+            raise AwsError("CreateFleet: " + "; ".join(others))
+        for other in others:
+            log.warning("CreateFleet: %s", other)
         instances = await self._describe_ids(ids) if ids else []
         return LaunchResult(tuple(instances), tuple(errors))
 
@@ -132,10 +141,9 @@ class Ec2FleetAdapter:
             try:
                 response = await self._ec2.run_instances(**query)
             except ClientError as error:
-                code = str(error.response.get("Error", {}).get("Code", ""))
-                if code not in CAPACITY_ERRORS:
-                    with translated("RunInstances"):
-                        raise
+                code = error_code(error)
+                if classify(code) is not AwsFault.CAPACITY:
+                    raise to_typed_error("RunInstances", error) from None
                 message = str(error.response.get("Error", {}).get("Message", ""))
                 errors.append(CapacityUnavailable(pool, code, message))
                 continue

@@ -14,20 +14,6 @@ from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.pools import Pool
 from kernel.clock import Clock
 
-# Error codes EC2 returns when a pool cannot serve a launch right now.
-CAPACITY_ERRORS = frozenset(
-    {
-        "InsufficientInstanceCapacity",
-        "InsufficientCapacity",
-        "MaxSpotInstanceCountExceeded",
-        "SpotMaxPriceTooLow",
-        "InsufficientHostCapacity",
-        "UnfulfillableCapacity",
-        "capacity-not-available",
-        "price-too-low",
-    }
-)
-
 
 class CapacityMemory:
     def __init__(self, clock: Clock, hold: timedelta = timedelta(minutes=15)) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from kernel.aws_errors import AwsFault, classify, error_code
 from worker_ami.agent.errors import ObjectNotFound, ObjectStoreError
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ def _translated(operation: str, bucket: str, key: str = "") -> Iterator[None]:
     try:
         yield
     except ClientError as error:
-        code = str(error.response.get("Error", {}).get("Code", ""))
-        if code in {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}:
+        code = error_code(error)
+        if classify(code) is AwsFault.NOT_FOUND:
             raise ObjectNotFound(f"s3://{bucket}/{key} not found") from None
         raise ObjectStoreError(f"{operation} s3://{bucket}/{key}: {code}") from None
     except BotoCoreError as error:
@@ -83,8 +84,8 @@ class S3ObjectStore:
                 Bucket=bucket, Key=key, Body=data, ContentType=content_type, IfNoneMatch="*"
             )
         except ClientError as error:
-            code = str(error.response.get("Error", {}).get("Code", ""))
-            if code in {"PreconditionFailed", "412", "ConditionalRequestConflict"}:
+            code = error_code(error)
+            if classify(code) is AwsFault.PRECONDITION_FAILED:
                 return False
             raise ObjectStoreError(f"PutObject s3://{bucket}/{key}: {code}") from None
         except BotoCoreError as error:
