@@ -10,10 +10,8 @@ from typing import Protocol
 
 from autoscaler.snapshot import JobDemand
 from autoscaler.throughput import WorkShape
-from kernel.job_record import JobRecord, Placement, Reservation, checkpoint_step
+from kernel.job_record import JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
-
-steps_done = checkpoint_step  # steps behind the newest durable checkpoint
 
 
 def demand_of(
@@ -33,7 +31,7 @@ def demand_of(
 
 
 def job_demand(job: JobRecord) -> JobDemand:
-    return demand_of(job.spec, job.created_at, job.deadline, steps_done(job.last_checkpoint))
+    return demand_of(job.spec, job.created_at, job.deadline, job.checkpoint_step)
 
 
 class DemandSource(Protocol):

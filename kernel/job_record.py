@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -23,6 +22,7 @@ class JobRecord:
     created_at: datetime
     updated_at: datetime
     last_checkpoint: str | None = None
+    checkpoint_step: int = 0  # the steps behind `last_checkpoint`
     job_faults: int = 0
     not_before: datetime | None = None
     # The worker the current attempt was given to: the only one whose events may move the job
@@ -35,6 +35,7 @@ class JobChanges:
     """Fields a transition may set together with the state (None leaves a field as it is)."""
 
     last_checkpoint: str | None = None
+    checkpoint_step: int = 0  # with last_checkpoint: its step
     not_before: datetime | None = None
     add_job_fault: bool = False
 
@@ -62,15 +63,6 @@ class Placement:
     worker_id: str
     gpu_index: int
     since: datetime
-
-
-_CHECKPOINT_STEP = re.compile(r"/(\d+)/(\d{6})/manifest\.json$")
-
-
-def checkpoint_step(checkpoint_key: str | None) -> int:
-    """Steps behind a durable checkpoint (`.../{attempt}/{step:06d}/manifest.json`)."""
-    found = _CHECKPOINT_STEP.search(checkpoint_key or "")
-    return int(found.group(2)) if found else 0
 
 
 @dataclass(frozen=True)

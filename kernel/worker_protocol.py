@@ -183,6 +183,7 @@ class Command(_Message):
     gpu_index: int | None = Field(default=None, ge=0, le=63)
     spec: JobSpec | None = None
     resume_from: str | None = Field(default=None, max_length=1024)
+    resume_step: int | None = Field(default=None, ge=0, le=MAX_COUNT)  # resume_from's step
 
 
 WorkerMessage = Annotated[Hello | Heartbeat | WorkerEvent | Status, Field(discriminator="type")]

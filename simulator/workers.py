@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from kernel.job_record import checkpoint_step
 from kernel.job_spec import JobSpec
 from kernel.worker_protocol import (
     Channel,
@@ -69,6 +68,7 @@ class _Attempt:
     writing_step: int | None = None  # the step a periodic checkpoint in progress saves
     since_checkpoint: float = 0.0
     last_checkpoint: str | None = None
+    last_step: int = 0  # of last_checkpoint
 
 
 @dataclass
@@ -217,29 +217,32 @@ class SimulatedWorker:
         spec = command.spec
         load = 0.0 if spec.model in self.loaded_models else self.model.model_load_seconds
         self.loaded_models.add(spec.model)
-        resumed = checkpoint_step(command.resume_from) * self.model.step_seconds
+        resumed = (command.resume_step or 0) * self.model.step_seconds
         self.job = _Attempt(spec, command.attempt, resumed, load,
-                            last_checkpoint=command.resume_from)  # fmt: skip
+                            last_checkpoint=command.resume_from,
+                            last_step=command.resume_step or 0)  # fmt: skip
         self._event(now, EventKind.STARTED, job_id=spec.job_id, attempt=command.attempt)
 
     def _stop_with_checkpoint(self, now: datetime) -> None:
         """Checkpoint at the current step and stop (a notice leaves time for one write)."""
         job = self.job
         assert job is not None
-        key = job.last_checkpoint
+        key, step = job.last_checkpoint, job.last_step
         if self.model.checkpoint_write_seconds <= self.model.notice_seconds:
-            key = self._key(job, self._step(job))
+            step = self._step(job)
+            key = self._key(job, step)
         self.job = None
         self._event(now, EventKind.PREEMPTED, job_id=job.spec.job_id, attempt=job.attempt,
-                    step=checkpoint_step(key), checkpoint=key, outcome=True)  # fmt: skip
+                    step=step, checkpoint=key, outcome=True)  # fmt: skip
 
     def _checkpoint_durable(self, job: _Attempt, at: datetime) -> None:
         assert job.writing_step is not None
         job.last_checkpoint = self._key(job, job.writing_step)
+        job.last_step = job.writing_step
         job.writing_step = None
         job.since_checkpoint = 0.0
         self._event(at, EventKind.CHECKPOINT_DURABLE, job_id=job.spec.job_id,
-                    attempt=job.attempt, step=checkpoint_step(job.last_checkpoint),
+                    attempt=job.attempt, step=job.last_step,
                     checkpoint=job.last_checkpoint)  # fmt: skip
 
     def _finish(self, job: _Attempt, at: datetime) -> None:

@@ -87,10 +87,10 @@ def test_started_then_duplicate_started(store: JobStore) -> None:
 def test_a_preempted_job_goes_back_to_the_queue_with_its_checkpoint(
     store: JobStore, running_job: JobRecord
 ) -> None:
-    decision = apply_event(running_job, event(EventKind.PREEMPTED, checkpoint=CHECKPOINT), NOW)
-    queued = apply(store, decision)
+    stopped = event(EventKind.PREEMPTED, checkpoint=CHECKPOINT, step=5)
+    queued = apply(store, apply_event(running_job, stopped, NOW))
     assert queued.state is JobState.QUEUED
-    assert queued.last_checkpoint == CHECKPOINT
+    assert (queued.last_checkpoint, queued.checkpoint_step) == (CHECKPOINT, 5)
     assert [e.to_state for e in store.history("j")][-2:] == [JobState.PREEMPTED, JobState.QUEUED]
 
 
@@ -102,7 +102,12 @@ def test_a_periodic_checkpoint_is_recorded_without_a_state_change(
     )
     assert isinstance(decision, Record)
     noted = apply(store, decision)
-    assert (noted.state, noted.last_checkpoint) == (JobState.RUNNING, CHECKPOINT)
+    # Progress is the number the worker reported, stored beside the key (never parsed from it).
+    assert (noted.state, noted.last_checkpoint, noted.checkpoint_step) == (
+        JobState.RUNNING,
+        CHECKPOINT,
+        5,
+    )
     assert noted.version == running_job.version + 1
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from kernel.job_record import Reservation, checkpoint_step
+from kernel.job_record import Reservation
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -23,9 +23,3 @@ def test_spot_until_leaves_the_remaining_work_and_one_interruption_before_the_de
     assert paced.spot_until(deadline, 1000) == deadline - timedelta(seconds=2900)
     assert paced.spot_until(None, 1000) is None
     assert Reservation("j", "", False, NOW).spot_until(deadline, 1000) is None  # pace unknown
-
-
-def test_the_step_of_a_checkpoint_is_read_from_its_key() -> None:
-    assert checkpoint_step("s3://b/checkpoints/job/3/000042/manifest.json") == 42
-    assert checkpoint_step(None) == 0
-    assert checkpoint_step("s3://b/elsewhere.json") == 0

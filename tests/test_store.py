@@ -5,9 +5,10 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 
 from kernel.clock import FakeClock
@@ -25,7 +26,7 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
-from orchestrator.store.migrate import upgrade_to_head
+from orchestrator.store.migrate import alembic_config, upgrade_to_head
 from tests.support import job_dict
 
 
@@ -264,3 +265,26 @@ def test_placing_a_job_uses_up_its_claim_and_ending_it_drops_the_rest(
         "u1", "", True, False)  # fmt: skip
     store.transition("u1", JobState.CANCELLED, expected_version=2, actor="s", reason="done")
     assert store.reservations(["u1"]) == {}
+
+
+def test_the_checkpoint_step_of_existing_jobs_is_filled_from_their_key(sqlite_url: str) -> None:
+    """Migration 0006 stores progress as a number; jobs stored before it keep their progress."""
+    engine = make_engine(sqlite_url)
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0005")
+        spec = parse_job(job_dict("old"), now=None)
+        connection.execute(
+            text(
+                "INSERT INTO jobs (job_id, state, version, attempt, priority, model, spec_json,"
+                " spec_sha256, source_message_id, created_at, updated_at, last_checkpoint,"
+                " job_faults) VALUES ('old', 'queued', 3, 2, 5, :model, :spec, :sha, 'm-old',"
+                " '2026-01-01 00:00:00', '2026-01-01 00:00:00',"
+                " 'checkpoints/old/2/000042/manifest.json', 0)"
+            ),
+            {"model": spec.model, "spec": spec.canonical_json(), "sha": spec.fingerprint()},
+        )
+    upgrade_to_head(engine)
+    assert JobStore(engine, FakeClock()).get("old").checkpoint_step == 42
+    engine.dispose()

@@ -77,6 +77,7 @@ class CommandSender:
             gpu_index=placement.gpu_index if kind is CommandKind.ASSIGN else None,
             spec=job.spec if kind is CommandKind.ASSIGN else None,
             resume_from=job.last_checkpoint if kind is CommandKind.ASSIGN else None,
+            resume_step=job.checkpoint_step if kind is CommandKind.ASSIGN else None,
         )
         try:
             await self._link.publish(

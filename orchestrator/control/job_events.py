@@ -55,14 +55,16 @@ class Record:
 Decision = Ignore | Move | Record
 
 
-def requeue(job: JobRecord, reason: str, checkpoint: str | None = None) -> Move:
+def requeue(
+    job: JobRecord, reason: str, checkpoint: str | None = None, step: int | None = None
+) -> Move:
     """Back to the queue from wherever the job is, resuming from its newest checkpoint."""
     path: tuple[JobState, ...]
     if job.state is JobState.ASSIGNED or job.state is JobState.PREEMPTED:
         path = (JobState.QUEUED,)
     else:
         path = (JobState.PREEMPTED, JobState.QUEUED)
-    return Move(path, reason, JobChanges(last_checkpoint=checkpoint))
+    return Move(path, reason, JobChanges(last_checkpoint=checkpoint, checkpoint_step=step or 0))
 
 
 class Refusal(Ignore):
@@ -118,7 +120,7 @@ def apply_event(
         ):
             # The attempt the job just left (its worker was cut off but kept going) saved
             # work: the next attempt resumes from it.
-            return Record(JobChanges(last_checkpoint=event.checkpoint), "late checkpoint")
+            return Record(_checkpoint(event), "late checkpoint")
         return Ignore(f"job is {job.state.value}; {event.kind.value} changes nothing")
     worker = event.worker_id
 
@@ -130,11 +132,14 @@ def apply_event(
     if event.kind is EventKind.CHECKPOINT_DURABLE:
         if not event.checkpoint:
             return Ignore("checkpoint event without a manifest key")
-        return Record(JobChanges(last_checkpoint=event.checkpoint), f"checkpoint at {event.step}")
+        return Record(_checkpoint(event), f"checkpoint at {event.step}")
 
     if event.kind is EventKind.PREEMPTED:
         return requeue(
-            job, f"stopped on {worker} after checkpoint {event.checkpoint}", event.checkpoint
+            job,
+            f"stopped on {worker} after checkpoint {event.checkpoint}",
+            event.checkpoint,
+            event.step,
         )
 
     if event.kind is EventKind.FINISHED:
@@ -146,6 +151,11 @@ def apply_event(
         return _failed(job, event, now, policy)
 
     return Ignore(f"{event.kind.value} is not a job event")
+
+
+def _checkpoint(event: WorkerEvent) -> JobChanges:
+    """A durable checkpoint and its step, as the worker reports them."""
+    return JobChanges(last_checkpoint=event.checkpoint, checkpoint_step=event.step or 0)
 
 
 def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPolicy) -> Decision:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kernel.job_record import JobRecord, Placement, Reservation, checkpoint_step
+from kernel.job_record import JobRecord, Placement, Reservation
 from kernel.job_state import JobState
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import PendingJob, RunningJob
@@ -12,7 +12,7 @@ from orchestrator.scheduling.snapshots import PendingJob, RunningJob
 
 def steps_left(job: JobRecord) -> int:
     """Steps after its newest checkpoint (what a restart would have to do again)."""
-    return job.spec.steps - checkpoint_step(job.last_checkpoint)
+    return job.spec.steps - job.checkpoint_step
 
 
 def can_restart(job: JobRecord, reservation: Reservation | None, now: datetime) -> bool:

@@ -43,6 +43,7 @@ def _record(row: JobRow, spec: JobSpec, worker_id: str | None) -> JobRecord:
         created_at=utc(row.created_at),
         updated_at=utc(row.updated_at),
         last_checkpoint=row.last_checkpoint,
+        checkpoint_step=row.checkpoint_step,
         job_faults=row.job_faults,
         not_before=utc(row.not_before) if row.not_before else None,
         worker_id=worker_id,

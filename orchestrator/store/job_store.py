@@ -170,6 +170,7 @@ class JobStore(IntakeLedger, ReservationBook):
         fields: dict[str, object] = {}
         if changes.last_checkpoint is not None:
             fields["last_checkpoint"] = changes.last_checkpoint
+            fields["checkpoint_step"] = changes.checkpoint_step
         if changes.not_before is not None:
             fields["not_before"] = changes.not_before
         if changes.add_job_fault:

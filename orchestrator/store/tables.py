@@ -30,6 +30,8 @@ class JobRow(SQLModel, table=True):
     updated_at: datetime = Field(sa_column=_utc_column())
     # The newest durable checkpoint's manifest key: where the next attempt resumes.
     last_checkpoint: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Its step: the denoising steps a resume does not do again.
+    checkpoint_step: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     # Failures that were the job's own fault (bad model, out of memory, NaN latents).
     job_faults: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     # Retry backoff: not to be assigned before this time.

@@ -12,18 +12,17 @@ from pathlib import Path
 import pytest
 
 from autoscaler.actuation import Actuator
-from autoscaler.demand import StoreDemand, steps_done
+from autoscaler.demand import StoreDemand, job_demand
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import REASON_TAG
 from autoscaler.loop import AutoscalerLoop, Spend
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import TraceMarket, load_trace
-from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
-from kernel.job_record import Submission
+from kernel.job_record import JobChanges, JobMove, JobRecord, Submission
 from kernel.job_spec import parse_job
 from kernel.market import Market
 from orchestrator.store.engine import make_engine
@@ -142,8 +141,13 @@ def test_spend_restarts_each_day(trace_clock: FakeClock) -> None:
     assert spend.accrue(start + timedelta(days=1), 10.0) == 0.0
 
 
-def test_progress_is_read_from_the_checkpoint_key() -> None:
-    assert steps_done("checkpoints/j1/3/000017/manifest.json") == 17
-    assert steps_done(None) == 0
-    assert steps_done("something/else") == 0
-    assert Pool("p3.2xlarge", "us-west-2b", Market.SPOT).region == "us-west-2"
+def test_progress_is_the_stored_step_of_the_newest_checkpoint(queued_store: JobStore) -> None:
+    job = queued_store.get("j0")
+    moved = queued_store.apply_moves(
+        [JobMove("j0", job.version, (), "checkpoint",
+                 JobChanges(last_checkpoint="anywhere/at/all.json", checkpoint_step=3))],
+        "test",
+    )  # fmt: skip
+    record = moved[0]
+    assert isinstance(record, JobRecord)
+    assert job_demand(record).steps_done == 3  # of 4
