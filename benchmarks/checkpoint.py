@@ -30,13 +30,12 @@ from rich.table import Table
 from benchmarks.common import moto_server_process, write_result
 from kernel.clock import SystemClock
 from kernel.job_spec import parse_job
-from worker_ami.agent.app import s3_client
 from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore, encode_state
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.imds_emulator import ImdsEmulator
 from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model
-from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings

@@ -22,6 +22,7 @@ import boto3
 from rich.console import Console
 from rich.table import Table
 
+from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock
 from kernel.job_record import JobRecord
 from kernel.job_spec import JobSpec
@@ -29,11 +30,11 @@ from kernel.job_state import JobState
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
 from orchestrator.store.job_store import JobStore
-from worker_ami.agent.app import WorkerParts, s3_client, worker_parts
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.model_cache import publish_model
-from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.object_store import S3ObjectStore, s3_client
+from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.tiny_model import build_tiny_wan

@@ -18,11 +18,10 @@ from kernel.job_spec import JobSpec, parse_job
 from kernel.mosquitto import LocalMosquitto
 from tests.conftest import Queues
 from tests.support import job_dict
-from worker_ami.agent.app import s3_client
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model
-from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.tiny_model import build_tiny_wan

@@ -104,7 +104,7 @@ async def fleet(
             log = (tmp_path / f"{worker_id}.log").open("wb")
             stack.callback(log.close)
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "worker_ami.agent", "serve", env=env,
+                sys.executable, "-m", "framefleet.worker_cli", "serve", env=env,
                 stdout=log, stderr=log,
             )  # fmt: skip
             workers.processes[worker_id] = process

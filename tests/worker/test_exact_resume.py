@@ -68,7 +68,7 @@ def run_worker(
     env: dict[str, str], *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "worker_ami.agent", *args],
+        [sys.executable, "-m", "framefleet.worker_cli", *args],
         env=env,
         capture_output=True,
         text=True,

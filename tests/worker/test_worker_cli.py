@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from framefleet.worker_cli import EXIT_PREEMPTED
 from tests.support import async_wait_until
 from tests.worker.conftest import Buckets, read_object, video_job
 from tests.worker.test_exact_resume import run_worker, worker_env
-from worker_ami.agent.cli import EXIT_PREEMPTED
 from worker_ami.agent.imds_emulator import ImdsEmulator
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.settings import WorkerSettings
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 async def run_worker_async(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """Like run_worker, but leaves the event loop free to serve the in-process IMDS emulator."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "worker_ami.agent", *args, env=env,
+        sys.executable, "-m", "framefleet.worker_cli", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     async with asyncio.timeout(300):
@@ -120,7 +120,7 @@ async def test_sigterm_checkpoints_at_the_next_step_and_exits_preempted(
     log_file = tmp_path / "worker.log"
     with log_file.open("wb") as log:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "worker_ami.agent", "run", "--job", str(job_file),
+            sys.executable, "-m", "framefleet.worker_cli", "run", "--job", str(job_file),
             env=worker_env(worker_settings, tmp_path / "cache"),
             stdout=asyncio.subprocess.PIPE, stderr=log,
         )  # fmt: skip

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Protocol
 
+import aioboto3
+from aiobotocore.config import AioConfig
 from botocore.exceptions import BotoCoreError, ClientError
 
 from kernel.aws_errors import AwsFault, classify, error_code
 from worker_ami.agent.errors import ObjectNotFound, ObjectStoreError
+from worker_ami.agent.settings import WorkerSettings
 
 if TYPE_CHECKING:
     from types_aiobotocore_s3 import S3Client
@@ -113,3 +116,11 @@ class S3ObjectStore:
                 await self._client.delete_objects(
                     Bucket=bucket, Delete={"Objects": [{"Key": key} for key in chunk]}
                 )
+
+
+@asynccontextmanager
+async def s3_client(settings: WorkerSettings) -> AsyncIterator[S3Client]:
+    session = aioboto3.Session(region_name=settings.region)
+    config = AioConfig(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
+    async with session.client("s3", endpoint_url=settings.endpoint_url, config=config) as client:
+        yield client

@@ -42,9 +42,9 @@ from kernel.worker_protocol import (
     decode_command,
     topic,
 )
-from worker_ami.agent.app import WorkerParts
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
+from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings

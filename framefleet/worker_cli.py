@@ -16,14 +16,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.job_spec import JobSpec, parse_job
 from kernel.settings_support import configure_logging, exit_with
-from worker_ami.agent.app import s3_client, worker_parts
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
-from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.s3_uri import split_s3_uri
 from worker_ami.agent.service import WorkerService, mqtt_agent_link
@@ -179,3 +179,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     exit_with("framefleet-worker", lambda: run(argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,3 +1,0 @@
-from worker_ami.agent.cli import main
-
-main()
