@@ -20,6 +20,7 @@ from autoscaler.deadline import (
     new_instance_startup,
 )
 from autoscaler.demand import DemandSource
+from autoscaler.instances import InstanceBook, InstanceState
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
@@ -36,7 +37,6 @@ from kernel.market import Market
 log = logging.getLogger(__name__)
 # How long a reservation outlives the expected boot and model load.
 RESERVATION_GRACE = timedelta(minutes=10)
-FORGET_AFTER = timedelta(days=1)
 
 
 @dataclass
@@ -71,13 +71,7 @@ class AutoscalerLoop:
     max_rounds: int = 3
     market_rule: MarketRule = choose_market  # the simulator swaps in the baselines' rules
     spend: Spend = field(default_factory=Spend)
-    prices: dict[str, float] = field(default_factory=dict)  # instance -> $/h at launch
-    idle_since: dict[str, datetime] = field(default_factory=dict)
-    worked: set[str] = field(default_factory=set)  # instances that have run jobs
-    ended: set[str] = field(default_factory=set)  # instances this loop terminated
-    # instance -> when EC2 last listed it (or it was first remembered): what ties the maps
-    # above to the fleet, so they forget instances long gone.
-    last_listed: dict[str, datetime] = field(default_factory=dict)
+    book: InstanceBook = field(default_factory=InstanceBook)  # each instance's state
 
     def pools(self) -> list[Pool]:
         return [
@@ -96,13 +90,16 @@ class AutoscalerLoop:
             for wait in decided.waits:
                 log.info("job %s waits: %s", wait.job_id, wait.reason)
             done: Actuation = await self.actuator.execute(decided)
+            now = self.clock.now()
             for launch, instance in done.launched:
-                self.prices[instance.instance_id] = launch.price_per_hour
+                self.book.bought(instance, launch.price_per_hour, now)
                 self.reconciler.ledger[instance.instance_id] = instance
                 covered.update(launch.job_ids)
                 # Its GPUs are spoken for by the jobs it was bought for (left out above).
                 busy[instance.instance_id] += len(launch.job_ids)
-            self.ended.update(done.terminated)
+            why = {t.instance_id: t.reason for t in decided.terminations}
+            for instance_id in done.terminated:
+                self.book.asked_to_end([instance_id], now, why.get(instance_id, "scale-in"))
             chosen = self._reservations(decided, done, state.queued)
             await asyncio.to_thread(self.demand.reserve, chosen)
             if not done.failed:
@@ -142,44 +139,27 @@ class AutoscalerLoop:
         """Reconcile with EC2; returns the busy GPUs per instance (a copy the caller may add
         this round's launches to)."""
         busy = Counter(await asyncio.to_thread(self.demand.busy_gpus))
-        self.worked.update(busy)
         # Instances this process bought are the idle timeout's business; an adopted one
         # that never ran a job within the grace period is an orphan.
         known = dict(self.reconciler.ledger)
-        synced = await self.reconciler.reconcile(workers_seen=self.worked | set(self.prices))
+        synced = await self.reconciler.reconcile(workers_seen=set(busy) | self.book.spoken_for())
+        now = self.clock.now()
+        self.book.listed(self.reconciler.ledger.values(), now)
+        self.book.worked(busy, now)
+        orphan = "orphan: no worker came up on it within the grace period"
+        self.book.asked_to_end(synced.orphans_terminated, now, orphan)
         for instance_id in synced.forgotten:
-            # A spot instance gone without our asking was interrupted: its pool's rate and
-            # the capacity memory learn from it.
-            ours = instance_id in self.ended or instance_id in self.reconciler.terminated
-            if known[instance_id].pool.market is Market.SPOT and not ours:
-                self.capacity.interrupted(known[instance_id].pool)
-                log.warning("spot instance %s in %s was interrupted", instance_id,
-                            known[instance_id].pool)  # fmt: skip
-        self._forget_long_gone()
+            pool = known[instance_id].pool
+            if self.book.gone(instance_id, pool, now) is InstanceState.INTERRUPTED:
+                # Its pool's rate and the capacity memory learn from it.
+                self.capacity.interrupted(pool)
+                log.warning("spot instance %s in %s was interrupted", instance_id, pool)
+        self.book.forget_long_gone(now)
         return busy
 
-    def _forget_long_gone(self) -> None:
-        """Drop what the loop remembers of instances EC2 has not listed for FORGET_AFTER (long
-        past any shutting-down state): its memories stay the size of the fleet."""
-        now = self.clock.now()
-        for instance_id in self.reconciler.ledger:
-            self.last_listed[instance_id] = now
-        remembered = (set(self.prices) | set(self.idle_since) | self.worked | self.ended
-                      | self.reconciler.terminated)  # fmt: skip
-        for instance_id in remembered:
-            self.last_listed.setdefault(instance_id, now)
-        for instance_id, listed in list(self.last_listed.items()):
-            if now - listed > FORGET_AFTER:
-                del self.last_listed[instance_id]
-                self.prices.pop(instance_id, None)
-                self.idle_since.pop(instance_id, None)
-                self.worked.discard(instance_id)
-                self.ended.discard(instance_id)
-                self.reconciler.terminated.discard(instance_id)
-
     def remembered(self) -> int:
-        """Entries in the loop's memories of instances (for the bounded-memory test)."""
-        return len(self.last_listed)
+        """Instances the loop remembers (for the bounded-memory test)."""
+        return len(self.book.records)
 
     async def plan_input(
         self, busy: Mapping[str, int], queued: Sequence[JobDemand], spent_today: float | None = None
@@ -201,12 +181,11 @@ class AutoscalerLoop:
         views = []
         for instance in self.reconciler.ledger.values():
             in_use = busy.get(instance.instance_id, 0)
-            if in_use:
-                self.idle_since.pop(instance.instance_id, None)
-            idle_since = None if in_use else self.idle_since.setdefault(instance.instance_id, now)
+            idle_since = self.book.idle_since(instance.instance_id, in_use > 0, now)
             quote = market.quote(instance.pool)
             # An adopted instance's launch price is unknown: today's price of its pool.
-            price = self.prices.get(instance.instance_id) or (quote.price_per_hour if quote else 0)
+            launch_price = self.book.records[instance.instance_id].price_per_hour
+            price = launch_price or (quote.price_per_hour if quote else 0)
             views.append(
                 InstanceView(
                     instance.instance_id,

@@ -29,7 +29,6 @@ class Reconciler:
     ) -> None:
         self._ec2, self._fleet_id, self._clock, self._grace = ec2, fleet_id, clock, grace
         self.ledger: dict[str, ObservedInstance] = {}
-        self.terminated: set[str] = set()  # orphans it ended (not interruptions)
 
     async def reconcile(self, workers_seen: Collection[str]) -> ReconcileResult:
         result = await self.sync()
@@ -60,7 +59,6 @@ class Reconciler:
         ]
         if orphans:
             await self._ec2.terminate(orphans)
-            self.terminated.update(orphans)
             for instance_id in orphans:
                 log.warning("terminated orphan %s: no worker registered within %s",
                             instance_id, self._grace)  # fmt: skip
