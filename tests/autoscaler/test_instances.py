@@ -32,6 +32,7 @@ def test_an_instance_asked_to_end_is_terminated_and_one_that_vanished_was_interr
     book.bought(observed("i-taken", SPOT), 0.8, NOW)
     book.listed([observed("i-elsewhere", ON_DEMAND)], NOW)  # adopted
     book.worked(["i-asked", "i-taken"], NOW)
+    assert book.spoken_for() == {"i-asked", "i-taken"}  # the adopted one never worked
     book.asked_to_end(["i-asked"], NOW, "idle for 10 minutes")
     assert book.gone("i-asked", SPOT, NOW) is InstanceState.TERMINATED
     assert book.gone("i-taken", SPOT, NOW) is InstanceState.INTERRUPTED
@@ -41,7 +42,6 @@ def test_an_instance_asked_to_end_is_terminated_and_one_that_vanished_was_interr
         (InstanceState.WORKING, InstanceState.TERMINATING, "idle for 10 minutes"),
         (InstanceState.TERMINATING, InstanceState.TERMINATED, "gone, as asked"),
     ]
-    assert book.spoken_for() == {"i-asked", "i-taken"}  # the adopted one never worked
 
 
 def test_the_table_refuses_what_it_does_not_list() -> None:
