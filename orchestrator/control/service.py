@@ -17,11 +17,7 @@ from datetime import timedelta
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import ConcurrentModification, FrameFleetError
-from kernel.job_record import (
-    JobMove,
-    JobRecord,
-    Placement,
-)
+from kernel.job_record import JobMove, JobRecord, Placement
 from kernel.job_state import ACTIVE_STATES, JobState
 from kernel.worker_protocol import (
     Channel,
@@ -35,13 +31,7 @@ from kernel.worker_protocol import (
 from orchestrator.control.admission import Inbound, admit
 from orchestrator.control.apply import as_move
 from orchestrator.control.commands import CommandSender
-from orchestrator.control.job_events import (
-    Decision,
-    Ignore,
-    Refusal,
-    apply_event,
-    requeue,
-)
+from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event, requeue
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.scheduling_view import pending_jobs, running_jobs
 from orchestrator.control.settings import (
