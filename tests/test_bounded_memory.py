@@ -1,11 +1,14 @@
 """A long run keeps every in-memory map bounded: 2,400 jobs through the control plane on the
-fake clock, by 20 generations of workers that come, work and go; and an autoscaler whose
-instances come and go for weeks. The maps end the size they had after the first generation."""
+fake clock, by 20 generations of workers that come, work and go; 5,000 assignments through one
+worker service; and an autoscaler whose instances come and go for days. The maps end the size
+they had early on."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -14,11 +17,13 @@ from autoscaler.market.trace import load_trace
 from kernel.bounded import BoundedSet
 from kernel.clock import FakeClock
 from kernel.job_record import Submission
-from kernel.job_spec import parse_job
+from kernel.job_spec import JobSpec, parse_job
 from kernel.job_state import JobState
 from kernel.market import Market
+from kernel.mqtt_link import MessageHandler
 from kernel.worker_protocol import (
     Channel,
+    Command,
     CommandKind,
     EventKind,
     GpuInfo,
@@ -38,6 +43,12 @@ from orchestrator.store.migrate import upgrade_to_head
 from simulator.fakes import MemoryLink
 from tests.autoscaler.test_loop import TRACES, autoscaler
 from tests.support import job_dict
+from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.parts import WorkerParts
+from worker_ami.agent.report import JobReport, RunStatus
+from worker_ami.agent.runner import JobRunner
+from worker_ami.agent.service import RECENT_OUTCOMES, SEEN_ASSIGNMENTS, WorkerService
+from worker_ami.agent.settings import WorkerSettings
 
 GENERATIONS, WORKERS, GPUS, JOBS = 20, 4, 4, 120
 
@@ -149,6 +160,69 @@ async def test_the_autoscaler_forgets_instances_gone_for_a_day(sqlite_url: str) 
     # Four instances came and went; the loop remembers no more than after the first.
     assert remembered == [remembered[0]] * len(remembered)
     jobs.dispose()
+
+
+class InstantRunner(JobRunner):
+    """Renders nothing: every job finishes at once, so what runs is the service's bookkeeping."""
+
+    def __init__(self) -> None:  # no model, store or checkpoints: run() needs none
+        self._checkpoint_request = asyncio.Event()
+        self.on_step = None
+        self.on_checkpoint = None
+
+    async def run(self, spec: JobSpec, attempt: int, resume_from: str | None = None) -> JobReport:
+        return JobReport(
+            job_id=spec.job_id, attempt=attempt, status=RunStatus.SUCCEEDED,
+            steps_done=spec.steps, total_steps=spec.steps,
+            output_video=f"{spec.output}{spec.job_id}.mp4",
+        )  # fmt: skip
+
+
+class KeptLink:
+    """The worker's link without a broker: what it publishes is kept; finishes are signalled."""
+
+    def __init__(self) -> None:
+        self.connected = asyncio.Event()
+        self.published = 0
+        self.finished = asyncio.Event()
+
+    async def publish(self, topic: str, payload: str, retain: bool = False) -> None:
+        self.published += 1
+        if '"kind":"finished"' in payload:
+            self.finished.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+
+
+async def test_a_long_run_through_the_worker_service_keeps_its_maps_bounded(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """5,000 assignments, more than the service remembers, each finished at once."""
+    link = KeptLink()
+    handlers: list[MessageHandler] = []
+
+    def connect(on_command: MessageHandler, on_connect: object, will: object) -> KeptLink:
+        handlers.append(on_command)
+        return link
+
+    settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1)
+    parts = WorkerParts(settings, InstantRunner(), cast(S3ObjectStore, None), None, None, clock,
+                        lambda _device: InstantRunner())  # fmt: skip
+    service = WorkerService("w-long", parts, clock, connect)
+    spec = parse_job(job_dict("template"), now=None)
+    for n in range(5000):
+        job = spec.model_copy(update={"job_id": f"job-{n}"})
+        command = Command(worker_id="w-long", sent_at=clock.now(), command_id=f"assign-{n:08d}",
+                          kind=CommandKind.ASSIGN, job_id=job.job_id, attempt=1, gpu_index=0,
+                          spec=job)  # fmt: skip
+        link.finished.clear()
+        await handlers[0](topic("w-long", Channel.CMD), command.model_dump_json().encode())
+        await asyncio.wait_for(link.finished.wait(), 5)
+    sizes = service.memory_sizes()
+    assert sizes["seen_assignments"] == SEEN_ASSIGNMENTS < 5000
+    assert sizes["recent"] == RECENT_OUTCOMES
+    assert link.published == 2 * 5000  # started and finished, each job once
 
 
 def test_a_bounded_set_keeps_only_its_newest_members() -> None:

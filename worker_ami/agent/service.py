@@ -168,6 +168,14 @@ class WorkerService:
         await self._send_status(online=False)
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def memory_sizes(self) -> dict[str, int]:
+        """How much each in-memory map holds (tests/test_bounded_memory.py)."""
+        return {
+            "seen_assignments": len(self._state.seen_assignments),
+            "recent": len(self._state.recent),
+            "background": len(self._background),
+        }
+
     def drain(self, reason: str) -> None:
         self._state.accepting = False
         for slot in self._slots:
