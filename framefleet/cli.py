@@ -1,4 +1,4 @@
-"""`framefleet` command line: serve, submit, jobs, job, schema, db upgrade, autoscaler,
+"""`framefleet` command line: serve, submit, jobs, job, cancel, schema, db upgrade, autoscaler,
 simulate.
 
 Every failure FrameFleet expects prints one line on stderr and exits 2; no tracebacks.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import logging
 import sys
@@ -31,11 +32,12 @@ from kernel.clock import SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError
 from kernel.job_record import JobRecord
 from kernel.job_spec import job_json_schema
-from kernel.job_state import JobState
+from kernel.job_state import ACTIVE_STATES, JobState
 from kernel.outside_text import printable
 from kernel.settings_support import configure_logging, exit_with
 from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.client import submit_job
+from orchestrator.control.cancel import cancel_job
 from orchestrator.store.job_store import JobStore
 
 log = logging.getLogger("framefleet")
@@ -54,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
 
     job = commands.add_parser("job", help="one job: spec, state, history")
     job.add_argument("job_id")
+
+    cancel = commands.add_parser(
+        "cancel", help="cancel a job (a running one stops at its next step)"
+    )
+    cancel.add_argument("job_id")
+    cancel.add_argument("--reason", default="by the user")
 
     submit = commands.add_parser("submit", help="send a job to the jobs queue")
     submit.add_argument("--file", type=Path, help="job JSON file (flags override its fields)")
@@ -159,6 +167,24 @@ def _error_lines(errors: str) -> list[str]:
     return [errors]
 
 
+def cancel(store: JobStore, job_id: str, reason: str, console: Console) -> None:
+    before = store.get(job_id)
+    cancel_job(store, job_id, reason, actor=f"cli:{_operator()}")
+    if before.state in ACTIVE_STATES:
+        console.print(f"cancelled {job_id}: attempt {before.attempt} stops at its next step "
+                      "and its GPU is freed")  # fmt: skip
+    else:
+        console.print(f"cancelled {job_id} (it was {before.state.value})")
+
+
+def _operator() -> str:
+    """Who cancelled, for the job's history."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
+
+
 def show_job(store: JobStore, job_id: str, console: Console) -> None:
     record = store.get(job_id)
     console.print(
@@ -240,6 +266,8 @@ def run(argv: Sequence[str] | None = None) -> int:
                 console.print(jobs_table(store.list_jobs(state, limit=args.limit)))
             elif args.command == "job":
                 show_job(store, args.job_id, console)
+            elif args.command == "cancel":
+                cancel(store, args.job_id, args.reason, console)
             elif args.command == "db":
                 store.upgrade()
                 console.print("database schema is at the newest migration")
