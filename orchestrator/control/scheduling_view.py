@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from kernel.job_record import JobRecord, Placement, Reservation
@@ -28,7 +29,9 @@ def pending_jobs(
     reserved: dict[str, Reservation],
     registry: WorkerRegistry,
     now: datetime,
+    freed_for: Mapping[str, set[str]] | None = None,
 ) -> list[PendingJob]:
+    """`freed_for`: job -> workers where a preemption freed a GPU for it (its to take)."""
     pending = []
     for job in queued:
         reservation = reserved.get(job.job_id)
@@ -43,7 +46,8 @@ def pending_jobs(
                 frozenset(job.spec.gpu.families),
                 reserved_on=frozenset(
                     registry.by_instance(reservation.instance_id) if reservation and holds else ()
-                ),
+                )
+                | (freed_for or {}).get(job.job_id, set()),
                 on_demand_only=holds and reservation is not None and reservation.on_demand,
                 capacity_coming=holds,
                 spot_until=reservation.spot_until(job.deadline, steps_left(job))
@@ -68,3 +72,24 @@ def running_jobs(
         )
         for p in placements
     }
+
+
+Slot = tuple[str, int]  # (worker, GPU index)
+
+
+def freeing_now(
+    freeing: Mapping[Slot, str], queued: list[JobRecord], placements: list[Placement]
+) -> tuple[dict[Slot, str], dict[Slot, str], dict[str, set[str]]]:
+    """A preemption frees one GPU for one job. Given the GPUs being freed (slot -> the job it
+    is freed for), returns the ones still to remember (their job still queued), those held
+    (the victim still checkpoints there: no second victim is evicted for the job), and for
+    each job the workers where its GPU is now free (its to take first)."""
+    waiting = {job.job_id for job in queued}
+    kept = {slot: job for slot, job in freeing.items() if job in waiting}
+    busy = {(p.worker_id, p.gpu_index) for p in placements}
+    held = {slot: job for slot, job in kept.items() if slot in busy}
+    freed_for: dict[str, set[str]] = {}
+    for (worker_id, gpu_index), job_id in kept.items():
+        if (worker_id, gpu_index) not in busy:
+            freed_for.setdefault(job_id, set()).add(worker_id)
+    return kept, held, freed_for

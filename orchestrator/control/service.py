@@ -33,7 +33,7 @@ from orchestrator.control.apply import as_move
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event, requeue
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.scheduling_view import pending_jobs, running_jobs
+from orchestrator.control.scheduling_view import freeing_now, pending_jobs, running_jobs
 from orchestrator.control.settings import (
     ACTOR,
     ConnectLink,
@@ -83,6 +83,8 @@ class ControlPlaneService:
         self._inbox: asyncio.Queue[Inbound] = asyncio.Queue()
         # job -> attempt known to be running, from the last tick: heartbeats repeat it.
         self._running: dict[str, int] = {}
+        # (worker, GPU) a preemption is freeing -> the job it is freed for, until it is placed.
+        self._freeing: dict[tuple[str, int], str] = {}
         self.link: WorkerLink = connect(self.on_message)
         self._commands = CommandSender(self.link, clock, settings, self.stats)
 
@@ -116,6 +118,7 @@ class ControlPlaneService:
             "commands": self._commands.remembered(),
             "refusals": self.refusals.remembered(),
             "running": len(self._running),
+            "freeing": len(self._freeing),
             "inbox": self._inbox.qsize(),
         }
 
@@ -359,11 +362,12 @@ class ControlPlaneService:
             return
         ids = [j.job_id for j in queued] + [p.job.job_id for p in placements]
         reserved = await asyncio.to_thread(self._store.reservations, ids)
-        pending = pending_jobs(queued, reserved, self.registry, now)
+        self._freeing, held, freed_for = freeing_now(self._freeing, queued, placements)
+        pending = pending_jobs(queued, reserved, self.registry, now, freed_for)
         running = running_jobs(placements, reserved, now)
         started = time.perf_counter()
         decisions = schedule(
-            pending, self.registry.snapshot(running), now, self._settings.scheduler
+            pending, self.registry.snapshot(running, held), now, self._settings.scheduler
         )
         self.stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}
@@ -385,7 +389,10 @@ class ControlPlaneService:
             if not isinstance(assigned, FrameFleetError)  # else moved meanwhile: next tick
         ]
         self.stats.assignments += len(placed)
+        placed_ids = {p.job.job_id for p in placed}
+        self._freeing = {slot: j for slot, j in self._freeing.items() if j not in placed_ids}
         await self._commands.send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)
         for preemption in decisions.preemptions:
+            self._freeing[(preemption.worker_id, preemption.gpu_index)] = preemption.for_job_id
             victim = next(p for p in placements if p.job.job_id == preemption.victim_job_id)
             await self._checkpoint_now(victim, preemption.reason)

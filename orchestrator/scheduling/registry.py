@@ -4,6 +4,7 @@ registry stays the size of the fleet, not of its history."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import timedelta
 
@@ -115,8 +116,14 @@ class WorkerRegistry:
                 del self._workers[worker_id]
         return changes
 
-    def snapshot(self, running: dict[tuple[str, int], RunningJob]) -> tuple[WorkerSnapshot, ...]:
-        """The scheduler's view: every known worker's GPUs with what runs on them."""
+    def snapshot(
+        self,
+        running: dict[tuple[str, int], RunningJob],
+        freeing: Mapping[tuple[str, int], str] | None = None,
+    ) -> tuple[WorkerSnapshot, ...]:
+        """The scheduler's view: every known worker's GPUs with what runs on them, and which
+        busy GPUs a preemption is freeing for which job (`freeing`)."""
+        freeing = freeing or {}
         return tuple(
             WorkerSnapshot(
                 worker_id=worker_id,
@@ -127,6 +134,7 @@ class WorkerRegistry:
                         gpu.family,
                         gpu.vram_gib,
                         running.get((worker_id, gpu.index)),
+                        reserved_for=freeing.get((worker_id, gpu.index)),
                         spot=record.hello.market is Market.SPOT,
                     )
                     for gpu in record.hello.gpus
