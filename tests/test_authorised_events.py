@@ -52,11 +52,20 @@ def event(worker_id: str, kind: EventKind, job_id: str, attempt: int, **fields: 
     return message.model_dump_json().encode()
 
 
-def service(store: JobStore, clock: FakeClock, dead: KeptDeadLetters) -> ControlPlaneService:
-    return ControlPlaneService(
-        store, clock, ControlSettings(), connect=lambda _deliver: MemoryLink(),
+def plane_in_memory(
+    store: JobStore, clock: FakeClock, dead: KeptDeadLetters | None = None
+) -> tuple[ControlPlaneService, MemoryLink]:
+    """The real control plane on the fake clock, its commands kept in memory (no broker)."""
+    link = MemoryLink()
+    plane = ControlPlaneService(
+        store, clock, ControlSettings(), connect=lambda _deliver: link,
         refusals=RefusedMessages(clock, dead), instances=InstanceLedger(store.engine, clock),
     )  # fmt: skip
+    return plane, link
+
+
+def service(store: JobStore, clock: FakeClock, dead: KeptDeadLetters) -> ControlPlaneService:
+    return plane_in_memory(store, clock, dead)[0]
 
 
 async def placed(store: JobStore, clock: FakeClock, plane: ControlPlaneService) -> str:

@@ -33,16 +33,14 @@ from kernel.worker_protocol import (
     WorkerEvent,
     topic,
 )
-from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
-from orchestrator.control.settings import ControlSettings
 from orchestrator.store.engine import make_engine
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from simulator.fakes import MemoryLink
 from tests.autoscaler.test_loop import TRACES, autoscaler
 from tests.support import job_dict
+from tests.test_authorised_events import plane_in_memory
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import JobReport, RunStatus
@@ -106,11 +104,7 @@ class Fleet:
 async def test_a_long_run_through_the_control_plane_keeps_its_maps_bounded(
     store: JobStore, clock: FakeClock
 ) -> None:
-    link = MemoryLink()
-    plane = ControlPlaneService(
-        store, clock, ControlSettings(), connect=lambda _deliver: link,
-        refusals=RefusedMessages(clock), instances=InstanceLedger(store.engine, clock),
-    )  # fmt: skip
+    plane, link = plane_in_memory(store, clock)
     fleet = Fleet(plane, link, clock)
     sizes = []
     for generation in range(GENERATIONS):

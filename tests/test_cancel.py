@@ -10,16 +10,11 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.worker_protocol import Channel, CommandKind, EventKind, Heartbeat, JobProgress, topic
 from orchestrator.control.cancel import cancel_job
-from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import ControlPlaneService
-from orchestrator.control.settings import ControlSettings
 from orchestrator.store.engine import make_engine
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from simulator.fakes import MemoryLink
 from tests.support import job_dict
-from tests.test_authorised_events import event, hello
+from tests.test_authorised_events import event, hello, plane_in_memory
 from tests.test_cli import framefleet
 
 
@@ -48,11 +43,7 @@ def test_framefleet_cancel_ends_a_queued_job_at_once(tmp_path: Path) -> None:
 async def test_a_running_job_is_stopped_on_its_worker_and_its_gpu_freed(
     store: JobStore, clock: FakeClock
 ) -> None:
-    link = MemoryLink()
-    plane = ControlPlaneService(
-        store, clock, ControlSettings(), connect=lambda _deliver: link,
-        refusals=RefusedMessages(clock), instances=InstanceLedger(store.engine, clock),
-    )  # fmt: skip
+    plane, link = plane_in_memory(store, clock)
     await plane.on_message(topic("w-owner", Channel.HELLO), hello("w-owner", clock))
     store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
     await plane.tick()

@@ -8,14 +8,10 @@ from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.worker_protocol import Channel, CommandKind, EventKind, topic
-from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
-from orchestrator.control.settings import ControlSettings
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
-from simulator.fakes import MemoryLink
 from tests.support import job_dict
-from tests.test_authorised_events import event, hello
+from tests.test_authorised_events import event, hello, plane_in_memory
 
 
 async def start(plane: ControlPlaneService, store: JobStore, job_id: str) -> str:
@@ -30,11 +26,7 @@ async def start(plane: ControlPlaneService, store: JobStore, job_id: str) -> str
 async def test_one_urgent_job_evicts_one_victim_and_takes_its_gpu(
     store: JobStore, clock: FakeClock
 ) -> None:
-    link = MemoryLink()
-    plane = ControlPlaneService(
-        store, clock, ControlSettings(), connect=lambda _deliver: link,
-        refusals=RefusedMessages(clock), instances=InstanceLedger(store.engine, clock),
-    )  # fmt: skip
+    plane, link = plane_in_memory(store, clock)
     for worker_id in ("w-owner", "w-other"):
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
     store.accept_batch(
