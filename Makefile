@@ -30,7 +30,7 @@ test: lint typecheck unit
 
 # The demo renders video with the worker agent, so it needs the same install as the tests.
 demo: $(VENV)/.dev-installed
-	$(BIN)/python -m framefleet.demo
+	$(BIN)/framefleet demo
 
 bench-intake: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.intake

@@ -24,10 +24,13 @@ from rich.table import Table
 from autoscaler.actuation import Actuator
 from autoscaler.demand import StoreDemand, demand_of
 from autoscaler.ec2.adapter import Ec2FleetAdapter
+from autoscaler.ec2.ports import Ec2Fleet
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.advisor import SpotAdvisor
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.live import LiveMarket
+from autoscaler.market.ports import MarketData
+from autoscaler.market.replay import ReplayedMarket, TraceCapacityGate
 from autoscaler.market.trace import TraceMarket, load_trace
 from autoscaler.policy import plan
 from autoscaler.pools import Pool
@@ -65,6 +68,8 @@ def purchase_settings(config: AutoscalerConfig) -> PurchaseSettings:
         idle_timeout=timedelta(seconds=config.idle_timeout_seconds),
         warm_minimum=config.warm_minimum,
         reaction_seconds=config.interval_seconds,
+        boot_seconds=config.boot_seconds,
+        model_load_seconds=config.model_load_seconds,
     )
 
 
@@ -181,14 +186,26 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         ) as pricing,
     ):
         capacity = CapacityMemory(clock)
-        advisor = await asyncio.to_thread(SpotAdvisor.fetch_or_shipped, config.advisor_url)
-        adapter = Ec2FleetAdapter(ec2, config.launch_template, config.use_create_fleet)
+        adapter = Ec2FleetAdapter(
+            ec2, config.launch_template, config.use_create_fleet, config.subnets
+        )
         if config.image_id:
             await adapter.ensure_launch_template(config.image_id)
+        market: MarketData
+        fleet: Ec2Fleet = adapter
+        if settings.replay is not None:
+            # The trace's prices and spot capacity, in compressed time, in front of EC2.
+            replay = settings.replay.clock()
+            recorded = TraceMarket(load_trace(settings.replay.trace), replay)
+            market = ReplayedMarket(recorded, replay, clock)
+            fleet = TraceCapacityGate(adapter, recorded, replay)
+        else:
+            advisor = await asyncio.to_thread(SpotAdvisor.fetch_or_shipped, config.advisor_url)
+            market = LiveMarket(ec2, pricing, advisor, capacity, clock)
         loop = AutoscalerLoop(
-            market=LiveMarket(ec2, pricing, advisor, capacity, clock),
-            actuator=Actuator(adapter, capacity, config.fleet_id, clock),
-            reconciler=Reconciler(adapter, config.fleet_id, clock),
+            market=market,
+            actuator=Actuator(fleet, capacity, config.fleet_id, clock),
+            reconciler=Reconciler(fleet, config.fleet_id, clock),
             demand=StoreDemand(store),
             capacity=capacity,
             model=ThroughputModel(),

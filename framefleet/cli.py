@@ -1,5 +1,5 @@
 """`framefleet` command line: serve, submit, jobs, job, cancel, schema, db upgrade, autoscaler,
-simulate.
+simulate, fleet local, demo.
 
 Every failure FrameFleet expects prints one line on stderr and exits 2; no tracebacks.
 """
@@ -25,6 +25,8 @@ from rich.text import Text
 from framefleet.autoscaler_cli import add_commands as add_autoscaler_commands
 from framefleet.autoscaler_cli import run_command as run_autoscaler_command
 from framefleet.control_plane import build_store, control_plane
+from framefleet.fleet_cli import add_commands as add_fleet_commands
+from framefleet.fleet_cli import run_command as run_fleet_command
 from framefleet.settings import Settings, load_settings
 from framefleet.simulate_cli import add_commands as add_simulate_commands
 from framefleet.simulate_cli import run_command as run_simulate_command
@@ -81,6 +83,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_autoscaler_commands(commands)
     add_simulate_commands(commands)
+    add_fleet_commands(commands)
+    demo = commands.add_parser("demo", help="the whole system on this machine (make demo)",
+                                add_help=False)  # fmt: skip
+    demo.add_argument("demo_args", nargs="*", help="see `framefleet demo --help`")
     return parser
 
 
@@ -228,6 +234,12 @@ async def _serve(settings: Settings) -> None:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["demo"]:
+        # Its own flags (argparse hands a subcommand's options to the parent otherwise).
+        from framefleet.demo import run as run_demo  # moto and amqtt: only the demo needs them
+
+        return run_demo(argv[1:])
     args = _parser().parse_args(argv)
     console = Console()
     settings = load_settings(args.config)
@@ -254,6 +266,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         run_simulate_command(args, console)
     elif args.command == "autoscaler":
         run_autoscaler_command(args, settings, console)
+    elif args.command == "fleet":
+        run_fleet_command(args, settings)
     elif args.command == "dead-letters":
         _, dead_letter_url = settings.require_queues()
         sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)

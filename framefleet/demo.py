@@ -1,153 +1,321 @@
-"""`make demo`: FrameFleet end to end on this machine, with nothing to set up.
+"""`framefleet demo` (`make demo`): the whole product on this machine, with nothing to set up.
 
-Starts moto in server mode (a real AWS endpoint on 127.0.0.1), creates the jobs queue and its
-dead-letter queue, submits sample jobs (a duplicate and two malformed ones among them), runs the
-intake against an SQLite store, and prints the jobs table and the dead-letter queue with reasons.
-Then two in-process spot workers render the jobs with a tiny model; one gets an interruption
-notice, its job resumes on the other worker, and the video must match an uninterrupted render
-byte for byte (see orchestrator/demo_render.py).
+The embedded defaults (moto, amqtt, SQLite under .demo/) and then the real processes, each with
+its own settings: `framefleet serve`, the autoscaler loop, the local fleet runner (one
+`framefleet-worker serve` per instance the autoscaler launched) and a producer sending jobs
+through SQS. The market is a real spot trace replayed in compressed time: prices, capacity
+errors and interruptions (with and without notice) come from it. At the end: every video in
+./demo-output/, a timeline, the cost against on-demand only, and a verdict; the exit status is 1
+if a job was lost, finished twice, failed or missed its deadline.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
 import os
 import shutil
-import socket
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import boto3
-from moto.server import ThreadedMotoServer
 from rich.console import Console
+from rich.live import Live
+from rich.table import Table
 
-from framefleet.cli import dead_letter_table, jobs_table, show_job
-from framefleet.control_plane import build_store, control_plane
-from framefleet.settings import IntakeConfig, Settings
-from kernel.clock import SystemClock
+from autoscaler.ec2.adapter import _observed
+from autoscaler.market.trace import DEFAULT_START, Trace, load_trace
+from framefleet.control_plane import build_store
+from framefleet.demo_outputs import ResumeCheck, check_resumed, download_videos
+from framefleet.demo_producer import demo_jobs
+from framefleet.demo_progress import Progress, view
+from framefleet.demo_report import (
+    Cost,
+    Verdict,
+    bill,
+    instance_lives,
+    interruptions,
+    judge,
+    read_timeline,
+    resumed,
+    seconds_since,
+    timeline_rows,
+)
+from framefleet.demo_stack import (
+    FLEET_ID,
+    REGION,
+    DemoAws,
+    DemoOptions,
+    Processes,
+    create_aws,
+    demo_processes,
+    embedded_services,
+    plane_settings,
+    publish_tiny_model,
+    toml_text,
+    worker_settings,
+)
+from framefleet.settings import load_settings
+from kernel.clock import ReplayClock
+from kernel.errors import ConfigurationError
+from kernel.job_record import JobEvent
+from kernel.settings_support import exit_with
 from orchestrator.aws.dead_letters import peek_dead_letters
-from orchestrator.client import submit_job
+from orchestrator.store.job_store import JobStore
 
-DEMO_DIR = Path(".demo")
-PROMPTS = [
-    ("trailer-001", "a paper boat drifting down a rainy street, cinematic", 9, "marketing"),
-    ("trailer-002", "a hummingbird hovering over a red flower, macro", 7, "marketing"),
-    ("explainer-101", "an animated diagram of a heart pumping blood", 5, "education"),
-    ("explainer-102", "a time-lapse of a city skyline from dusk to night", 5, "education"),
-    ("research-7", "a robot arm stacking wooden blocks", 2, "research"),
-    ("research-8", "waves crashing on black volcanic sand", 2, "research"),
-]
+ROOT = Path(".demo")
+OUTPUT = Path("demo-output")
+TIMELINE = ROOT / "timeline.jsonl"
+# A slice of the V100 trace where every us-east-1 zone has spot capacity at first and loses it
+# a few times within the first three hours (tick 9090, 2023-03-07 12:22 UTC).
+DEFAULT_SLICE_TICK = 9090
+log = logging.getLogger("framefleet.demo")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="framefleet demo", description=__doc__)
+    defaults = DemoOptions()
+    parser.add_argument("--jobs", type=int, default=defaults.jobs)
+    parser.add_argument("--speed", type=float, default=defaults.speed,
+                        help="trace seconds per wall second")  # fmt: skip
+    parser.add_argument("--trace", type=Path, default=defaults.trace)
+    parser.add_argument("--trace-start", help="trace moment to start at, ISO 8601")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--keep", action="store_true", help="leave it running after the jobs")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds for the jobs")
+    return parser
 
 
-def sample_job(job_id: str, prompt: str, priority: int, team: str) -> dict[str, Any]:
-    deadline = datetime.now(UTC) + timedelta(hours=6) if priority >= 7 else None
-    return {
-        "schema": "framefleet.job/v1",
-        "job_id": job_id,
-        # The demo's tiny random-weight model at a small size, so it renders in seconds on CPU.
-        "model": "wan/tiny-demo",
-        "prompt": prompt,
-        "negative_prompt": "blurry, low quality",
-        "width": 64,
-        "height": 64,
-        "num_frames": 17,
-        "fps": 8,
-        "steps": 30,
-        "guidance": 5.0,
-        "seed": 1234,
-        "priority": priority,
-        "deadline": deadline.isoformat() if deadline else None,
-        "gpu": {"min_vram_gib": 24, "families": ["l40s", "a10g", "a100", "h100"]},
-        "output": f"s3://framefleet-demo-output/{team}/",
-        "tags": {"team": team, "project": "demo"},
-    }
+def _options(args: argparse.Namespace) -> DemoOptions:
+    start = datetime.fromisoformat(args.trace_start) if args.trace_start else None
+    if start is not None and start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    if args.jobs < 1 or args.speed <= 0:
+        raise ConfigurationError("--jobs and --speed must be positive")
+    return DemoOptions(jobs=args.jobs, speed=args.speed, trace=args.trace, trace_start=start,
+                       seed=args.seed, produce_over_seconds=5.0 * args.jobs)  # fmt: skip
 
 
-async def _run_intake(settings: Settings, expected: int, console: Console) -> None:
-    stop = asyncio.Event()
-    async with control_plane(settings, SystemClock()) as plane:
-        task = asyncio.create_task(plane.run(stop))
-        metrics = plane.intake_metrics
-        outcomes = ("accepted", "duplicate", "dead_lettered")
-        async with asyncio.timeout(60):
-            # The counters are the only signal of progress; poll them.
-            while sum(metrics.outcome(o) for o in outcomes) < expected:  # noqa: ASYNC110
-                await asyncio.sleep(0.1)
-        stop.set()
-        await task
-        console.print("intake: " + ", ".join(f"{o} {metrics.outcome(o)}" for o in outcomes))
-        console.print(jobs_table(plane.store.list_jobs()))
+def _fresh_folders() -> None:
+    """Each run starts from nothing: a new store, new queues, no old videos."""
+    shutil.rmtree(ROOT, ignore_errors=True)
+    shutil.rmtree(OUTPUT, ignore_errors=True)
+    ROOT.mkdir()
 
 
-async def _render(settings: Settings, endpoint: str, console: Console) -> bool:
-    from framefleet.demo_render import run_render_stage
+@dataclass(frozen=True)
+class DemoRun:
+    """One run's embedded parts and what it expects: what the live view and the end read."""
 
-    store = build_store(settings, SystemClock())
-    try:
-        identical = await run_render_stage(endpoint, DEMO_DIR, store, PROMPTS[0][0], console)
-        console.print(jobs_table(store.list_jobs()))
-        show_job(store, PROMPTS[0][0], console)
-    finally:
-        store.dispose()
-    return identical
+    store: JobStore
+    aws: DemoAws
+    registry: Path
+    expected: tuple[str, ...]
+    trace: Trace
+    replay: ReplayClock
+    started: datetime
 
 
-def main() -> None:
-    console = Console(width=max(Console().width, 150))
-    # moto's HTTP server logs every request through werkzeug.
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limit: float) -> int:
+    trace = load_trace(options.trace)
+    trace_start = options.trace_start or DEFAULT_START + trace.gap * DEFAULT_SLICE_TICK
+    trace.tick(trace_start)  # a start outside the trace is one line, now
+    _fresh_folders()
+    async with embedded_services(ROOT) as (endpoint, mqtt_port):
+        aws = create_aws(endpoint)
+        console.print(f"moto at {endpoint}, amqtt at 127.0.0.1:{mqtt_port}, store {ROOT}/")
+        registry = await publish_tiny_model(endpoint, ROOT)
+        epoch = datetime.now(UTC)
+        config, worker_config = ROOT / "framefleet.toml", ROOT / "worker.toml"
+        plane = plane_settings(aws, mqtt_port, ROOT, options, epoch, trace_start)
+        config.write_text(toml_text(plane))
+        worker_config.write_text(toml_text(worker_settings(aws, mqtt_port, registry)))
+        planned = demo_jobs(options.jobs, options.seed, epoch, options.produce_over_seconds)
+        replay = ReplayClock(trace_start, epoch, options.speed)
+        store = build_store(load_settings(config), replay)
+        run = DemoRun(store, aws, registry, tuple(job.job_id for job in planned), trace, replay,
+                      epoch)  # fmt: skip
+        try:
+            async with demo_processes(ROOT) as processes:
+                await _start_processes(processes, config, worker_config, options, epoch)
+                finished = await _watch(run, processes.failed, console, time_limit)
+                console.print()
+                if not finished:
+                    console.print(f"[red]the jobs did not finish within {time_limit:.0f} s[/]")
+                if keep:
+                    console.print("--keep: everything runs on; Ctrl-C stops it")
+                    await asyncio.Event().wait()
+            return await _the_end(run, console)
+        finally:
+            store.dispose()
+
+
+async def _start_processes(
+    processes: Processes, config: Path, worker_config: Path, options: DemoOptions, epoch: datetime
+) -> None:
+    base = ["-m", "framefleet", "--config", str(config)]
+    await processes.start("serve", *base, "serve")
+    await processes.start("autoscaler", *base, "autoscaler", "run")
+    await processes.start(
+        "fleet", *base, "fleet", "local", "--workdir", str(ROOT / "fleet"),
+        "--worker-config", str(worker_config), "--timeline", str(TIMELINE),
+        "--min-notice-seconds", str(options.min_notice_seconds),
+        "--silent-every", str(options.silent_every),
+    )  # fmt: skip
+    await processes.start(
+        "producer", "-m", "framefleet.demo_producer", "--config", str(config),
+        "--jobs", str(options.jobs), "--seed", str(options.seed),
+        "--over", str(options.produce_over_seconds), "--start", epoch.isoformat(),
+    )  # fmt: skip
+
+
+async def _watch(
+    run: DemoRun, failed: Callable[[], list[str]], console: Console, time_limit: float
+) -> bool:
+    """The live view until every expected job is in a terminal state."""
+    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=run.aws.endpoint)
+    wanted = set(run.expected)
+
+    def progress() -> Progress:
+        jobs = [j for j in run.store.list_jobs() if j.job_id in wanted]
+        found = ec2.describe_instances(Filters=[
+            {"Name": "tag:framefleet:fleet", "Values": [FLEET_ID]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ])  # fmt: skip
+        instances = [_observed(i) for r in found["Reservations"] for i in r["Instances"]]
+        return Progress(datetime.now(UTC), run.started, jobs, len(wanted), instances,
+                        read_timeline(TIMELINE))  # fmt: skip
+
+    deadline = asyncio.get_running_loop().time() + time_limit
+    with Live(console=console, refresh_per_second=2) as live:
+        while asyncio.get_running_loop().time() < deadline:
+            current = await asyncio.to_thread(progress)
+            live.update(view(current, run.trace, run.replay))
+            if sum(1 for j in current.jobs if j.state.terminal) == len(wanted):
+                return True
+            broken = failed()
+            if broken:
+                console.print(f"[red]stopped: {', '.join(broken)}; see {ROOT}/logs[/]")
+                return False
+            await asyncio.sleep(0.5)  # the view's refresh interval
+    return False
+
+
+async def _the_end(run: DemoRun, console: Console) -> int:
+    wanted = set(run.expected)
+    records = {r.job_id: r for r in run.store.list_jobs() if r.job_id in wanted}
+    histories = {job_id: run.store.history(job_id) for job_id in records}
+    timeline = read_timeline(TIMELINE)
+    verdict = judge(run.expected, records, histories)
+    done = [records[job_id] for job_id in verdict.succeeded]
+    videos = download_videos(run.aws.endpoint, done, OUTPUT)
+    again = [record for record in done if resumed(histories[record.job_id])]
+    console.print(f"rendering {len(again)} resumed job(s) again without interruption ...")
+    checks = await check_resumed(run.aws.endpoint, run.registry, ROOT, again, videos)
+    cost = bill(instance_lives(timeline), run.trace, run.replay, datetime.now(UTC))
+    sqs = boto3.client("sqs", region_name=REGION, endpoint_url=run.aws.endpoint)
+    dead = [letter.reason for letter in peek_dead_letters(sqs, run.aws.dead_letter_url)]
+    console.print(_timeline_table(timeline, histories, run.started))
+    if checks:
+        console.print(_resume_table(checks))
+    identical = all(check.identical for check in checks)
+    console.print(_summary(verdict, timeline, cost, len(videos), len(checks), identical, dead))
+    lost = interruptions(timeline)
+    facts = {
+        "ok": verdict.ok and identical, "succeeded": verdict.succeeded, "failed": verdict.failed,
+        "lost": verdict.lost, "duplicated": verdict.duplicated, "late": verdict.late,
+        "interruptions_with_notice": lost.noticed, "interruptions_without_notice": lost.silent,
+        "resumed_identical": {c.job_id: c.identical for c in checks},
+        "videos": sorted(str(path) for path in videos.values()), "dead_lettered": dead,
+        "cost_usd": cost.dollars, "on_demand_only_usd": cost.on_demand_dollars,
+    }  # fmt: skip
+    (ROOT / "summary.json").write_text(json.dumps(facts, indent=2) + "\n")
+    console.print(f"videos in {OUTPUT}/, logs in {ROOT}/logs/, store {ROOT}/framefleet.db")
+    return 0 if verdict.ok and identical else 1
+
+
+def _resume_table(checks: Sequence[ResumeCheck]) -> Table:
+    table = Table(title="resumed jobs against an uninterrupted render of the same spec")
+    for column in ("job", "MP4 sha256 (resumed)", "uninterrupted", "identical"):
+        table.add_column(column)
+    for check in checks:
+        same = "[green]yes, bit for bit[/]" if check.identical else "[red]NO[/]"
+        reference = (check.reference_sha256 or "failed")[:16]
+        table.add_row(check.job_id, check.resumed_sha256[:16], reference, same)
+    return table
+
+
+def _timeline_table(timeline: list[dict[str, Any]], histories: dict[str, list[JobEvent]],
+                    started: datetime) -> Table:  # fmt: skip
+    table = Table(title="timeline")
+    for column in ("at", "what", "instance / job", "detail"):
+        table.add_column(column, overflow="fold")
+    for row in timeline_rows(timeline, histories):
+        table.add_row(seconds_since(started, row.at), row.what, row.subject, row.detail)
+    return table
+
+
+def _summary(verdict: Verdict, timeline: list[dict[str, Any]], cost: Cost, videos: int,
+             checked: int, identical: bool, dead_letters: Sequence[str]) -> Table:  # fmt: skip
+    lost = interruptions(timeline)
+    saved = cost.on_demand_dollars - cost.dollars
+    share = saved / cost.on_demand_dollars if cost.on_demand_dollars else 0.0
+    met = verdict.with_deadline - len(verdict.late)
+    rows = [
+        ("jobs succeeded", str(len(verdict.succeeded))),
+        ("jobs failed", str(len(verdict.failed))),
+        ("jobs lost", str(len(verdict.lost))),
+        ("jobs finished twice", str(len(verdict.duplicated))),
+        ("interruptions survived", f"{lost.total} ({lost.noticed} with notice, "
+                                   f"{lost.silent} without)"),
+        ("malformed messages dead-lettered", f"{len(dead_letters)} ({', '.join(dead_letters)})"),
+        ("deadlines met", f"{met} of {verdict.with_deadline}"),
+        ("videos in demo-output/", str(videos)),
+        ("resumed videos identical to uninterrupted", f"{checked} checked, "
+                                                      f"{'all' if identical else 'NOT all'} same"),
+        ("instance time (replayed market)", f"{cost.instance_hours:.2f} h"),
+        ("cost", f"${cost.dollars:.2f}"),
+        ("the same instance time on on-demand only", f"${cost.on_demand_dollars:.2f}"),
+        ("saved", f"${saved:.2f} ({share:.0%})"),
+    ]  # fmt: skip
+    table = Table(
+        title="summary: " + ("[green]OK[/]" if verdict.ok and identical else "[red]FAILED[/]")
+    )
+    table.add_column("what")
+    table.add_column("value")
+    for what, value in rows:
+        table.add_row(what, value)
+    return table
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console(width=max(Console().width, 140))
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto logs every request
+    logging.getLogger("amqtt").setLevel(logging.WARNING)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(name, "demo")
-    shutil.rmtree(DEMO_DIR, ignore_errors=True)
-    DEMO_DIR.mkdir()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    try:
-        sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=endpoint)
-        dead_url = sqs.create_queue(QueueName="framefleet-jobs-dlq")["QueueUrl"]
-        jobs_url = sqs.create_queue(QueueName="framefleet-jobs")["QueueUrl"]
-        console.print(f"moto server at {endpoint}; jobs queue {jobs_url}")
+    os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+    _quiet_progress_bars()
+    return asyncio.run(run_demo(_options(args), console, args.keep, args.timeout))
 
-        jobs = [sample_job(*row) for row in PROMPTS]
-        for job in jobs:
-            submit_job(job, queue_url=jobs_url, sqs=sqs)
-        # A producer retry (duplicate), and two messages a buggy producer could send raw.
-        submit_job(jobs[0], queue_url=jobs_url, sqs=sqs)
-        sqs.send_message(QueueUrl=jobs_url, MessageBody='{"schema": "framefleet.job/v1", "job_')
-        broken = sample_job("bad-size", "a cat", 5, "research") | {"width": 1000, "steps": 0}
-        sqs.send_message(QueueUrl=jobs_url, MessageBody=json.dumps(broken))
-        console.print(f"submitted {len(PROMPTS) + 3} messages (1 duplicate, 2 malformed)")
 
-        settings = Settings(
-            endpoint_url=endpoint,
-            jobs_queue_url=jobs_url,
-            dead_letter_queue_url=dead_url,
-            database_url=f"sqlite:///{DEMO_DIR / 'framefleet.db'}",
-            intake=IntakeConfig(wait_seconds=1),
-        )
-        asyncio.run(_run_intake(settings, len(PROMPTS) + 3, console))
-        console.print(dead_letter_table(peek_dead_letters(sqs, dead_url)))
-        identical = asyncio.run(_render(settings, endpoint, console))
-        if not identical:
-            raise SystemExit("the resumed video differs from the reference")
-        database = DEMO_DIR / "framefleet.db"
-        console.print(f"store: {database}; inspect a job with")
-        console.print(
-            f"  FRAMEFLEET_DATABASE_URL=sqlite:///{database} .venv/bin/framefleet job trailer-001"
-        )
-    finally:
-        server.stop()
+def _quiet_progress_bars() -> None:
+    """Loading and saving the tiny model draws progress bars; the live view is the demo's."""
+    import diffusers.utils.logging
+    import transformers.utils.logging
+
+    diffusers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    exit_with("framefleet demo", lambda: run(argv))
 
 
 if __name__ == "__main__":

@@ -7,13 +7,14 @@ FRAMEFLEET_CONFIG (or `framefleet --config FILE`), then defaults.
 from __future__ import annotations
 
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
 from kernel.settings_support import EnvThenTomlSettings, load
@@ -78,8 +79,28 @@ class AutoscalerConfig(BaseModel):
     warm_minimum: int = Field(default=0, ge=0)
     interval_seconds: float = Field(default=30.0, gt=0)
     use_create_fleet: bool = True
+    # Zone -> VPC subnet id to launch into (a VPC deployment); zones left out use the default
+    # VPC.
+    subnets: dict[str, str] = Field(default_factory=dict)
+    # What the policy assumes a new instance takes to say hello, and a job to load its model.
+    boot_seconds: float = Field(default=150.0, ge=0)
+    model_load_seconds: float = Field(default=60.0, ge=0)
     # The Spot Instance Advisor feed; unreachable means the snapshot shipped with the package.
     advisor_url: str = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
+
+
+class ReplayConfig(BaseModel):
+    """A spot trace replayed in compressed time instead of the live market (the demo): the
+    autoscaler's prices and spot capacity, and the local fleet's interruptions, come from it.
+    Every process is given the same values, so they agree on the trace's moment."""
+
+    trace: Path
+    start: datetime = Field(description="the trace moment the replay starts at")
+    epoch: datetime = Field(description="the wall-clock moment the replay started")
+    speed: float = Field(default=120.0, gt=0, le=100_000)
+
+    def clock(self) -> ReplayClock:
+        return ReplayClock(self.start, self.epoch, self.speed)
 
 
 class Settings(EnvThenTomlSettings):
@@ -110,6 +131,7 @@ class Settings(EnvThenTomlSettings):
     # EventBridge EC2 events (spot warnings, rebalance, state changes) delivered to SQS.
     interruptions_queue_url: str | None = None
     interruptions: InterruptionsConfig = Field(default_factory=InterruptionsConfig)
+    replay: ReplayConfig | None = None
 
     def interruption_settings(self) -> InterruptionSettings:
         return InterruptionSettings(

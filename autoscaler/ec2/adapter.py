@@ -4,7 +4,7 @@ and AZs, RunInstances for a single pool, TerminateInstances, and instances found
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
@@ -41,10 +41,24 @@ def _tags(request: LaunchRequest) -> list[dict[str, str]]:
 
 
 class Ec2FleetAdapter:
-    def __init__(self, ec2: EC2Client, launch_template: str, use_create_fleet: bool = True):
+    def __init__(
+        self,
+        ec2: EC2Client,
+        launch_template: str,
+        use_create_fleet: bool = True,
+        subnets: Mapping[str, str] | None = None,
+    ):
         self._ec2 = ec2
         self._template = launch_template
         self._create_fleet = use_create_fleet
+        # Zone -> the VPC subnet to launch into there; a zone without one is named as a zone
+        # (the default VPC).
+        self._subnets = dict(subnets or {})
+        self._zone_of_subnet = {subnet: zone for zone, subnet in self._subnets.items()}
+
+    def _where(self, pool: Pool) -> dict[str, str]:
+        subnet = self._subnets.get(pool.availability_zone)
+        return {"SubnetId": subnet} if subnet else {"AvailabilityZone": pool.availability_zone}
 
     async def ensure_launch_template(self, image_id: str, user_data_b64: str = "") -> str:
         """The worker launch template (created once; its id is returned)."""
@@ -90,8 +104,7 @@ class Ec2FleetAdapter:
                         "Version": "$Latest",
                     },
                     "Overrides": [
-                        {"InstanceType": p.instance_type, "AvailabilityZone": p.availability_zone}
-                        for p in request.pools
+                        {"InstanceType": p.instance_type} | self._where(p) for p in request.pools
                     ],
                 }
             ],
@@ -102,9 +115,12 @@ class Ec2FleetAdapter:
         errors, others = [], []
         for error in response.get("Errors", []):
             override = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+            zone = override.get("AvailabilityZone") or self._zone_of_subnet.get(
+                str(override.get("SubnetId", "")), request.pools[0].availability_zone
+            )
             pool = Pool(
                 str(override.get("InstanceType", request.pools[0].instance_type)),
-                str(override.get("AvailabilityZone", request.pools[0].availability_zone)),
+                str(zone),
                 request.market,
             )
             code, message = str(error.get("ErrorCode", "")), str(error.get("ErrorMessage", ""))
@@ -127,12 +143,16 @@ class Ec2FleetAdapter:
             query: dict[str, Any] = {
                 "LaunchTemplate": {"LaunchTemplateName": self._template, "Version": "$Latest"},
                 "InstanceType": pool.instance_type,
-                "Placement": {"AvailabilityZone": pool.availability_zone},
                 "MinCount": request.count,
                 "MaxCount": request.count,
                 "ClientToken": f"{request.client_token}-{pool}"[:64],
                 "TagSpecifications": [{"ResourceType": "instance", "Tags": _tags(request)}],
             }
+            where = self._where(pool)
+            if "SubnetId" in where:
+                query["SubnetId"] = where["SubnetId"]
+            else:
+                query["Placement"] = where
             if pool.market is Market.SPOT:
                 query["InstanceMarketOptions"] = {
                     "MarketType": "spot",

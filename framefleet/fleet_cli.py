@@ -1,0 +1,70 @@
+"""`framefleet fleet local`: run the fleet's EC2 instances as worker processes on this machine
+(framefleet/local_fleet.py), and with a trace replay in the settings, the spot market's
+interruptions too (framefleet/spot_replay.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import aioboto3
+
+from autoscaler.ec2.adapter import Ec2FleetAdapter
+from autoscaler.market.trace import load_trace
+from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
+from framefleet.settings import Settings
+from framefleet.spot_replay import EventBridgeEvents, ReplaySettings, SpotReplay
+from kernel.clock import SystemClock, stop_on_signals
+from kernel.errors import ConfigurationError
+
+
+def add_commands(commands: Any) -> None:
+    fleet = commands.add_parser("fleet", help="run the fleet's instances as local workers")
+    actions = fleet.add_subparsers(dest="action", required=True)
+    local = actions.add_parser("local", help="one worker process per EC2 instance of the fleet")
+    local.add_argument("--workdir", type=Path, default=Path(".fleet"))
+    local.add_argument("--worker-config", type=Path, help="worker TOML for every worker")
+    local.add_argument("--timeline", type=Path, help="JSON lines file (default WORKDIR/timeline)")
+    local.add_argument("--min-notice-seconds", type=float, default=4.0)
+    local.add_argument("--silent-every", type=int, default=3,
+                       help="every Nth interruption comes without notice (0: never)")  # fmt: skip
+    local.add_argument("--poll-seconds", type=float, default=0.5)
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> None:
+    if args.worker_config is not None and not args.worker_config.is_file():
+        raise ConfigurationError(f"worker config {args.worker_config} does not exist")
+    clock = SystemClock()
+    stop = stop_on_signals()
+    config = settings.autoscaler
+    fleet_settings = LocalFleetSettings(
+        fleet_id=config.fleet_id,
+        workdir=args.workdir,
+        timeline=args.timeline or args.workdir / "timeline.jsonl",
+        worker_config=args.worker_config.resolve() if args.worker_config else None,
+        poll_seconds=args.poll_seconds,
+    )
+    session = aioboto3.Session(region_name=settings.region)
+    async with (
+        session.client("ec2", endpoint_url=settings.endpoint_url) as ec2,
+        session.client("events", endpoint_url=settings.endpoint_url) as events,
+    ):
+        adapter = Ec2FleetAdapter(ec2, config.launch_template)
+        timeline = Timeline(fleet_settings.timeline, clock)
+        fleet = LocalFleet(adapter, fleet_settings, clock, timeline)
+        on_poll = None
+        if settings.replay is not None:
+            replay = SpotReplay(
+                fleet, adapter, EventBridgeEvents(events), load_trace(settings.replay.trace),
+                settings.replay.clock(), clock,
+                ReplaySettings(args.min_notice_seconds, args.silent_every),
+            )  # fmt: skip
+            on_poll = replay.on_poll
+        timeline.write("fleet_started")
+        await fleet.run(stop, on_poll)
+
+
+def run_command(args: argparse.Namespace, settings: Settings) -> None:
+    asyncio.run(_run(args, settings))
