@@ -129,6 +129,11 @@ class SpotReplay:
         self._fleet.timeline.write("spot_reclaimed", instance, notice=True)
         await self._terminate(instance)
 
+    async def notices_run_out(self) -> None:
+        """Wait until every notice given so far has run out and its instance is gone."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks))
+
     async def _terminate(self, instance: ObservedInstance) -> None:
         self._fleet.end(instance.instance_id, "reclaimed by the spot market", kill=True)
         await self._ec2.terminate([instance.instance_id])

@@ -122,3 +122,22 @@ async def test_live_market_reads_spot_history_and_falls_back_to_the_dated_table(
     assert not snapshot.quotes[spot_a].available
     assert "InsufficientInstanceCapacity" in snapshot.quotes[spot_a].why_unavailable
     assert snapshot.quotes[ON_DEMAND].price_per_hour == fallback_price(REGION, "g5.xlarge")
+
+
+@pytest.mark.parametrize("use_create_fleet", [True, False])
+async def test_a_launch_goes_to_the_subnet_of_its_zone(
+    ec2: EC2Client, use_create_fleet: bool
+) -> None:
+    """A VPC deployment names a subnet per zone; the instance lands in that subnet's zone
+    (moto, like a VPC account, places by subnet)."""
+    found = await ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])
+    subnets = {s["AvailabilityZone"]: s["SubnetId"] for s in found["Subnets"]}
+    plain = await adapter_with_template(ec2, use_create_fleet)
+    adapter = Ec2FleetAdapter(ec2, plain._template, use_create_fleet, subnets)
+    pool = Pool("p3.2xlarge", "us-east-1f", Market.SPOT)
+    result = await adapter.launch(request(f"fleet-{uuid.uuid4().hex[:6]}", pool))
+    assert result.instances
+    assert {i.pool.availability_zone for i in result.instances} == {"us-east-1f"}
+    described = await ec2.describe_instances(InstanceIds=[result.instances[0].instance_id])
+    subnet = described["Reservations"][0]["Instances"][0]["SubnetId"]
+    assert subnet == subnets["us-east-1f"]

@@ -1,0 +1,78 @@
+"""The demo's verdict and settings files: a lost, duplicated, failed or late job fails the run;
+the settings it writes are read back by the processes as written."""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from framefleet.demo_producer import demo_jobs
+from framefleet.demo_report import judge, resumed
+from framefleet.demo_stack import toml_text
+from framefleet.settings import Settings
+from kernel.job_record import JobEvent, JobRecord
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
+
+NOW = datetime(2026, 12, 3, 12, tzinfo=UTC)
+
+
+def record(job_id: str, state: JobState, deadline: datetime | None = None) -> JobRecord:
+    body = demo_jobs(1, 7, NOW, 1.0)[0].body | {"job_id": job_id, "deadline": None}
+    spec = parse_job(body, now=None)
+    return JobRecord(job_id, state, 3, 1, 5, deadline, spec, NOW, NOW)
+
+
+def event(job_id: str, to: JobState, at: datetime, attempt: int = 1) -> JobEvent:
+    return JobEvent(job_id, at, None, to, 1, attempt, "test", "")
+
+
+def test_every_way_a_job_can_go_wrong_fails_the_run() -> None:
+    later = NOW + timedelta(minutes=5)
+    records = {
+        "fine": record("fine", JobState.SUCCEEDED, deadline=later),
+        "late": record("late", JobState.SUCCEEDED, deadline=NOW),
+        "twice": record("twice", JobState.SUCCEEDED),
+        "broken": record("broken", JobState.FAILED),
+        "stuck": record("stuck", JobState.RUNNING),
+    }
+    histories = {
+        "fine": [event("fine", JobState.SUCCEEDED, NOW + timedelta(minutes=1))],
+        "late": [event("late", JobState.SUCCEEDED, NOW + timedelta(minutes=1))],
+        "twice": [event("twice", JobState.SUCCEEDED, NOW)] * 2,
+        "broken": [event("broken", JobState.FAILED, NOW)],
+        "stuck": [],
+    }
+    verdict = judge([*records, "never-stored"], records, histories)
+    assert verdict.succeeded == ["fine", "late", "twice"]
+    assert verdict.late == ["late"]
+    assert verdict.duplicated == ["twice"]
+    assert verdict.failed == ["broken"]
+    assert verdict.lost == ["stuck", "never-stored"]
+    assert verdict.with_deadline == 2
+    assert not verdict.ok
+    assert judge(["fine"], records, histories).ok
+
+
+def test_a_job_that_ran_again_is_resumed() -> None:
+    assert resumed([event("j", JobState.ASSIGNED, NOW), event("j", JobState.ASSIGNED, NOW, 2)])
+    assert not resumed([event("j", JobState.ASSIGNED, NOW)])
+
+
+def test_the_settings_file_reads_back_as_written(tmp_path: Path) -> None:
+    values = {
+        "endpoint_url": 'http://127.0.0.1:5000/"quoted"',
+        "autoscaler": {"zones": ["us-east-1a", "us-east-1c"], "interval_seconds": 2.0,
+                       "subnets": {"us-east-1a": "subnet-1"}, "use_create_fleet": False},
+        "replay": {"trace": str(tmp_path), "start": NOW, "epoch": NOW, "speed": 240.0},
+    }  # fmt: skip
+    text = toml_text(values)
+    assert tomllib.loads(text)["autoscaler"]["subnets"] == {"us-east-1a": "subnet-1"}
+    settings = Settings.model_validate(tomllib.loads(text))
+    assert settings.endpoint_url == values["endpoint_url"]
+    assert settings.autoscaler.zones == ["us-east-1a", "us-east-1c"]
+    assert settings.autoscaler.use_create_fleet is False
+    assert settings.replay is not None
+    assert settings.replay.speed == 240.0
+    assert settings.replay.clock().now() >= NOW

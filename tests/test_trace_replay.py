@@ -1,0 +1,141 @@
+"""A spot trace replayed in compressed time: the clock every process shares, the market the
+autoscaler reads, the capacity errors EC2 answers with, and the interruptions the local fleet
+gets (notice through IMDS and EventBridge, or none)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from autoscaler.ec2.fake import FakeEc2
+from autoscaler.ec2.ports import LaunchRequest
+from autoscaler.market.replay import NO_CAPACITY, ReplayedMarket, TraceCapacityGate
+from autoscaler.market.trace import Trace, TraceMarket, ZoneTrace
+from autoscaler.pools import Pool
+from framefleet.demo_report import InstanceLife, bill, read_timeline
+from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
+from framefleet.spot_replay import ReplaySettings, SpotReplay
+from kernel.clock import FakeClock, ReplayClock
+from kernel.market import Market
+from orchestrator.interruptions.events import SPOT_WARNING, STATE_CHANGE
+
+START = datetime(2023, 3, 1, tzinfo=UTC)
+GAP = timedelta(seconds=100)
+SPEED = 100.0  # one tick per wall second
+UP = Pool("p3.2xlarge", "us-east-1a", Market.SPOT)
+DOWN = Pool("p3.2xlarge", "us-east-1c", Market.SPOT)
+
+
+def trace() -> Trace:
+    return Trace(START, GAP, {
+        "us-east-1a": ZoneTrace("us-east-1a", "p3.2xlarge", (1, 1, 0, 0, 1, 1), (1.0,) * 6),
+        "us-east-1c": ZoneTrace("us-east-1c", "p3.2xlarge", (0, 1, 1, 1, 1, 1),
+                                (2.0, 2.0, 4.0, 4.0, 4.0, 4.0)),
+    })  # fmt: skip
+
+
+def replay_at(wall: FakeClock) -> ReplayClock:
+    return ReplayClock(START, wall.now(), SPEED, wall)
+
+
+def launch(pools: tuple[Pool, ...]) -> LaunchRequest:
+    return LaunchRequest("demo", pools[0].market, pools, 1, f"token-{uuid.uuid4()}", "a job")
+
+
+def test_the_replay_clock_runs_speed_times_faster_than_the_wall() -> None:
+    wall = FakeClock()
+    replay = replay_at(wall)
+    wall.advance(3)
+    assert replay.now() == START + timedelta(seconds=300)
+    assert replay.wall_seconds(120) == 1.2
+
+
+async def test_the_market_is_quoted_in_wall_time() -> None:
+    wall = FakeClock()
+    replay = replay_at(wall)
+    wall.advance(1.5)  # tick 1
+    recorded = TraceMarket(trace(), replay)
+    snapshot = await ReplayedMarket(recorded, replay, wall).snapshot([UP, DOWN])
+    at_trace_speed = await recorded.snapshot([UP, DOWN])
+    assert snapshot.at == wall.now()
+    for pool in (UP, DOWN):
+        quote, recorded_quote = snapshot.quotes[pool], at_trace_speed.quotes[pool]
+        assert quote.price_per_hour == recorded_quote.price_per_hour
+        assert quote.interruptions_per_hour == recorded_quote.interruptions_per_hour * SPEED
+
+
+async def test_a_spot_launch_where_the_trace_has_no_capacity_fails_with_ec2s_code() -> None:
+    wall = FakeClock()
+    replay = replay_at(wall)  # tick 0: 1a has capacity, 1c has none
+    ec2 = FakeEc2(wall)
+    gate = TraceCapacityGate(ec2, TraceMarket(trace(), replay), replay)
+    refused = await gate.launch(launch((DOWN,)))
+    assert refused.instances == ()
+    assert [(e.pool, e.code) for e in refused.errors] == [(DOWN, NO_CAPACITY)]
+    assert await ec2.describe("demo") == []  # EC2 was not asked
+    mixed = await gate.launch(launch((DOWN, UP)))
+    assert [i.pool for i in mixed.instances] == [UP]
+    assert [e.pool for e in mixed.errors] == [DOWN]
+    on_demand = Pool("p3.2xlarge", "us-east-1c", Market.ON_DEMAND)
+    assert (await gate.launch(launch((on_demand,)))).instances
+
+
+class RecordedEvents:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, str]]] = []
+
+    async def put(self, detail_type: str, detail: Mapping[str, str]) -> None:
+        self.sent.append((detail_type, dict(detail)))
+
+
+async def test_a_zone_losing_capacity_reclaims_its_spot_workers_with_and_without_notice(
+    tmp_path: Path,
+) -> None:
+    wall = FakeClock()
+    replay = replay_at(wall)
+    ec2 = FakeEc2(wall)
+    for pool in (UP, UP, Pool("p3.2xlarge", "us-east-1a", Market.ON_DEMAND), DOWN):
+        await ec2.launch(launch((pool,)))
+    timeline = Timeline(tmp_path / "timeline.jsonl", wall)
+    fleet = LocalFleet(ec2, LocalFleetSettings("demo", tmp_path, timeline.path), wall, timeline)
+    events = RecordedEvents()
+    spot = SpotReplay(fleet, ec2, events, trace(), replay, wall, ReplaySettings(4.0, 2))
+
+    async def poll() -> None:
+        await spot.on_poll({i.instance_id: i for i in await ec2.describe("demo")})
+
+    await poll()  # tick 0: the first look at the market reclaims nothing
+    wall.advance(1)
+    await poll()  # tick 1: every zone still has capacity
+    assert events.sent == []
+    wall.advance(1)
+    await poll()  # tick 2: us-east-1a goes 1 -> 0
+    assert spot.interruptions == 2
+    live = {i.pool for i in await ec2.describe("demo")}
+    # The silent one is gone at once; the noticed one still runs, with its warning sent.
+    assert [kind for kind, _ in events.sent] == [SPOT_WARNING, STATE_CHANGE]
+    assert UP in live
+    assert DOWN in live
+    await spot.notices_run_out()  # 4 s on the injected clock
+    assert {i.pool for i in await ec2.describe("demo")} == {
+        Pool("p3.2xlarge", "us-east-1a", Market.ON_DEMAND), DOWN,
+    }  # fmt: skip
+    kinds = [entry["kind"] for entry in read_timeline(timeline.path)]
+    assert kinds.count("spot_reclaimed") == 2
+    assert kinds.count("spot_notice") == 1
+    assert [kind for kind, _ in events.sent] == [SPOT_WARNING, STATE_CHANGE, STATE_CHANGE]
+
+
+def test_billing_follows_the_spot_price_of_each_tick() -> None:
+    wall = FakeClock()
+    replay = replay_at(wall)
+    started = wall.now()
+    # 1c: 2 ticks at $2/h then 2 at $4/h, 100 s each; on-demand for p3.2xlarge is $3.06/h.
+    life = InstanceLife("i-1", "us-east-1c", "spot", "p3.2xlarge", started,
+                        started + timedelta(seconds=4))  # fmt: skip
+    cost = bill([life], trace(), replay, started + timedelta(seconds=10))
+    assert cost.dollars == round((2 * 2.0 + 2 * 4.0) * 100 / 3600, 2)
+    assert cost.on_demand_dollars == round(4 * 3.06 * 100 / 3600, 2)
+    assert abs(cost.instance_hours - 400 / 3600) < 1e-9
