@@ -38,6 +38,9 @@ class JobChanges:
     checkpoint_step: int = 0  # with last_checkpoint: its step
     not_before: datetime | None = None
     add_job_fault: bool = False
+    # The attempt ends through its worker's fault (or a failed preflight there): that worker
+    # is not given this job again.
+    worker_fault: bool = False
 
 
 @dataclass(frozen=True)

@@ -150,8 +150,9 @@ class WorkerEvent(_Message):
     )
     output: str | None = Field(default=None, max_length=1100)
     video_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    # job: the job's own fault; worker: the machine's; refused: declined before starting.
-    failure_kind: Literal["job", "worker", "refused"] | None = None
+    # job: the job's own fault; worker: the machine's; refused: declined before starting
+    # (draining, GPU busy); preflight: declined because this machine failed its checks for it.
+    failure_kind: Literal["job", "worker", "refused", "preflight"] | None = None
     error: str | None = Field(default=None, max_length=4000)
     notice: str | None = Field(
         default=None, max_length=64, description="instance-action or rebalance"

@@ -41,8 +41,10 @@ from simulator.fakes import MemoryLink
 from tests.autoscaler.test_loop import TRACES, autoscaler
 from tests.support import job_dict
 from tests.test_authorised_events import plane_in_memory
+from worker_ami.agent.model_cache import CachedModel
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.parts import WorkerParts
+from worker_ami.agent.renderer import Renderer
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.service import RECENT_OUTCOMES, SEEN_ASSIGNMENTS, WorkerService
@@ -164,12 +166,27 @@ class InstantRunner(JobRunner):
         self.on_step = None
         self.on_checkpoint = None
 
+    async def load(self, model_name: str) -> tuple[Renderer, CachedModel]:
+        """Preflight's model load and one-step smoke run: nothing to load, nothing to run."""
+        return cast(Renderer, NothingToRender()), cast(CachedModel, None)
+
     async def run(self, spec: JobSpec, attempt: int, resume_from: str | None = None) -> JobReport:
         return JobReport(
             job_id=spec.job_id, attempt=attempt, status=RunStatus.SUCCEEDED,
             steps_done=spec.steps, total_steps=spec.steps,
             output_video=f"{spec.output}{spec.job_id}.mp4",
         )  # fmt: skip
+
+
+class NothingToRender:
+    def initial_state(self, spec: JobSpec) -> None:
+        return None
+
+    def encode(self, spec: JobSpec) -> None:
+        return None
+
+    def step(self, state: object, prompt: object, guidance: float) -> None:
+        return None
 
 
 class KeptLink:
@@ -200,7 +217,9 @@ async def test_a_long_run_through_the_worker_service_keeps_its_maps_bounded(
         handlers.append(on_command)
         return link
 
-    settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1)
+    settings = WorkerSettings(
+        imds_enabled=False, cache_dir=tmp_path, cpu_slots=1, allow_cpu=True, min_free_disk_gib=0
+    )
     parts = WorkerParts(settings, InstantRunner(), cast(S3ObjectStore, None), None, None, clock,
                         lambda _device: InstantRunner())  # fmt: skip
     service = WorkerService("w-long", parts, clock, connect)

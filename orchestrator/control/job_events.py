@@ -179,19 +179,23 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
             (*start, JobState.FAILED),
             f"worker fault on the last of {policy.max_attempts} attempts: {error}",
         )
-    if event.failure_kind == "refused":
-        # Declined before it started (draining after a notice, or its GPU still busy with an
-        # attempt the control plane lost track of, which it is now cancelling): back to the
-        # queue after the base backoff, so a stale view cannot burn the attempts in a second.
+    if event.failure_kind in ("refused", "preflight"):
+        # Declined before it started (draining after a notice, its GPU still busy with an
+        # attempt the control plane lost track of, or this machine failed its preflight for
+        # the job): back to the queue after the base backoff, so a stale view cannot burn the
+        # attempts in a second. A failed preflight keeps the job off that worker.
         return Move(
             (JobState.QUEUED,)
             if job.state is JobState.ASSIGNED
             else (*start, JobState.PREEMPTED, JobState.QUEUED),
             f"refused by {event.worker_id}: {error}",
-            JobChanges(not_before=now + policy.backoff_base),
+            JobChanges(
+                not_before=now + policy.backoff_base,
+                worker_fault=event.failure_kind == "preflight",
+            ),
         )
     return Move(
         (*start, JobState.PREEMPTED, JobState.QUEUED),
         f"worker fault on {event.worker_id}, retrying elsewhere: {error}",
-        JobChanges(not_before=now + policy.backoff(job.attempt)),
+        JobChanges(not_before=now + policy.backoff(job.attempt), worker_fault=True),
     )

@@ -30,8 +30,10 @@ def pending_jobs(
     registry: WorkerRegistry,
     now: datetime,
     freed_for: Mapping[str, set[str]] | None = None,
+    faulted_on: Mapping[str, set[str]] | None = None,
 ) -> list[PendingJob]:
-    """`freed_for`: job -> workers where a preemption freed a GPU for it (its to take)."""
+    """`freed_for`: job -> workers where a preemption freed a GPU for it (its to take);
+    `faulted_on`: job -> workers an earlier attempt failed on through the worker's fault."""
     pending = []
     for job in queued:
         reservation = reserved.get(job.job_id)
@@ -49,6 +51,7 @@ def pending_jobs(
                 )
                 | (freed_for or {}).get(job.job_id, set()),
                 on_demand_only=holds and reservation is not None and reservation.on_demand,
+                avoid=frozenset((faulted_on or {}).get(job.job_id, ())),
                 capacity_coming=holds,
                 spot_until=reservation.spot_until(job.deadline, steps_left(job))
                 if reservation

@@ -362,8 +362,9 @@ class ControlPlaneService:
             return
         ids = [j.job_id for j in queued] + [p.job.job_id for p in placements]
         reserved = await asyncio.to_thread(self._store.reservations, ids)
+        faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
         self._freeing, held, freed_for = freeing_now(self._freeing, queued, placements)
-        pending = pending_jobs(queued, reserved, self.registry, now, freed_for)
+        pending = pending_jobs(queued, reserved, self.registry, now, freed_for, faulted)
         running = running_jobs(placements, reserved, now)
         started = time.perf_counter()
         decisions = schedule(

@@ -82,6 +82,8 @@ class ControlStore(Protocol):
 
     def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
 
+    def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]: ...
+
 
 class GoneInstances(Protocol):
     """Where instances that are gone are remembered (InstanceLedger)."""

@@ -47,8 +47,12 @@ def queue_order(
     )
 
 
-def fits(job: PendingJob, gpu: GpuSlot) -> bool:
+def fits_kind(job: PendingJob, gpu: GpuSlot) -> bool:
     return gpu.vram_gib >= job.min_vram_gib and (not job.families or gpu.family in job.families)
+
+
+def fits(job: PendingJob, gpu: GpuSlot) -> bool:
+    return fits_kind(job, gpu) and gpu.worker_id not in job.avoid
 
 
 class _FreeGpus:
@@ -74,19 +78,32 @@ class _FreeGpus:
         # bought it for exactly that), and one without takes spot.
         spot_ok = not job.on_demand_only and (job.spot_until is None or now <= job.spot_until)
         candidates = [
-            kind[-1]
+            (gpu, position)
             for kind in self._kinds.values()
-            if kind and fits(job, kind[-1]) and (spot_ok or not kind[-1].spot)
+            if (found := _first_usable(kind, job)) is not None
+            for gpu, position in (found,)
+            if spot_ok or not gpu.spot
         ]
         if not candidates:
             return None
         wants_spot = job.deadline is None
-        best = min(
+        best, position = min(
             candidates,
-            key=lambda g: (g.vram_gib, g.spot is not wants_spot, g.worker_id, g.index),
+            key=lambda c: (c[0].vram_gib, c[0].spot is not wants_spot, c[0].worker_id, c[0].index),
         )
-        self._kinds[(best.family, best.vram_gib, best.spot)].pop()
+        self._kinds[(best.family, best.vram_gib, best.spot)].pop(position)
         return best
+
+
+def _first_usable(kind: list[GpuSlot], job: PendingJob) -> tuple[GpuSlot, int] | None:
+    """The group's next GPU for the job: its first, unless the job must avoid that worker
+    (an earlier attempt failed there through the worker's fault), then the next one."""
+    if not kind or not fits_kind(job, kind[-1]):
+        return None  # the group's kind does not fit (every GPU in it is the same kind)
+    for position in range(len(kind) - 1, -1, -1):
+        if kind[position].worker_id not in job.avoid:
+            return kind[position], position
+    return None
 
 
 def _victim_order(victim: RunningJob) -> tuple[int, float, float, str]:

@@ -22,6 +22,8 @@ class PendingJob:
     # The autoscaler bought on-demand capacity for it (its deadline cannot take a spot
     # interruption): it takes on-demand GPUs only.
     on_demand_only: bool = False
+    # Workers an earlier attempt failed on through the worker's fault: never again there.
+    avoid: frozenset[str] = frozenset()
     # An instance bought for it is on its way: it waits for that instead of preempting.
     capacity_coming: bool = False
     # After this moment its deadline cannot take a spot interruption: on-demand GPUs only.

@@ -29,6 +29,9 @@ from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.reservations import ReservationBook
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, ReservationRow
 
+# An attempt's outcome when it ended through its worker's fault (the others are job states).
+WORKER_FAULT = "worker_fault"
+
 
 class JobStore(IntakeLedger, ReservationBook):
     # -- the state machine ------------------------------------------------------------------
@@ -157,9 +160,10 @@ class JobStore(IntakeLedger, ReservationBook):
                     reason=move.reason,
                 )
             )
+            fault = last and move.changes is not None and move.changes.worker_fault
             self._track_attempt(
                 session, move.job_id, attempt, current, target, (move.worker_id, move.gpu_index),
-                now,
+                now, WORKER_FAULT if fault else target.value,
             )  # fmt: skip
             current = target
 
@@ -186,6 +190,7 @@ class JobStore(IntakeLedger, ReservationBook):
         target: JobState,
         placement: tuple[str | None, int | None],
         now: datetime,
+        outcome: str,
     ) -> None:
         if target is JobState.ASSIGNED:
             worker_id, gpu_index = placement
@@ -202,7 +207,7 @@ class JobStore(IntakeLedger, ReservationBook):
             attempt_row = session.get(JobAttemptRow, (job_id, attempt))
             if attempt_row is not None and attempt_row.ended_at is None:
                 attempt_row.ended_at = now
-                attempt_row.outcome = target.value
+                attempt_row.outcome = outcome
                 session.add(attempt_row)
 
     # -- queries ----------------------------------------------------------------------------
@@ -263,6 +268,23 @@ class JobStore(IntakeLedger, ReservationBook):
             )
             for row in rows
         ]
+
+    def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]:
+        """job -> the workers an earlier attempt of it ended on through the worker's fault."""
+        if not job_ids:
+            return {}
+        found: dict[str, set[str]] = {}
+        with self._session() as session:
+            rows = session.exec(
+                select(JobAttemptRow.job_id, JobAttemptRow.worker_id).where(
+                    col(JobAttemptRow.job_id).in_(list(job_ids)),
+                    col(JobAttemptRow.outcome) == WORKER_FAULT,
+                )
+            ).all()
+        for job_id, worker_id in rows:
+            if worker_id is not None:
+                found.setdefault(job_id, set()).add(worker_id)
+        return found
 
     def placements(self) -> list[Placement]:
         """Jobs assigned, running or checkpointing, with the worker and GPU of their attempt."""

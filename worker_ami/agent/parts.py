@@ -32,11 +32,12 @@ class WorkerParts:
     clock: Clock
     new_runner: Callable[[str], JobRunner]  # one per GPU (device "cuda:N" or "cpu")
 
-    async def preflight(self, spec: JobSpec) -> None:
-        """Refuse the job (PreflightFailed with every reason) unless this worker can run it."""
+    async def preflight(self, spec: JobSpec, runner: JobRunner | None = None) -> None:
+        """Refuse the job (PreflightFailed with every reason) unless this worker can run it
+        (on `runner`'s device: the default one unless given)."""
         model_error = smoke_error = None
         try:
-            renderer, _ = await self.runner.load(spec.model)
+            renderer, _ = await (runner or self.runner).load(spec.model)
         except WorkerError as error:
             model_error = str(error)
         else:

@@ -43,6 +43,7 @@ from kernel.worker_protocol import (
     topic,
 )
 from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.errors import PreflightFailed
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import JobReport, RunStatus
@@ -327,10 +328,20 @@ class WorkerService:
 
         slot.runner.on_step = progress
         slot.runner.on_checkpoint = checkpointed
-        await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt)
         try:
-            report = await slot.runner.run(spec, attempt, command.resume_from)
-            outcome = await self._outcome(report)
+            try:
+                # Before accepting the work: a machine that cannot run it says why, and the
+                # control plane keeps the job off it.
+                await self._agent.preflight(spec, slot.runner)
+            except PreflightFailed as error:
+                outcome = await self._event(EventKind.FAILED, job_id=spec.job_id,
+                                            attempt=attempt, failure_kind="preflight",
+                                            error="; ".join(error.reasons))  # fmt: skip
+            else:
+                await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt)
+                outcome = await self._outcome(
+                    await slot.runner.run(spec, attempt, command.resume_from)
+                )
             self._state.recent.append(outcome)
         finally:
             slot.job_id, slot.task = None, None
