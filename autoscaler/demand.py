@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from autoscaler.snapshot import JobDemand
 from autoscaler.throughput import WorkShape
-from kernel.job_record import JobRecord, Placement, Reservation
+from kernel.job_record import FinishedRun, JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
 
 
@@ -45,6 +46,19 @@ class DemandSource(Protocol):
 
     def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]: ...
 
+    def finished_since(self, since: datetime) -> list[FinishedWork]: ...
+
+
+@dataclass(frozen=True)
+class FinishedWork:
+    """Steps a worker ran start to end, and how long they took."""
+
+    worker_id: str
+    shape: WorkShape
+    steps: int
+    seconds: float
+    finished_at: datetime
+
 
 class JobSource(Protocol):
     """The part of the control plane's job store the autoscaler reads and writes (declared
@@ -57,6 +71,8 @@ class JobSource(Protocol):
     def reserve(self, reservations: Sequence[Reservation]) -> None: ...
 
     def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
+
+    def finished_since(self, since: datetime, limit: int = ...) -> list[FinishedRun]: ...
 
 
 class StoreDemand:
@@ -77,3 +93,15 @@ class StoreDemand:
 
     def busy_gpus(self) -> Counter[str]:
         return Counter(p.worker_id for p in self._store.placements())
+
+    def finished_since(self, since: datetime) -> list[FinishedWork]:
+        return [
+            FinishedWork(
+                run.worker_id,
+                demand_of(run.spec, run.started_at, None).shape,
+                run.spec.steps,
+                (run.finished_at - run.started_at).total_seconds(),
+                run.finished_at,
+            )
+            for run in self._store.finished_since(since)
+        ]

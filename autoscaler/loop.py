@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation, Actuator
-from autoscaler.catalog import kind_of
+from autoscaler.catalog import CATALOG, kind_of
 from autoscaler.deadline import (
     MarketRule,
     choose_market,
@@ -72,6 +72,8 @@ class AutoscalerLoop:
     market_rule: MarketRule = choose_market  # the simulator swaps in the baselines' rules
     spend: Spend = field(default_factory=Spend)
     book: InstanceBook = field(default_factory=InstanceBook)  # each instance's state
+    # Finished jobs up to here have taught the throughput model (None: not started yet).
+    learned_until: datetime | None = None
 
     def pools(self) -> list[Pool]:
         return [
@@ -80,6 +82,7 @@ class AutoscalerLoop:
 
     async def once(self) -> list[Plan]:
         busy = await self._sync_fleet()
+        await asyncio.to_thread(self.learn)
         queued = await asyncio.to_thread(self.demand.queued, self.clock.now())
         plans = []
         covered: set[str] = set()
@@ -156,6 +159,23 @@ class AutoscalerLoop:
                 log.warning("spot instance %s in %s was interrupted", instance_id, pool)
         self.book.forget_long_gone(now)
         return busy
+
+    def learn(self) -> None:
+        """The throughput model learns each finished job's pace on its instance's GPU family
+        (jobs from the last day at the first call: a restart keeps what was measured)."""
+        since = self.learned_until or self.clock.now() - timedelta(days=1)
+        for work in self.demand.finished_since(since):
+            since = max(since, work.finished_at)
+            record = self.book.records.get(work.worker_id)
+            kind = CATALOG.get(record.pool.instance_type) if record else None
+            if kind is None:
+                continue  # not one of this fleet's instances, or long forgotten
+            before = self.model.seconds_per_step(work.shape, kind.family)
+            self.model.observe(work.shape, kind.family, work.steps, work.seconds)
+            log.info("throughput on %s for %s: %.3f s/step measured, %.3f -> %.3f s/step",
+                     kind.family, work.shape.model, work.seconds / work.steps, before,
+                     self.model.seconds_per_step(work.shape, kind.family))  # fmt: skip
+        self.learned_until = since
 
     def remembered(self) -> int:
         """Instances the loop remembers (for the bounded-memory test)."""

@@ -59,6 +59,18 @@ class JobMove:
 
 
 @dataclass(frozen=True)
+class FinishedRun:
+    """A job that succeeded in one attempt, start to end on one worker: how long its steps
+    took there (what the autoscaler's throughput model learns from)."""
+
+    job_id: str
+    spec: JobSpec
+    worker_id: str
+    started_at: datetime  # running on the worker (its model loaded)
+    finished_at: datetime
+
+
+@dataclass(frozen=True)
 class Placement:
     """An active job and where its current attempt runs."""
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from autoscaler.demand import StoreDemand
+from autoscaler.demand import FinishedWork, StoreDemand
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import Trace
@@ -101,3 +101,6 @@ class HomeZones:
 
     def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
         return self._inner.reservations(now, job_ids)
+
+    def finished_since(self, since: datetime) -> list[FinishedWork]:
+        return self._inner.finished_since(since)

@@ -22,7 +22,14 @@ from kernel.errors import (
     InvalidTransition,
     JobNotFound,
 )
-from kernel.job_record import JobChanges, JobEvent, JobMove, JobRecord, Placement
+from kernel.job_record import (
+    FinishedRun,
+    JobChanges,
+    JobEvent,
+    JobMove,
+    JobRecord,
+    Placement,
+)
 from kernel.job_state import ACTIVE_STATES, JobState, check_transition
 from orchestrator.store.base import CURRENT_ATTEMPT, utc
 from orchestrator.store.intake_ledger import IntakeLedger
@@ -268,6 +275,41 @@ class JobStore(IntakeLedger, ReservationBook):
             )
             for row in rows
         ]
+
+    def finished_since(self, since: datetime, limit: int = 500) -> list[FinishedRun]:
+        """Jobs that succeeded after `since` in their first attempt, oldest first."""
+        with self._session() as session:
+            rows = session.exec(
+                select(JobRow, JobAttemptRow)
+                .join(JobAttemptRow, CURRENT_ATTEMPT)
+                .where(
+                    col(JobRow.state) == JobState.SUCCEEDED.value,
+                    col(JobRow.attempt) == 1,
+                    col(JobRow.updated_at) > since,
+                )
+                .order_by(col(JobRow.updated_at))
+                .limit(limit)
+            ).all()
+            ids = [job.job_id for job, _ in rows]
+            started = dict(
+                session.exec(
+                    select(JobEventRow.job_id, JobEventRow.at).where(
+                        col(JobEventRow.job_id).in_(ids),
+                        col(JobEventRow.to_state) == JobState.RUNNING.value,
+                    )
+                ).all()
+            )
+            return [
+                FinishedRun(
+                    job.job_id,
+                    self._cached_record(job).spec,
+                    attempt.worker_id,
+                    utc(started[job.job_id]),
+                    utc(job.updated_at),
+                )
+                for job, attempt in rows
+                if attempt.worker_id is not None and job.job_id in started
+            ]
 
     def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]:
         """job -> the workers an earlier attempt of it ended on through the worker's fault."""

@@ -24,6 +24,7 @@ from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
 from kernel.job_record import JobChanges, JobMove, JobRecord, Submission
 from kernel.job_spec import parse_job
+from kernel.job_state import JobState
 from kernel.market import Market
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
@@ -151,3 +152,28 @@ def test_progress_is_the_stored_step_of_the_newest_checkpoint(queued_store: JobS
     record = moved[0]
     assert isinstance(record, JobRecord)
     assert job_demand(record).steps_done == 3  # of 4
+
+
+async def test_the_throughput_model_learns_from_jobs_finished_on_the_fleet(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(queued_store, trace_clock, ec2)
+    await loop.once()
+    instance = next(iter(ec2.instances))
+    job = queued_store.get("j0")
+    shape = job_demand(job).shape
+    prior = loop.model.seconds_per_step(shape, "v100")
+    for target in (JobState.ASSIGNED, JobState.RUNNING):
+        record = queued_store.get("j0")
+        queued_store.transition("j0", target, expected_version=record.version, actor="test",
+                                reason="placed", worker_id=instance)  # fmt: skip
+    measured = 10 * prior
+    trace_clock.advance(measured * job.spec.steps)
+    record = queued_store.get("j0")
+    queued_store.transition("j0", JobState.SUCCEEDED, expected_version=record.version,
+                            actor="test", reason="done")  # fmt: skip
+    await loop.once()
+    assert loop.model.seconds_per_step(shape, "v100") == pytest.approx(measured, rel=1e-3)
+    await loop.once()  # a job is learned from once
+    assert loop.model.seconds_per_step(shape, "v100") == pytest.approx(measured, rel=1e-3)
