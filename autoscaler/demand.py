@@ -11,7 +11,7 @@ from typing import Protocol
 
 from autoscaler.snapshot import JobDemand
 from autoscaler.throughput import WorkShape
-from kernel.job_record import FinishedRun, JobRecord, Placement, Reservation
+from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
 
 
@@ -48,6 +48,12 @@ class DemandSource(Protocol):
 
     def finished_since(self, since: datetime) -> list[FinishedWork]: ...
 
+    def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None: ...
+
+    def drains(self) -> dict[str, DrainRequest]: ...
+
+    def forget_drains(self, instance_ids: Sequence[str]) -> None: ...
+
 
 @dataclass(frozen=True)
 class FinishedWork:
@@ -74,6 +80,12 @@ class JobSource(Protocol):
 
     def finished_since(self, since: datetime, limit: int = ...) -> list[FinishedRun]: ...
 
+    def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None: ...
+
+    def drain_requests(self) -> dict[str, DrainRequest]: ...
+
+    def forget_drains(self, instance_ids: Sequence[str]) -> None: ...
+
 
 class StoreDemand:
     def __init__(self, store: JobSource) -> None:
@@ -93,6 +105,15 @@ class StoreDemand:
 
     def busy_gpus(self) -> Counter[str]:
         return Counter(p.worker_id for p in self._store.placements())
+
+    def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None:
+        self._store.ask_to_drain(instance_ids, reason)
+
+    def drains(self) -> dict[str, DrainRequest]:
+        return self._store.drain_requests()
+
+    def forget_drains(self, instance_ids: Sequence[str]) -> None:
+        self._store.forget_drains(instance_ids)
 
     def finished_since(self, since: datetime) -> list[FinishedWork]:
         return [

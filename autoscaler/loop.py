@@ -8,7 +8,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation, Actuator
@@ -27,7 +27,14 @@ from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.policy import plan
 from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
-from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
+from autoscaler.snapshot import (
+    InstanceView,
+    JobDemand,
+    Plan,
+    PlanInput,
+    PurchaseSettings,
+    Terminate,
+)
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
@@ -74,6 +81,10 @@ class AutoscalerLoop:
     book: InstanceBook = field(default_factory=InstanceBook)  # each instance's state
     # Finished jobs up to here have taught the throughput model (None: not started yet).
     learned_until: datetime | None = None
+    # A drain the control plane has not finished by then is cut short (its jobs resume
+    # elsewhere from their checkpoints, as after an interruption).
+    drain_timeout: timedelta = timedelta(minutes=10)
+    leaving: set[str] = field(default_factory=set)  # asked to drain, not yet terminated
 
     def pools(self) -> list[Pool]:
         return [
@@ -82,6 +93,7 @@ class AutoscalerLoop:
 
     async def once(self) -> list[Plan]:
         busy = await self._sync_fleet()
+        await self._finish_drains()
         await asyncio.to_thread(self.learn)
         queued = await asyncio.to_thread(self.demand.queued, self.clock.now())
         plans = []
@@ -92,7 +104,9 @@ class AutoscalerLoop:
             plans.append(decided)
             for wait in decided.waits:
                 log.info("job %s waits: %s", wait.job_id, wait.reason)
-            done: Actuation = await self.actuator.execute(decided)
+            # Scale-in goes through the control plane: it empties the instance first.
+            await self._ask_to_drain(decided.terminations)
+            done: Actuation = await self.actuator.execute(replace(decided, terminations=()))
             now = self.clock.now()
             for launch, instance in done.launched:
                 self.book.bought(instance, launch.price_per_hour, now)
@@ -100,9 +114,6 @@ class AutoscalerLoop:
                 covered.update(launch.job_ids)
                 # Its GPUs are spoken for by the jobs it was bought for (left out above).
                 busy[instance.instance_id] += len(launch.job_ids)
-            why = {t.instance_id: t.reason for t in decided.terminations}
-            for instance_id in done.terminated:
-                self.book.asked_to_end([instance_id], now, why.get(instance_id, "scale-in"))
             chosen = self._reservations(decided, done, state.queued)
             await asyncio.to_thread(self.demand.reserve, chosen)
             if not done.failed:
@@ -160,6 +171,39 @@ class AutoscalerLoop:
         self.book.forget_long_gone(now)
         return busy
 
+    async def _ask_to_drain(self, terminations: Sequence[Terminate]) -> None:
+        for termination in terminations:
+            log.info("asked the control plane to drain %s: %s", termination.instance_id,
+                     termination.reason)  # fmt: skip
+            await asyncio.to_thread(
+                self.demand.ask_to_drain, [termination.instance_id], termination.reason
+            )
+            self.leaving.add(termination.instance_id)
+
+    async def _finish_drains(self) -> None:
+        """Terminate the instances the control plane has emptied (or left alone past the drain
+        timeout); forget the requests of instances already gone."""
+        requests = await asyncio.to_thread(self.demand.drains)
+        now = self.clock.now()
+        ready, gone = [], []
+        for instance_id, request in requests.items():
+            record = self.book.records.get(instance_id)
+            if instance_id not in self.reconciler.ledger:
+                gone.append(instance_id)  # its request is done with
+            elif record is not None and record.state is InstanceState.TERMINATING:
+                continue  # terminated already; EC2 will stop listing it
+            elif request.drained_at is not None:
+                ready.append(Terminate(instance_id, f"drained: {request.reason}"))
+            elif now - request.asked_at >= self.drain_timeout:
+                ready.append(Terminate(instance_id, f"not drained in time: {request.reason}"))
+        done = await self.actuator.execute(Plan(terminations=tuple(ready)))
+        for termination in ready:
+            if termination.instance_id in done.terminated:
+                self.book.asked_to_end([termination.instance_id], now, termination.reason)
+        if gone:
+            await asyncio.to_thread(self.demand.forget_drains, gone)
+        self.leaving = set(requests) - set(gone)
+
     def learn(self) -> None:
         """The throughput model learns each finished job's pace on its instance's GPU family
         (jobs from the last day at the first call: a restart keeps what was measured)."""
@@ -200,6 +244,8 @@ class AutoscalerLoop:
         now = self.clock.now()
         views = []
         for instance in self.reconciler.ledger.values():
+            if instance.instance_id in self.leaving:
+                continue  # being emptied for scale-in: no capacity to plan with
             in_use = busy.get(instance.instance_id, 0)
             idle_since = self.book.idle_since(instance.instance_id, in_use > 0, now)
             quote = market.quote(instance.pool)

@@ -59,6 +59,16 @@ class JobMove:
 
 
 @dataclass(frozen=True)
+class DrainRequest:
+    """The autoscaler wants an instance empty before it terminates it."""
+
+    instance_id: str
+    reason: str
+    asked_at: datetime
+    drained_at: datetime | None = None  # set by the control plane once nothing runs there
+
+
+@dataclass(frozen=True)
 class FinishedRun:
     """A job that succeeded in one attempt, start to end on one worker: how long its steps
     took there (what the autoscaler's throughput model learns from)."""

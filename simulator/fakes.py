@@ -16,7 +16,7 @@ from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import Trace
 from autoscaler.pools import Pool
 from autoscaler.snapshot import JobDemand
-from kernel.job_record import Reservation
+from kernel.job_record import DrainRequest, Reservation
 from kernel.worker_protocol import Command
 from orchestrator.intake.ports import ReceivedMessage
 
@@ -104,3 +104,12 @@ class HomeZones:
 
     def finished_since(self, since: datetime) -> list[FinishedWork]:
         return self._inner.finished_since(since)
+
+    def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None:
+        self._inner.ask_to_drain(instance_ids, reason)
+
+    def drains(self) -> dict[str, DrainRequest]:
+        return self._inner.drains()
+
+    def forget_drains(self, instance_ids: Sequence[str]) -> None:
+        self._inner.forget_drains(instance_ids)

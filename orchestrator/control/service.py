@@ -31,6 +31,7 @@ from kernel.worker_protocol import (
 from orchestrator.control.admission import Inbound, admit
 from orchestrator.control.apply import as_move
 from orchestrator.control.commands import CommandSender
+from orchestrator.control.drains import Drains
 from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event, requeue
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.scheduling_view import freeing_now, pending_jobs, running_jobs
@@ -54,8 +55,7 @@ WORKER_TOPICS = [
 ]
 
 
-# How far back gone instances are loaded at start (a retained hello can be older than any
-# instance's life, but not older than this).
+# How far back gone instances are loaded at start (what a retained hello can be older than).
 GONE_MEMORY = timedelta(days=30)
 
 
@@ -70,8 +70,7 @@ class ControlPlaneService:
         refusals: RefusedMessages,
         instances: GoneInstances,
     ) -> None:
-        """Every adapter comes from the composition root; `connect` builds the link to the
-        workers around this service's message handler."""
+        """Adapters come from the composition root; `connect` wraps this service's handler."""
         self._store = store
         self._clock = clock
         self._settings = settings
@@ -87,6 +86,7 @@ class ControlPlaneService:
         self._freeing: dict[tuple[str, int], str] = {}
         self.link: WorkerLink = connect(self.on_message)
         self._commands = CommandSender(self.link, clock, settings, self.stats)
+        self._drains = Drains(store, self.registry, self._move_jobs_off)
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.remember_gone_instances()
@@ -111,8 +111,7 @@ class ControlPlaneService:
                 await task
 
     def memory_sizes(self) -> dict[str, int]:
-        """How much each in-memory map holds now: all stay the size of the fleet and the work in
-        flight, whatever the process has lived through (tests/test_bounded_memory.py)."""
+        """Each in-memory map's size: the fleet's or the work in flight's, never more."""
         return {
             "workers": self.registry.size(),
             "commands": self._commands.remembered(),
@@ -123,7 +122,7 @@ class ControlPlaneService:
         }
 
     async def remember_gone_instances(self) -> None:
-        """Load the instances known to be gone, so their retained hellos are refused."""
+        """Gone instances' retained hellos are refused."""
         since = self._clock.now() - GONE_MEMORY
         for instance_id in await asyncio.to_thread(self._instances.gone_since, since):
             self.registry.instance_gone(instance_id)
@@ -149,8 +148,7 @@ class ControlPlaneService:
             await self._apply_batch([await self._inbox.get()])
 
     async def apply_pending(self) -> None:
-        """Apply every worker message received so far (the simulator's step between
-        deliveries; the live service does the same continuously)."""
+        """Apply every worker message received so far (the simulator's step)."""
         while not self._inbox.empty():
             await self._apply_batch([self._inbox.get_nowait()])
 
@@ -298,6 +296,9 @@ class ControlPlaneService:
     async def _interrupt(self, worker_id: str, reason: str) -> None:
         """A spot notice: no new work there; its jobs checkpoint now and move when durable."""
         self.registry.mark(worker_id, WorkerHealth.INTERRUPTED, reason)
+        await self._move_jobs_off(worker_id, reason)
+
+    async def _move_jobs_off(self, worker_id: str, reason: str) -> None:
         for placement in await asyncio.to_thread(self._store.placements):
             if placement.worker_id != worker_id:
                 continue
@@ -312,14 +313,11 @@ class ControlPlaneService:
     async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
         """Record that the job must checkpoint (durable first), then tell its worker."""
         try:
+            job = placement.job
             await asyncio.to_thread(
-                self._store.transition,
-                placement.job.job_id,
-                JobState.CHECKPOINTING,
-                expected_version=placement.job.version,
-                actor=ACTOR,
-                reason=reason,
-            )
+                self._store.transition, job.job_id, JobState.CHECKPOINTING,
+                expected_version=job.version, actor=ACTOR, reason=reason,
+            )  # fmt: skip
         except ConcurrentModification:
             return
         await self._commands.send(placement, CommandKind.CHECKPOINT_NOW, force=True)
@@ -353,6 +351,7 @@ class ControlPlaneService:
             await self._commands.send_all(
                 [(p, resend[p.job.state]) for p in placements if p.job.state in resend]
             )
+            await self._drains.step(placements)  # before anything is assigned
             await self._schedule(placements)
 
     async def _schedule(self, placements: list[Placement]) -> None:

@@ -11,7 +11,14 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from kernel.errors import FrameFleetError
-from kernel.job_record import JobChanges, JobMove, JobRecord, Placement, Reservation
+from kernel.job_record import (
+    DrainRequest,
+    JobChanges,
+    JobMove,
+    JobRecord,
+    Placement,
+    Reservation,
+)
 from kernel.job_state import JobState
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.scheduling.snapshots import SchedulerSettings
@@ -83,6 +90,10 @@ class ControlStore(Protocol):
     def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
 
     def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]: ...
+
+    def drain_requests(self) -> dict[str, DrainRequest]: ...
+
+    def mark_drained(self, instance_ids: list[str]) -> None: ...
 
 
 class GoneInstances(Protocol):

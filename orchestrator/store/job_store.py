@@ -32,6 +32,7 @@ from kernel.job_record import (
 )
 from kernel.job_state import ACTIVE_STATES, JobState, check_transition
 from orchestrator.store.base import CURRENT_ATTEMPT, utc
+from orchestrator.store.drains import DrainBook
 from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.reservations import ReservationBook
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, ReservationRow
@@ -40,7 +41,7 @@ from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, Reserv
 WORKER_FAULT = "worker_fault"
 
 
-class JobStore(IntakeLedger, ReservationBook):
+class JobStore(IntakeLedger, ReservationBook, DrainBook):
     # -- the state machine ------------------------------------------------------------------
 
     def transition(

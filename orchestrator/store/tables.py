@@ -107,3 +107,15 @@ class GoneInstanceRow(SQLModel, table=True):
     instance_id: str = Field(primary_key=True, max_length=64)
     gone_at: datetime = Field(sa_column=_utc_column(index=True))
     reason: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class DrainRequestRow(SQLModel, table=True):
+    """The autoscaler wants this instance empty before it terminates it (scale-in). The
+    control plane assigns nothing more there, and sets `drained_at` once nothing runs there."""
+
+    __tablename__ = "drain_requests"
+
+    instance_id: str = Field(primary_key=True, max_length=64)
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    asked_at: datetime = Field(sa_column=_utc_column())
+    drained_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))

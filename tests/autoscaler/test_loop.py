@@ -17,6 +17,7 @@ from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import REASON_TAG
 from autoscaler.loop import AutoscalerLoop, Spend
 from autoscaler.market.capacity import CapacityMemory
+from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import TraceMarket, load_trace
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
@@ -114,8 +115,38 @@ async def test_idle_instances_go_after_the_timeout_and_spend_is_accrued(
     assert len(ec2.instances) == 3
     trace_clock.advance(11 * 60)
     await loop.once()
+    # Scale-in asks the control plane to empty them first; nothing is terminated yet.
+    asked = queued_store.drain_requests()
+    assert set(asked) == set(ec2.instances)
+    assert all("idle" in request.reason for request in asked.values())
+    await loop.once()
+    assert len(ec2.instances) == 3
+    queued_store.mark_drained(list(asked))  # what the control plane does once they are empty
+    await loop.once()
     assert ec2.instances == {}
+    await loop.once()  # EC2 no longer lists them: their requests are done with
+    assert queued_store.drain_requests() == {}
     assert loop.spend.dollars > 0
+
+
+async def test_a_drain_the_control_plane_never_finishes_is_cut_short(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(queued_store, trace_clock, ec2)
+    await loop.once()
+    instance = next(iter(ec2.instances))
+    queued_store.ask_to_drain([instance], "scale-in: idle")
+    await loop.once()
+    assert instance in ec2.instances
+    assert instance not in {
+        view.instance_id for view in loop.instance_views({}, MarketSnapshot(trace_clock.now(), {}))
+    }
+    trace_clock.advance(loop.drain_timeout.total_seconds())
+    await loop.once()
+    assert instance not in ec2.instances
+    await loop.once()
+    assert instance not in queued_store.drain_requests()
 
 
 async def test_a_spot_instance_that_vanished_counts_as_an_interruption(

@@ -1,0 +1,69 @@
+"""Scale-in drains before it terminates: the control plane assigns nothing more to an instance
+the autoscaler asked to drain, moves its running job off (checkpoint first), and reports the
+instance empty only when nothing runs there. The real control plane on a fake clock and a real
+store; the autoscaler's side is in tests/autoscaler/test_loop.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from kernel.clock import FakeClock
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
+from kernel.worker_protocol import Channel, CommandKind, EventKind, topic
+from orchestrator.store.job_store import JobStore
+from tests.support import job_dict
+from tests.test_authorised_events import INSTANCES, event, hello, placed, plane_in_memory
+from tests.test_faulty_worker import heartbeats
+
+
+async def test_an_idle_instance_is_drained_at_once_and_takes_no_new_job(
+    store: JobStore, clock: FakeClock
+) -> None:
+    plane, _ = plane_in_memory(store, clock)
+    for worker_id in INSTANCES:
+        await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
+    store.ask_to_drain([INSTANCES["w-owner"]], "idle 11 min")
+    await plane.tick()
+    assert store.drain_requests()[INSTANCES["w-owner"]].drained_at == clock.now()
+    # A job arriving after the request never lands on the instance on its way out.
+    for n in range(3):
+        store.accept_batch([Submission(parse_job(job_dict(f"after-{n}"), now=None), f"m{n}")])
+        await plane.tick()
+    workers = {store.get(f"after-{n}").worker_id for n in range(3)}
+    assert workers == {"w-other", None}  # one GPU there; the others wait
+
+
+async def test_a_busy_instance_is_drained_once_its_job_has_moved(
+    store: JobStore, clock: FakeClock
+) -> None:
+    plane, link = plane_in_memory(store, clock)
+    owner = await placed(store, clock, plane)
+    other = next(w for w in INSTANCES if w != owner)
+    await plane.on_message(
+        topic(owner, Channel.EVENTS), event(owner, EventKind.STARTED, "victim", 1)
+    )
+    await plane.apply_pending()
+    assert store.get("victim").state is JobState.RUNNING
+
+    store.ask_to_drain([INSTANCES[owner]], "scale-in: idle")
+    await plane.tick()
+    # Not empty yet: the job checkpoints first, and its worker is told to.
+    assert store.drain_requests()[INSTANCES[owner]].drained_at is None
+    assert store.get("victim").state is JobState.CHECKPOINTING
+    told = [c for c in link.commands if c.kind is CommandKind.CHECKPOINT_NOW]
+    assert [(c.worker_id, c.job_id) for c in told] == [(owner, "victim")]
+
+    checkpoint = "checkpoints/victim/1/000002/manifest.json"
+    preempted = event(owner, EventKind.PREEMPTED, "victim", 1, step=2, checkpoint=checkpoint)
+    await plane.on_message(topic(owner, Channel.EVENTS), preempted)
+    await plane.apply_pending()
+    clock.advance(timedelta(minutes=1).total_seconds())
+    await heartbeats(plane, clock)
+    await plane.tick()
+    assert store.drain_requests()[INSTANCES[owner]].drained_at is not None
+    moved = store.get("victim")
+    assert moved.state is JobState.ASSIGNED
+    assert moved.worker_id == other  # resumes on the other instance, from its checkpoint
+    assert moved.last_checkpoint == checkpoint
