@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt
 from rich.table import Table
 
 from simulator.results import FleetResult
@@ -47,6 +43,12 @@ def fleet_table(title: str, results: list[FleetResult]) -> Table:
 def chart(
     studies: dict[str, list[PolicySummary]], fleet: list[FleetResult] | None, path: Path
 ) -> Path:
+    # Imported here: matplotlib takes half a second, which every `framefleet` command would pay.
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
     panels = len(studies) + (1 if fleet else 0)
     figure, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4.2), squeeze=False)
     for axis, (title, summaries) in zip(axes[0], studies.items(), strict=False):

@@ -6,10 +6,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
-from types_aiobotocore_ec2.client import EC2Client
 
 from autoscaler.ec2.ports import (
     FLEET_TAG,
@@ -24,6 +23,9 @@ from autoscaler.pools import Pool
 from kernel.aws_errors import AwsFault, classify, error_code, to_typed_error, translated
 from kernel.errors import AwsError
 from kernel.market import Market
+
+if TYPE_CHECKING:
+    from types_aiobotocore_ec2.client import EC2Client
 
 log = logging.getLogger(__name__)
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
-
-from types_aiobotocore_ec2.client import EC2Client
-from types_aiobotocore_pricing.client import PricingClient
+from typing import TYPE_CHECKING, Any
 
 from kernel.aws_errors import translated
+
+if TYPE_CHECKING:
+    from types_aiobotocore_ec2.client import EC2Client
+    from types_aiobotocore_pricing.client import PricingClient
 
 # The Pricing API names regions by their console "location".
 LOCATIONS = {

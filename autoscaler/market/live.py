@@ -6,9 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-
-from types_aiobotocore_ec2.client import EC2Client
-from types_aiobotocore_pricing.client import PricingClient
+from typing import TYPE_CHECKING
 
 from autoscaler.market.advisor import SpotAdvisor
 from autoscaler.market.aws_prices import on_demand_price, spot_prices
@@ -19,6 +17,10 @@ from autoscaler.pools import Pool
 from kernel.clock import Clock
 from kernel.errors import AwsError
 from kernel.market import Market
+
+if TYPE_CHECKING:
+    from types_aiobotocore_ec2.client import EC2Client
+    from types_aiobotocore_pricing.client import PricingClient
 
 log = logging.getLogger(__name__)
 
