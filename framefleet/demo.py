@@ -29,7 +29,7 @@ from rich.live import Live
 from rich.table import Table
 
 from autoscaler.ec2.adapter import _observed
-from autoscaler.market.trace import DEFAULT_START, Trace, load_trace
+from autoscaler.market.trace import Trace, load_trace
 from framefleet.control_plane import build_store
 from framefleet.demo_outputs import ResumeCheck, check_resumed, download_videos
 from framefleet.demo_producer import demo_jobs
@@ -71,9 +71,9 @@ from orchestrator.store.job_store import JobStore
 ROOT = Path(".demo")
 OUTPUT = Path("demo-output")
 TIMELINE = ROOT / "timeline.jsonl"
-# A slice of the V100 trace where every us-east-1 zone has spot capacity at first and loses it
-# a few times within the first three hours (tick 9090, 2023-03-07 12:22 UTC).
-DEFAULT_SLICE_TICK = 9090
+# A moment of the V100 trace when every us-east-1 zone has spot capacity and loses it a few
+# times within the next three hours (tick 9090 of the whole trace).
+DEFAULT_MOMENT = datetime(2023, 3, 7, 12, 22, 30, tzinfo=UTC)
 log = logging.getLogger("framefleet.demo")
 
 
@@ -123,7 +123,7 @@ class DemoRun:
 
 async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limit: float) -> int:
     trace = load_trace(options.trace)
-    trace_start = options.trace_start or DEFAULT_START + trace.gap * DEFAULT_SLICE_TICK
+    trace_start = options.trace_start or DEFAULT_MOMENT
     trace.tick(trace_start)  # a start outside the trace is one line, now
     _fresh_folders()
     async with embedded_services(ROOT) as (endpoint, mqtt_port):

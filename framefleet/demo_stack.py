@@ -38,10 +38,9 @@ ZONES = ("us-east-1a", "us-east-1c", "us-east-1d", "us-east-1f")
 MODELS_BUCKET = "framefleet-demo-models"
 CHECKPOINT_BUCKET = "framefleet-demo-checkpoints"
 FLEET_ID = "demo"
-# ../shared/traces beside the checkout (where CI has it too).
-DEFAULT_TRACE = (
-    Path(__file__).resolve().parents[2] / "shared/traces/aws-v100-availability-2023-02-15"
-)
+# A slice of the V100 trace shipped with the package, so the demo runs on any clone
+# (framefleet/data/v100-us-east-1/README.md); `--trace` takes the whole one from ../shared.
+DEFAULT_TRACE = Path(__file__).resolve().parent / "data" / "v100-us-east-1"
 EC2_EVENTS = [
     "EC2 Spot Instance Interruption Warning",
     "EC2 Instance Rebalance Recommendation",

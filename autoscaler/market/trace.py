@@ -3,8 +3,8 @@ real spot price per tick, plus the on-demand price. Time comes from the injected
 reader only ever sees the past: `snapshot` at time t uses ticks up to t, never after.
 
 Trace format (skypilot-org/spot-traces): `{zone}_{type}.json` = {"metadata": {"gap_seconds": N},
-"data": [1|0, ...]} with 1 = a spot instance could be had; `spot_prices.json` = {"{zone}_v100_1":
-[USD/hour per tick]}.
+"data": [1|0, ...]} with 1 = a spot instance could be had (a slice adds `"start"`, ISO 8601);
+`spot_prices.json` = {"{zone}_v100_1": [USD/hour per tick]}.
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ def load_trace(folder: Path, start: datetime = DEFAULT_START) -> Trace:
         zone, instance_type = path.stem.split("_", 1)
         body = json.loads(path.read_text())
         gap = int(body["metadata"]["gap_seconds"])
+        if "start" in body["metadata"]:  # a slice says where it begins
+            start = datetime.fromisoformat(body["metadata"]["start"])
         available = tuple(int(v) for v in body["data"])
         family = "v100" if instance_type.startswith("p3.") else instance_type.split(".")[0]
         series = prices.get(f"{zone}_{family}_1") or body.get("prices")
