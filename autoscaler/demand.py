@@ -4,7 +4,7 @@ progress, and how many GPUs each instance has busy (a worker's id is its instanc
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -54,6 +54,10 @@ class DemandSource(Protocol):
 
     def forget_drains(self, instance_ids: Sequence[str]) -> None: ...
 
+    def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
+        """(instance type, zone) -> interruptions per hour of its spot pool."""
+        ...
+
 
 @dataclass(frozen=True)
 class FinishedWork:
@@ -86,6 +90,8 @@ class JobSource(Protocol):
 
     def forget_drains(self, instance_ids: Sequence[str]) -> None: ...
 
+    def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None: ...
+
 
 class StoreDemand:
     def __init__(self, store: JobSource) -> None:
@@ -114,6 +120,9 @@ class StoreDemand:
 
     def forget_drains(self, instance_ids: Sequence[str]) -> None:
         self._store.forget_drains(instance_ids)
+
+    def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
+        self._store.record_pool_rates(rates)
 
     def finished_since(self, since: datetime) -> list[FinishedWork]:
         return [

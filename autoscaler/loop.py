@@ -44,6 +44,7 @@ from kernel.market import Market
 log = logging.getLogger(__name__)
 # How long a reservation outlives the expected boot and model load.
 RESERVATION_GRACE = timedelta(minutes=10)
+RATES_REFRESH = timedelta(minutes=10)
 
 
 @dataclass
@@ -85,6 +86,9 @@ class AutoscalerLoop:
     # elsewhere from their checkpoints, as after an interruption).
     drain_timeout: timedelta = timedelta(minutes=10)
     leaving: set[str] = field(default_factory=set)  # asked to drain, not yet terminated
+    # Spot pools' interruption rates last shared with the control plane, and when.
+    shared_rates: dict[tuple[str, str], float] = field(default_factory=dict)
+    shared_at: datetime | None = None
 
     def pools(self) -> list[Pool]:
         return [
@@ -204,6 +208,22 @@ class AutoscalerLoop:
             await asyncio.to_thread(self.demand.forget_drains, gone)
         self.leaving = set(requests) - set(gone)
 
+    async def _share_rates(self, market: MarketSnapshot, now: datetime) -> None:
+        """Each spot pool's interruption rate, for the control plane to send with assignments
+        (the checkpoint interval of a job on that pool); written when it moved or grew old."""
+        rates = {
+            (pool.instance_type, pool.availability_zone): quote.interruptions_per_hour
+            for pool, quote in market.quotes.items()
+            if pool.market is Market.SPOT
+        }
+        moved = rates.keys() != self.shared_rates.keys() or any(
+            abs(rate - self.shared_rates[key]) > 0.1 * max(rate, self.shared_rates[key])
+            for key, rate in rates.items()
+        )
+        if moved or self.shared_at is None or now - self.shared_at >= RATES_REFRESH:
+            await asyncio.to_thread(self.demand.record_pool_rates, rates)
+            self.shared_rates, self.shared_at = rates, now
+
     def learn(self) -> None:
         """The throughput model learns each finished job's pace on its instance's GPU family
         (jobs from the last day at the first call: a restart keeps what was measured)."""
@@ -232,6 +252,7 @@ class AutoscalerLoop:
         queue, and today's spend (accrued unless given)."""
         now = self.clock.now()
         market = self.capacity.screen(await self.market.snapshot(self.pools()))
+        await self._share_rates(market, now)
         instances = tuple(self.instance_views(busy, market))
         if spent_today is None:
             spent_today = self.spend.accrue(now, sum(i.price_per_hour for i in instances))

@@ -185,6 +185,9 @@ class Command(_Message):
     spec: JobSpec | None = None
     resume_from: str | None = Field(default=None, max_length=1024)
     resume_step: int | None = Field(default=None, ge=0, le=MAX_COUNT)  # resume_from's step
+    # The worker's pool's mean time between interruptions as measured (spot only): the job
+    # checkpoints at the Young/Daly interval for it.
+    mtbi_seconds: float | None = Field(default=None, gt=0, le=10 * 365 * 86400)
 
 
 WorkerMessage = Annotated[Hello | Heartbeat | WorkerEvent | Status, Field(discriminator="type")]

@@ -113,3 +113,6 @@ class HomeZones:
 
     def forget_drains(self, instance_ids: Sequence[str]) -> None:
         self._inner.forget_drains(instance_ids)
+
+    def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
+        self._inner.record_pool_rates(rates)

@@ -170,7 +170,13 @@ class InstantRunner(JobRunner):
         """Preflight's model load and one-step smoke run: nothing to load, nothing to run."""
         return cast(Renderer, NothingToRender()), cast(CachedModel, None)
 
-    async def run(self, spec: JobSpec, attempt: int, resume_from: str | None = None) -> JobReport:
+    async def run(
+        self,
+        spec: JobSpec,
+        attempt: int,
+        resume_from: str | None = None,
+        mtbi_seconds: float | None = None,
+    ) -> JobReport:
         return JobReport(
             job_id=spec.job_id, attempt=attempt, status=RunStatus.SUCCEEDED,
             steps_done=spec.steps, total_steps=spec.steps,

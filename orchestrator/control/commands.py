@@ -14,6 +14,7 @@ from kernel.clock import Clock
 from kernel.job_record import JobRecord, Placement
 from kernel.mqtt_link import NotConnected
 from kernel.worker_protocol import Channel, Command, CommandKind, topic
+from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.settings import ControlSettings, ControlStats, WorkerLink
 
 log = logging.getLogger(__name__)
@@ -26,8 +27,14 @@ def command_id(kind: CommandKind, job: JobRecord) -> str:
 
 class CommandSender:
     def __init__(
-        self, link: WorkerLink, clock: Clock, settings: ControlSettings, stats: ControlStats
+        self,
+        link: WorkerLink,
+        clock: Clock,
+        settings: ControlSettings,
+        stats: ControlStats,
+        pace: CheckpointPace | None = None,
     ) -> None:
+        self._pace = pace  # each assignment's checkpoint interval (None: the worker's own)
         self._link = link
         self._clock = clock
         self._settings = settings
@@ -49,6 +56,8 @@ class CommandSender:
     ) -> None:
         """Publish side by side: each QoS 1 publish waits for its PUBACK, and a thousand of
         them one after another would take seconds."""
+        if self._pace is not None and any(kind is CommandKind.ASSIGN for _, kind in commands):
+            await self._pace.refresh()
         await asyncio.gather(*(self.send(p, kind, force) for p, kind in commands))
 
     async def send(self, placement: Placement, kind: CommandKind, force: bool = False) -> bool:
@@ -78,6 +87,9 @@ class CommandSender:
             spec=job.spec if kind is CommandKind.ASSIGN else None,
             resume_from=job.last_checkpoint if kind is CommandKind.ASSIGN else None,
             resume_step=job.checkpoint_step if kind is CommandKind.ASSIGN else None,
+            mtbi_seconds=self._pace.mtbi_seconds(placement.worker_id)
+            if self._pace is not None and kind is CommandKind.ASSIGN
+            else None,
         )
         try:
             await self._link.publish(

@@ -30,6 +30,7 @@ from kernel.worker_protocol import (
 )
 from orchestrator.control.admission import Inbound, admit
 from orchestrator.control.apply import as_move
+from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.drains import Drains
 from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event, requeue
@@ -85,7 +86,8 @@ class ControlPlaneService:
         # (worker, GPU) a preemption is freeing -> the job it is freed for, until it is placed.
         self._freeing: dict[tuple[str, int], str] = {}
         self.link: WorkerLink = connect(self.on_message)
-        self._commands = CommandSender(self.link, clock, settings, self.stats)
+        pace = CheckpointPace(store, self.registry, clock)
+        self._commands = CommandSender(self.link, clock, settings, self.stats, pace)
         self._drains = Drains(store, self.registry, self._move_jobs_off)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -263,9 +265,8 @@ class ControlPlaneService:
     # -- what EventBridge says about instances -------------------------------------------------
 
     async def interrupt_instance(self, instance_id: str, reason: str) -> list[str]:
-        """A spot warning for an instance: checkpoint-and-move its workers' jobs. Returns the
-        workers affected. (The autoscaler learns the pool's interruption on its own, from the
-        spot instance that vanishes.)"""
+        """A spot warning: checkpoint-and-move its workers' jobs; returns those workers. (The
+        autoscaler learns of the interruption on its own, from the instance that vanishes.)"""
         await self._record_gone(instance_id, reason)
         async with self._lock:
             workers = self.registry.by_instance(instance_id)

@@ -95,6 +95,8 @@ class ControlStore(Protocol):
 
     def mark_drained(self, instance_ids: list[str]) -> None: ...
 
+    def pool_rates(self) -> dict[tuple[str, str], float]: ...
+
 
 class GoneInstances(Protocol):
     """Where instances that are gone are remembered (InstanceLedger)."""

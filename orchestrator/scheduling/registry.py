@@ -85,6 +85,10 @@ class WorkerRegistry:
     def by_instance(self, instance_id: str) -> list[str]:
         return [w for w, r in self._workers.items() if r.hello.instance_id == instance_id]
 
+    def hello(self, worker_id: str) -> Hello | None:
+        record = self._workers.get(worker_id)
+        return record.hello if record else None
+
     def health(self, worker_id: str) -> WorkerHealth | None:
         record = self._workers.get(worker_id)
         return record.health if record else None

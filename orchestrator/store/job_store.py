@@ -34,6 +34,7 @@ from kernel.job_state import ACTIVE_STATES, JobState, check_transition
 from orchestrator.store.base import CURRENT_ATTEMPT, utc
 from orchestrator.store.drains import DrainBook
 from orchestrator.store.intake_ledger import IntakeLedger
+from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.reservations import ReservationBook
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, ReservationRow
 
@@ -41,7 +42,7 @@ from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, Reserv
 WORKER_FAULT = "worker_fault"
 
 
-class JobStore(IntakeLedger, ReservationBook, DrainBook):
+class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
     # -- the state machine ------------------------------------------------------------------
 
     def transition(

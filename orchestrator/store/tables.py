@@ -119,3 +119,14 @@ class DrainRequestRow(SQLModel, table=True):
     reason: str = Field(sa_column=Column(Text, nullable=False))
     asked_at: datetime = Field(sa_column=_utc_column())
     drained_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+
+
+class PoolRateRow(SQLModel, table=True):
+    """A spot pool's interruption rate as the autoscaler last measured it."""
+
+    __tablename__ = "pool_rates"
+
+    instance_type: str = Field(primary_key=True, max_length=64)
+    availability_zone: str = Field(primary_key=True, max_length=64)
+    interruptions_per_hour: float
+    measured_at: datetime = Field(sa_column=_utc_column())

@@ -82,6 +82,9 @@ class JobRunner:
         self._renderers: dict[Path, Renderer] = {}
         self._checkpoint_request = asyncio.Event()
         self._write_estimate = settings.initial_checkpoint_write_s
+        # The current job's pool's mean time between interruptions, as the control plane
+        # measured it (None: this worker's own setting).
+        self._mtbi_s: float | None = None
         self.on_step: StepObserver | None = None
         self.on_checkpoint: CheckpointObserver | None = None
 
@@ -103,7 +106,16 @@ class JobRunner:
             self._renderers[model.path] = renderer
         return renderer, model
 
-    async def run(self, spec: JobSpec, attempt: int, resume_from: str | None = None) -> JobReport:
+    async def run(
+        self,
+        spec: JobSpec,
+        attempt: int,
+        resume_from: str | None = None,
+        mtbi_seconds: float | None = None,
+    ) -> JobReport:
+        """`mtbi_seconds`: the pool's measured mean time between interruptions, which sets
+        the Young/Daly checkpoint interval of this run (else the worker's setting)."""
+        self._mtbi_s = mtbi_seconds
         report = JobReport(
             job_id=spec.job_id, attempt=attempt, status=RunStatus.FAILED, steps_done=0,
             total_steps=spec.steps,
@@ -178,7 +190,7 @@ class JobRunner:
     def _interval(self) -> float:
         return checkpoint_interval(
             self._write_estimate,
-            self._settings.mean_time_between_interruptions_s,
+            self._mtbi_s or self._settings.mean_time_between_interruptions_s,
             self._settings.max_checkpoint_interval_s,
         )
 

@@ -340,7 +340,7 @@ class WorkerService:
             else:
                 await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt)
                 outcome = await self._outcome(
-                    await slot.runner.run(spec, attempt, command.resume_from)
+                    await slot.runner.run(spec, attempt, command.resume_from, command.mtbi_seconds)
                 )
             self._state.recent.append(outcome)
         finally:

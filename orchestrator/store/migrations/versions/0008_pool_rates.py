@@ -1,0 +1,31 @@
+"""Pool interruption rates: what the autoscaler measured for each spot pool, so the control
+plane can send each assignment the Young/Daly checkpoint interval of its worker's pool.
+
+Revision ID: 0008
+Revises: 0007
+Create Date: 2026-12-03
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0008"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "pool_rates",
+        sa.Column("instance_type", sa.String(length=64), primary_key=True),
+        sa.Column("availability_zone", sa.String(length=64), primary_key=True),
+        sa.Column("interruptions_per_hour", sa.Float(), nullable=False),
+        sa.Column("measured_at", sa.DateTime(timezone=True), nullable=False),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("pool_rates")
