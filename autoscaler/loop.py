@@ -38,7 +38,7 @@ from autoscaler.snapshot import (
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
-from kernel.job_record import Reservation
+from kernel.job_record import DrainKind, Reservation
 from kernel.market import Market
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,9 @@ class AutoscalerLoop:
                 continue  # terminated already; EC2 will stop listing it
             elif request.drained_at is not None:
                 ready.append(Terminate(instance_id, f"drained: {request.reason}"))
-            elif now - request.asked_at >= self.drain_timeout:
+            elif (
+                request.kind is DrainKind.SCALE_IN and now - request.asked_at >= self.drain_timeout
+            ):
                 ready.append(Terminate(instance_id, f"not drained in time: {request.reason}"))
         done = await self.actuator.execute(Plan(terminations=tuple(ready)))
         for termination in ready:

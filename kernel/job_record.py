@@ -58,14 +58,22 @@ class JobMove:
     gpu_index: int | None = None
 
 
+class DrainKind(StrEnum):
+    # The autoscaler scales in: what runs there checkpoints and moves now.
+    SCALE_IN = "scale-in"
+    # AWS recommends replacing the instance (rebalance): what runs there goes on to its end.
+    REBALANCE = "rebalance"
+
+
 @dataclass(frozen=True)
 class DrainRequest:
-    """The autoscaler wants an instance empty before it terminates it."""
+    """An instance to empty, then terminate; no new work goes there meanwhile."""
 
     instance_id: str
     reason: str
     asked_at: datetime
     drained_at: datetime | None = None  # set by the control plane once nothing runs there
+    kind: DrainKind = DrainKind.SCALE_IN
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Scale-in drains before it terminates: the control plane assigns nothing more to an instance
+"""Scale-in drains before it terminates, and a rebalance recommendation drains the same way from
+EventBridge and from IMDS: the control plane assigns nothing more to an instance
 the autoscaler asked to drain, moves its running job off (checkpoint first), and reports the
 instance empty only when nothing runs there. The real control plane on a fake clock and a real
 store; the autoscaler's side is in tests/autoscaler/test_loop.py."""
@@ -7,12 +8,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from kernel.clock import FakeClock
-from kernel.job_record import Submission
+from kernel.job_record import DrainKind, Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
-from kernel.worker_protocol import Channel, CommandKind, EventKind, topic
+from kernel.worker_protocol import Channel, CommandKind, EventKind, WorkerEvent, topic
+from orchestrator.control.service import ControlPlaneService
 from orchestrator.store.job_store import JobStore
+from simulator.fakes import MemoryLink
 from tests.support import job_dict
 from tests.test_authorised_events import INSTANCES, event, hello, placed, plane_in_memory
 from tests.test_faulty_worker import heartbeats
@@ -67,3 +72,49 @@ async def test_a_busy_instance_is_drained_once_its_job_has_moved(
     assert moved.state is JobState.ASSIGNED
     assert moved.worker_id == other  # resumes on the other instance, from its checkpoint
     assert moved.last_checkpoint == checkpoint
+
+
+async def _running(
+    store: JobStore, clock: FakeClock
+) -> tuple[ControlPlaneService, MemoryLink, str]:
+    plane, link = plane_in_memory(store, clock)
+    owner = await placed(store, clock, plane)
+    await plane.on_message(
+        topic(owner, Channel.EVENTS), event(owner, EventKind.STARTED, "victim", 1)
+    )
+    await plane.apply_pending()
+    return plane, link, owner
+
+
+@pytest.mark.parametrize("source", ["eventbridge", "imds"])
+async def test_a_rebalance_recommendation_stops_assignments_and_lets_the_job_finish(
+    store: JobStore, clock: FakeClock, source: str
+) -> None:
+    """The same from EventBridge and from the worker's IMDS: no new work there, the running
+    job is not interrupted, and the instance is reported empty once it finishes (the
+    autoscaler then terminates it; meanwhile it buys capacity elsewhere)."""
+    plane, link, owner = await _running(store, clock)
+    instance = INSTANCES[owner]
+    if source == "eventbridge":
+        await plane.stop_assigning(instance, "EC2 Instance Rebalance Recommendation")
+    else:
+        notice = WorkerEvent(worker_id=owner, sent_at=clock.now(), event_id="e-notice-1",
+                             kind=EventKind.NOTICE_SEEN, notice="rebalance")  # fmt: skip
+        await plane.on_message(topic(owner, Channel.EVENTS), notice.model_dump_json().encode())
+        await plane.apply_pending()
+    request = store.drain_requests()[instance]
+    assert request.kind is DrainKind.REBALANCE
+    store.accept_batch([Submission(parse_job(job_dict("newcomer"), now=None), "m-new")])
+    await plane.tick()
+    assert store.get("victim").state is JobState.RUNNING  # not interrupted
+    assert not [c for c in link.commands if c.kind is CommandKind.CHECKPOINT_NOW]
+    assert store.get("newcomer").worker_id != owner
+    assert store.drain_requests()[instance].drained_at is None
+
+    output = "s3://framefleet-output/videos/victim.mp4"
+    finished = event(owner, EventKind.FINISHED, "victim", 1, output=output)
+    await plane.on_message(topic(owner, Channel.EVENTS), finished)
+    await plane.apply_pending()
+    await plane.tick()
+    assert store.get("victim").state is JobState.SUCCEEDED
+    assert store.drain_requests()[instance].drained_at is not None

@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from dataclasses import replace
 from datetime import datetime
 
 from kernel.clock import Clock
 from kernel.job_record import JobRecord, Placement
+from kernel.job_state import ACTIVE_STATES
 from kernel.mqtt_link import NotConnected
-from kernel.worker_protocol import Channel, Command, CommandKind, topic
+from kernel.worker_protocol import Channel, Command, CommandKind, WorkerEvent, topic
 from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.settings import ControlSettings, ControlStats, WorkerLink
 
@@ -101,3 +103,15 @@ class CommandSender:
         self._last_sent[key] = (now, sends + 1)
         self._stats.commands_sent += 1
         return True
+
+    async def cancel_zombie(self, job: JobRecord, event: WorkerEvent) -> None:
+        """A worker runs an attempt the job has left (it was cut off, the job moved on): stop
+        it, so its GPU is free for the work the scheduler believes it can give it."""
+        if job.state in ACTIVE_STATES and event.attempt == job.attempt:
+            return
+        attempt = event.attempt or 0
+        zombie = Placement(replace(job, attempt=attempt), event.worker_id, 0, self._clock.now())
+        if not await self.send(zombie, CommandKind.CANCEL):
+            return
+        log.info("cancelled %s attempt %d on %s: the job is %s at attempt %d", job.job_id,
+                 attempt, event.worker_id, job.state.value, job.attempt)  # fmt: skip

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from kernel.job_record import DrainRequest, Placement
+from kernel.job_record import DrainKind, DrainRequest, Placement
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
 
@@ -45,15 +45,18 @@ class Drains:
         for request in pending:
             workers = set(self._registry.by_instance(request.instance_id))
             asked_workers |= workers
-            reason = f"scale-in: {request.reason}"
+            reason = f"{request.kind.value}: {request.reason}"
             for worker_id in workers:
                 if self._registry.health(worker_id) in _ASSIGNABLE:
                     log.info("draining %s: %s", worker_id, reason)
                     self._registry.mark(worker_id, WorkerHealth.DRAINING, reason)
             busy = {p.worker_id for p in placements if p.worker_id in workers}
-            for worker_id in busy - self._moving:
-                self._moving.add(worker_id)
-                await self._move_jobs_off(worker_id, reason)
+            # Scale-in moves what runs there now; a rebalance lets it run to its end (or to a
+            # spot notice, which moves it).
+            if request.kind is DrainKind.SCALE_IN:
+                for worker_id in busy - self._moving:
+                    self._moving.add(worker_id)
+                    await self._move_jobs_off(worker_id, reason)
             if not busy:
                 empty.append(request.instance_id)
         self._moving &= asked_workers

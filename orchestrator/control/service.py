@@ -12,13 +12,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import replace
 from datetime import timedelta
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import ConcurrentModification, FrameFleetError
-from kernel.job_record import JobMove, JobRecord, Placement
-from kernel.job_state import ACTIVE_STATES, JobState
+from kernel.job_record import DrainKind, JobMove, JobRecord, Placement
+from kernel.job_state import JobState
 from kernel.worker_protocol import (
     Channel,
     CommandKind,
@@ -50,6 +49,7 @@ from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
 
 log = logging.getLogger(__name__)
+REBALANCE_NOTICE = "rebalance"  # a worker's notice_seen: what its IMDS showed
 WORKER_TOPICS = [
     f"ff/v1/workers/+/{channel.value}"
     for channel in (Channel.HELLO, Channel.HEARTBEAT, Channel.EVENTS, Channel.STATUS)
@@ -192,6 +192,10 @@ class ControlPlaneService:
                 self.registry.on_status(message)
                 if not message.online:
                     await self._worker_gone(message.worker_id, "worker went offline")
+            elif (message.notice or "").startswith(REBALANCE_NOTICE):
+                hello = self.registry.hello(message.worker_id)
+                if hello is not None:  # admitted messages come from workers that said hello
+                    await self.stop_assigning(hello.instance_id, f"{message.notice} in IMDS")
             else:
                 await self._interrupt(message.worker_id, f"notice: {message.notice}")
         await self._apply_events(events)
@@ -222,21 +226,9 @@ class ControlPlaneService:
                 decision = apply_event(job, event, now, self._settings.retry)
                 decided.append((job, decision, item))
                 if event.kind is EventKind.STARTED and isinstance(decision, Ignore):
-                    await self._cancel_zombie(job, event)
+                    await self._commands.cancel_zombie(job, event)
             await self._commit(decided)
             items = later
-
-    async def _cancel_zombie(self, job: JobRecord, event: WorkerEvent) -> None:
-        """A worker runs an attempt the job has left (it was cut off, the job moved on): stop
-        it, so its GPU is free for the work the scheduler believes it can give it."""
-        if job.state in ACTIVE_STATES and event.attempt == job.attempt:
-            return
-        attempt = event.attempt or 0
-        zombie = Placement(replace(job, attempt=attempt), event.worker_id, 0, self._clock.now())
-        if not await self._commands.send(zombie, CommandKind.CANCEL):
-            return
-        log.info("cancelled %s attempt %d on %s: the job is %s at attempt %d", job.job_id,
-                 attempt, event.worker_id, job.state.value, job.attempt)  # fmt: skip
 
     async def _commit(self, decided: list[tuple[JobRecord, Decision, Inbound | None]]) -> None:
         """Write the moves; `None` for the cause marks a decision of the control plane's own."""
@@ -280,10 +272,10 @@ class ControlPlaneService:
         self.registry.instance_gone(instance_id)
 
     async def stop_assigning(self, instance_id: str, reason: str) -> None:
-        async with self._lock:
-            for worker_id in self.registry.by_instance(instance_id):
-                log.info("no new work for %s: %s", worker_id, reason)
-                self.registry.mark(worker_id, WorkerHealth.DRAINING, reason)
+        """A rebalance recommendation (EventBridge, or a worker's IMDS): no new work there, its
+        jobs run on, and the autoscaler replaces it now and terminates it once it is empty."""
+        why = f"rebalance recommendation: {reason}"
+        await asyncio.to_thread(self._store.ask_to_drain, [instance_id], why, DrainKind.REBALANCE)
 
     async def instance_gone(self, instance_id: str, reason: str) -> None:
         await self._record_gone(instance_id, reason)

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from kernel.errors import FrameFleetError
 from kernel.job_record import (
+    DrainKind,
     DrainRequest,
     JobChanges,
     JobMove,
@@ -92,6 +93,10 @@ class ControlStore(Protocol):
     def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]: ...
 
     def drain_requests(self) -> dict[str, DrainRequest]: ...
+
+    def ask_to_drain(
+        self, instance_ids: Sequence[str], reason: str, kind: DrainKind = ...
+    ) -> None: ...
 
     def mark_drained(self, instance_ids: list[str]) -> None: ...
 

@@ -7,21 +7,24 @@ from collections.abc import Sequence
 
 from sqlmodel import col, delete, select
 
-from kernel.job_record import DrainRequest
+from kernel.job_record import DrainKind, DrainRequest
 from orchestrator.store.base import StoreBase, utc
 from orchestrator.store.tables import DrainRequestRow
 
 
 class DrainBook(StoreBase):
-    def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None:
+    def ask_to_drain(
+        self, instance_ids: Sequence[str], reason: str, kind: DrainKind = DrainKind.SCALE_IN
+    ) -> None:
         """Idempotent: an instance asked twice keeps its first request."""
         if not instance_ids:
             return
         with self._session() as session:
             for instance_id in instance_ids:
                 if session.get(DrainRequestRow, instance_id) is None:
-                    session.add(DrainRequestRow(instance_id=instance_id, reason=reason[:500],
-                                                asked_at=self._clock.now()))  # fmt: skip
+                    row = DrainRequestRow(instance_id=instance_id, reason=reason[:500],
+                                          asked_at=self._clock.now(), kind=kind.value)  # fmt: skip
+                    session.add(row)
             session.commit()
 
     def drain_requests(self) -> dict[str, DrainRequest]:
@@ -29,7 +32,8 @@ class DrainBook(StoreBase):
             rows = session.exec(select(DrainRequestRow)).all()
         return {
             r.instance_id: DrainRequest(r.instance_id, r.reason, utc(r.asked_at),
-                                        utc(r.drained_at) if r.drained_at else None)
+                                        utc(r.drained_at) if r.drained_at else None,
+                                        DrainKind(r.kind))
             for r in rows
         }  # fmt: skip
 

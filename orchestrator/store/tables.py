@@ -119,6 +119,7 @@ class DrainRequestRow(SQLModel, table=True):
     reason: str = Field(sa_column=Column(Text, nullable=False))
     asked_at: datetime = Field(sa_column=_utc_column())
     drained_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    kind: str = Field(default="scale-in", max_length=16)  # DrainKind
 
 
 class PoolRateRow(SQLModel, table=True):

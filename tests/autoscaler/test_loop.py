@@ -23,7 +23,7 @@ from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
-from kernel.job_record import JobChanges, JobMove, JobRecord, Submission
+from kernel.job_record import DrainKind, JobChanges, JobMove, JobRecord, Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.market import Market
@@ -208,3 +208,24 @@ async def test_the_throughput_model_learns_from_jobs_finished_on_the_fleet(
     assert loop.model.seconds_per_step(shape, "v100") == pytest.approx(measured, rel=1e-3)
     await loop.once()  # a job is learned from once
     assert loop.model.seconds_per_step(shape, "v100") == pytest.approx(measured, rel=1e-3)
+
+
+async def test_a_rebalanced_instance_is_replaced_now_and_terminated_once_empty(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(queued_store, trace_clock, ec2)
+    await loop.once()
+    instance = next(iter(ec2.instances))
+    queued_store.ask_to_drain([instance], "EC2 Instance Rebalance Recommendation",
+                              DrainKind.REBALANCE)  # fmt: skip
+    await loop.once()
+    # No longer capacity to plan with, so its jobs' replacement can be bought now.
+    assert instance in loop.leaving
+    # Its jobs run to their end: no drain timeout cuts a rebalance short.
+    trace_clock.advance(2 * loop.drain_timeout.total_seconds())
+    await loop.once()
+    assert instance in ec2.instances
+    queued_store.mark_drained([instance])
+    await loop.once()
+    assert instance not in ec2.instances

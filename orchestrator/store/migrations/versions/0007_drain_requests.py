@@ -1,5 +1,5 @@
-"""Drain requests: the autoscaler asks the control plane to empty an instance before it
-terminates it (scale-in), and the control plane says when it is empty.
+"""Drain requests: an instance to empty before it is terminated (the autoscaler scaling in, or
+AWS recommending a rebalance); the control plane says when it is empty.
 
 Revision ID: 0007
 Revises: 0006
@@ -24,6 +24,7 @@ def upgrade() -> None:
         sa.Column("reason", sa.Text(), nullable=False),
         sa.Column("asked_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("drained_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("kind", sa.String(length=16), nullable=False, server_default="scale-in"),
     )
 
 
