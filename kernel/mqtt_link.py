@@ -75,6 +75,14 @@ class MqttLink:
             await client.publish(topic, payload, qos=1, retain=retain)
         except aiomqtt.MqttError as error:
             raise NotConnected(f"publish to {topic} failed: {error}") from None
+        except asyncio.CancelledError:
+            # The connection closed under the publish (a broker restart): paho cancels what it
+            # had in flight. That is a lost connection for the caller, not a cancellation of
+            # its task, which would end the loop that published (the control plane's tick).
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            raise NotConnected(f"publish to {topic} cut off: the connection closed") from None
 
     async def run(self, stop: asyncio.Event) -> None:
         backoff = 0.2

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from kernel.clock import SystemClock
+from kernel.clock import FakeClock, SystemClock
 from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink, NotConnected
 from tests.support import async_wait_until
@@ -69,7 +69,7 @@ async def test_publishing_while_disconnected_fails_fast(broker: LocalMosquitto) 
 
 DOOMED_CLIENT = """
 import asyncio, sys
-from kernel.clock import SystemClock
+from kernel.clock import FakeClock, SystemClock
 from kernel.mqtt_link import LastWill, LinkSettings, MqttLink
 
 async def main():
@@ -98,3 +98,22 @@ async def test_the_last_will_is_published_when_a_client_process_dies(
         doomed.send_signal(signal.SIGKILL)
         await doomed.wait()
         await async_wait_until(lambda: ("status/doomed", b"offline") in inbox.messages, within=30)
+
+
+class CutOffClient:
+    """A client whose connection closes under a publish: paho cancels the pending PUBACK."""
+
+    async def publish(self, *args: object, **kwargs: object) -> None:
+        raise asyncio.CancelledError
+
+
+async def test_a_publish_cut_off_by_a_closing_connection_is_not_a_cancellation() -> None:
+    link = MqttLink(LinkSettings(host="127.0.0.1", port=1), [], _ignore, FakeClock())
+    link._client = CutOffClient()  # type: ignore[assignment]
+    link.connected.set()
+    with pytest.raises(NotConnected, match="cut off"):
+        await link.publish("ff/v1/workers/w/cmd", "{}")
+
+
+async def _ignore(topic: str, payload: bytes) -> None:
+    return None

@@ -126,10 +126,13 @@ async def test_control_plane_crash_and_broker_restart_lose_nothing_and_duplicate
         first.send_signal(signal.SIGKILL)
         await first.wait()
         second = await start_control_plane()
-        await async_wait_until(lambda: states().count(JobState.SUCCEEDED) >= 1, 120)
-        await asyncio.to_thread(system.broker.restart)
-        await async_wait_until(lambda: states() == [JobState.SUCCEEDED] * len(specs), 180)
-        second.send_signal(signal.SIGTERM)
+        try:
+            await async_wait_until(lambda: states().count(JobState.SUCCEEDED) >= 1, 120)
+            await asyncio.to_thread(system.broker.restart)
+            await async_wait_until(lambda: states() == [JobState.SUCCEEDED] * len(specs), 180)
+        finally:
+            if second.returncode is None:
+                second.send_signal(signal.SIGTERM)
         assert await second.wait() == 0
     log_file.close()
     for spec in specs:
