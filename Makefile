@@ -26,9 +26,12 @@ typecheck: $(VENV)/.dev-installed
 # Two workers, each taking the next test when it is free (the whole-system demo test takes
 # minutes; the rest fill the other worker meanwhile).
 unit: $(VENV)/.dev-installed
-	$(BIN)/pytest -n 2 --dist worksteal
+	$(BIN)/pytest -n 2 --dist worksteal --durations=10
 
-test: lint typecheck unit
+# The type check (one core, a minute) runs beside the tests, which wait on processes and
+# brokers as much as they compute.
+test: lint
+	$(MAKE) --no-print-directory -j2 typecheck unit
 
 # The demo renders video with the worker agent, so it needs the same install as the tests.
 demo: $(VENV)/.dev-installed
