@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 # How long a reservation outlives the expected boot and model load.
 RESERVATION_GRACE = timedelta(minutes=10)
 RATES_REFRESH = timedelta(minutes=10)
+# How often the throughput model looks for newly finished jobs (a query each time).
+LEARN_EVERY = timedelta(minutes=1)
 
 
 @dataclass
@@ -82,6 +84,7 @@ class AutoscalerLoop:
     book: InstanceBook = field(default_factory=InstanceBook)  # each instance's state
     # Finished jobs up to here have taught the throughput model (None: not started yet).
     learned_until: datetime | None = None
+    learned_at: datetime | None = None  # when it last looked
     # A drain the control plane has not finished by then is cut short (its jobs resume
     # elsewhere from their checkpoints, as after an interruption).
     drain_timeout: timedelta = timedelta(minutes=10)
@@ -229,7 +232,11 @@ class AutoscalerLoop:
     def learn(self) -> None:
         """The throughput model learns each finished job's pace on its instance's GPU family
         (jobs from the last day at the first call: a restart keeps what was measured)."""
-        since = self.learned_until or self.clock.now() - timedelta(days=1)
+        now = self.clock.now()
+        if self.learned_at is not None and now - self.learned_at < LEARN_EVERY:
+            return
+        self.learned_at = now
+        since = self.learned_until or now - timedelta(days=1)
         for work in self.demand.finished_since(since):
             since = max(since, work.finished_at)
             record = self.book.records.get(work.worker_id)

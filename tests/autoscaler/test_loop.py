@@ -15,7 +15,7 @@ from autoscaler.actuation import Actuator
 from autoscaler.demand import StoreDemand, job_demand
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import REASON_TAG
-from autoscaler.loop import AutoscalerLoop, Spend
+from autoscaler.loop import LEARN_EVERY, AutoscalerLoop, Spend
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import TraceMarket, load_trace
@@ -204,8 +204,10 @@ async def test_the_throughput_model_learns_from_jobs_finished_on_the_fleet(
     record = queued_store.get("j0")
     queued_store.transition("j0", JobState.SUCCEEDED, expected_version=record.version,
                             actor="test", reason="done")  # fmt: skip
+    trace_clock.advance(LEARN_EVERY.total_seconds())  # it looks once a minute
     await loop.once()
     assert loop.model.seconds_per_step(shape, "v100") == pytest.approx(measured, rel=1e-3)
+    trace_clock.advance(LEARN_EVERY.total_seconds())
     await loop.once()  # a job is learned from once
     assert loop.model.seconds_per_step(shape, "v100") == pytest.approx(measured, rel=1e-3)
 
