@@ -128,9 +128,9 @@ class StoreDemand:
         return [
             FinishedWork(
                 run.worker_id,
-                demand_of(run.spec, run.started_at, None).shape,
+                demand_of(run.spec, run.finished_at, None).shape,
                 run.spec.steps,
-                (run.finished_at - run.started_at).total_seconds(),
+                run.denoise_seconds,
                 run.finished_at,
             )
             for run in self._store.finished_since(since)

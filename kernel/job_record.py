@@ -41,6 +41,8 @@ class JobChanges:
     # The attempt ends through its worker's fault (or a failed preflight there): that worker
     # is not given this job again.
     worker_fault: bool = False
+    # A finished attempt: GPU seconds its denoising steps took, as the worker measured them.
+    denoise_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ class FinishedRun:
     job_id: str
     spec: JobSpec
     worker_id: str
-    started_at: datetime  # running on the worker (its model loaded)
+    denoise_seconds: float  # all its steps, as the worker measured them
     finished_at: datetime
 
 

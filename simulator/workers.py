@@ -249,7 +249,8 @@ class SimulatedWorker:
         self.job = None
         self.finished(job.spec.job_id, at)
         self._event(at, EventKind.FINISHED, job_id=job.spec.job_id, attempt=job.attempt,
-                    output=f"{job.spec.output}{job.spec.job_id}.mp4", outcome=True)  # fmt: skip
+                    output=f"{job.spec.output}{job.spec.job_id}.mp4", outcome=True,
+                    denoise_seconds=job.spec.steps * self.model.step_seconds)  # fmt: skip
 
     def _key(self, job: _Attempt, step: int) -> str:
         return (f"s3://simulated-checkpoints/{job.spec.job_id}/{job.attempt}/{step:06d}/"

@@ -145,7 +145,8 @@ def apply_event(
     if event.kind is EventKind.FINISHED:
         path = (JobState.SUCCEEDED,) if job.state is not JobState.ASSIGNED else (
             JobState.RUNNING, JobState.SUCCEEDED)  # fmt: skip
-        return Move(path, f"finished on {worker}: {event.output}")
+        timed = JobChanges(denoise_seconds=event.denoise_seconds)
+        return Move(path, f"finished on {worker}: {event.output}", timed)
 
     if event.kind is EventKind.FAILED:
         return _failed(job, event, now, policy)

@@ -169,10 +169,11 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
                     reason=move.reason,
                 )
             )
-            fault = last and move.changes is not None and move.changes.worker_fault
+            changes = move.changes if last and move.changes is not None else JobChanges()
             self._track_attempt(
                 session, move.job_id, attempt, current, target, (move.worker_id, move.gpu_index),
-                now, WORKER_FAULT if fault else target.value,
+                now, WORKER_FAULT if changes.worker_fault else target.value,
+                changes.denoise_seconds,
             )  # fmt: skip
             current = target
 
@@ -200,6 +201,7 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
         placement: tuple[str | None, int | None],
         now: datetime,
         outcome: str,
+        denoise_seconds: float | None = None,
     ) -> None:
         if target is JobState.ASSIGNED:
             worker_id, gpu_index = placement
@@ -217,6 +219,7 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
             if attempt_row is not None and attempt_row.ended_at is None:
                 attempt_row.ended_at = now
                 attempt_row.outcome = outcome
+                attempt_row.denoise_seconds = denoise_seconds
                 session.add(attempt_row)
 
     # -- queries ----------------------------------------------------------------------------
@@ -279,7 +282,8 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
         ]
 
     def finished_since(self, since: datetime, limit: int = 500) -> list[FinishedRun]:
-        """Jobs that succeeded after `since` in their first attempt, oldest first."""
+        """Jobs that succeeded after `since` in their first attempt, with the denoising time
+        their worker reported, oldest first."""
         with self._session() as session:
             rows = session.exec(
                 select(JobRow, JobAttemptRow)
@@ -288,29 +292,21 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
                     col(JobRow.state) == JobState.SUCCEEDED.value,
                     col(JobRow.attempt) == 1,
                     col(JobRow.updated_at) > since,
+                    col(JobAttemptRow.denoise_seconds).is_not(None),
                 )
                 .order_by(col(JobRow.updated_at))
                 .limit(limit)
             ).all()
-            ids = [job.job_id for job, _ in rows]
-            started = dict(
-                session.exec(
-                    select(JobEventRow.job_id, JobEventRow.at).where(
-                        col(JobEventRow.job_id).in_(ids),
-                        col(JobEventRow.to_state) == JobState.RUNNING.value,
-                    )
-                ).all()
-            )
             return [
                 FinishedRun(
                     job.job_id,
                     self._cached_record(job).spec,
                     attempt.worker_id,
-                    utc(started[job.job_id]),
+                    attempt.denoise_seconds,
                     utc(job.updated_at),
                 )
                 for job, attempt in rows
-                if attempt.worker_id is not None and job.job_id in started
+                if attempt.worker_id is not None and attempt.denoise_seconds is not None
             ]
 
     def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]:

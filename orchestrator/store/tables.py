@@ -48,6 +48,7 @@ class JobAttemptRow(SQLModel, table=True):
     started_at: datetime = Field(sa_column=_utc_column())
     ended_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
     outcome: str | None = Field(default=None, max_length=16)
+    denoise_seconds: float | None = Field(default=None)  # a finished attempt's steps
 
 
 class JobEventRow(SQLModel, table=True):

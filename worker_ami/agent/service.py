@@ -357,6 +357,7 @@ class WorkerService:
                 EventKind.FINISHED,
                 output=report.output_video,
                 video_sha256=report.video_sha256,
+                denoise_seconds=round(report.timings.denoise_s, 3),
                 **common,
             )
         if report.status is RunStatus.PREEMPTED:

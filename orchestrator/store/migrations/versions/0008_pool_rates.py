@@ -1,5 +1,6 @@
 """Pool interruption rates: what the autoscaler measured for each spot pool, so the control
-plane can send each assignment the Young/Daly checkpoint interval of its worker's pool.
+plane can send each assignment the Young/Daly checkpoint interval of its worker's pool; and
+each finished attempt's denoising time, which the autoscaler's throughput model learns.
 
 Revision ID: 0008
 Revises: 0007
@@ -25,7 +26,12 @@ def upgrade() -> None:
         sa.Column("interruptions_per_hour", sa.Float(), nullable=False),
         sa.Column("measured_at", sa.DateTime(timezone=True), nullable=False),
     )
+    # What a finished attempt's denoising took: the autoscaler's throughput model learns it.
+    with op.batch_alter_table("job_attempts") as batch:
+        batch.add_column(sa.Column("denoise_seconds", sa.Float(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("job_attempts") as batch:
+        batch.drop_column("denoise_seconds")
     op.drop_table("pool_rates")
