@@ -310,19 +310,23 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
             ]
 
     def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]:
-        """job -> the workers an earlier attempt of it ended on through the worker's fault."""
+        """job -> the workers an earlier attempt of it ended on through the worker's fault.
+        Such attempts are rare and indexed: one small query, whatever the queue's length."""
         if not job_ids:
             return {}
+        wanted = set(job_ids)
         found: dict[str, set[str]] = {}
         with self._session() as session:
             rows = session.exec(
-                select(JobAttemptRow.job_id, JobAttemptRow.worker_id).where(
-                    col(JobAttemptRow.job_id).in_(list(job_ids)),
+                select(JobAttemptRow.job_id, JobAttemptRow.worker_id)
+                .join(JobRow, col(JobRow.job_id) == col(JobAttemptRow.job_id))
+                .where(
                     col(JobAttemptRow.outcome) == WORKER_FAULT,
+                    col(JobRow.state) == JobState.QUEUED.value,
                 )
             ).all()
         for job_id, worker_id in rows:
-            if worker_id is not None:
+            if worker_id is not None and job_id in wanted:
                 found.setdefault(job_id, set()).add(worker_id)
         return found
 

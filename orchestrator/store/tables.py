@@ -47,7 +47,7 @@ class JobAttemptRow(SQLModel, table=True):
     gpu_index: int | None = Field(default=None)
     started_at: datetime = Field(sa_column=_utc_column())
     ended_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
-    outcome: str | None = Field(default=None, max_length=16)
+    outcome: str | None = Field(default=None, max_length=16, index=True)
     denoise_seconds: float | None = Field(default=None)  # a finished attempt's steps
 
 

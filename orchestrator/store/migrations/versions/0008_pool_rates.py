@@ -29,9 +29,12 @@ def upgrade() -> None:
     # What a finished attempt's denoising took: the autoscaler's throughput model learns it.
     with op.batch_alter_table("job_attempts") as batch:
         batch.add_column(sa.Column("denoise_seconds", sa.Float(), nullable=True))
+    # The scheduler asks for attempts that ended through a worker's fault at every tick.
+    op.create_index("ix_job_attempts_outcome", "job_attempts", ["outcome"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_job_attempts_outcome", table_name="job_attempts")
     with op.batch_alter_table("job_attempts") as batch:
         batch.drop_column("denoise_seconds")
     op.drop_table("pool_rates")
