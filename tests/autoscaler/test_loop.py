@@ -73,6 +73,14 @@ def autoscaler(store: JobStore, clock: FakeClock, ec2: FakeEc2) -> AutoscalerLoo
     )
 
 
+async def bought(store: JobStore, clock: FakeClock) -> tuple[FakeEc2, AutoscalerLoop, str]:
+    """A first round bought instances for the queue; one of them."""
+    ec2 = FakeEc2(clock)
+    loop = autoscaler(store, clock, ec2)
+    await loop.once()
+    return ec2, loop, next(iter(ec2.instances))
+
+
 async def test_capacity_errors_send_the_launch_to_other_pools(
     queued_store: JobStore, trace_clock: FakeClock
 ) -> None:
@@ -132,10 +140,7 @@ async def test_idle_instances_go_after_the_timeout_and_spend_is_accrued(
 async def test_a_drain_the_control_plane_never_finishes_is_cut_short(
     queued_store: JobStore, trace_clock: FakeClock
 ) -> None:
-    ec2 = FakeEc2(trace_clock)
-    loop = autoscaler(queued_store, trace_clock, ec2)
-    await loop.once()
-    instance = next(iter(ec2.instances))
+    ec2, loop, instance = await bought(queued_store, trace_clock)
     queued_store.ask_to_drain([instance], "scale-in: idle")
     await loop.once()
     assert instance in ec2.instances
@@ -188,10 +193,7 @@ def test_progress_is_the_stored_step_of_the_newest_checkpoint(queued_store: JobS
 async def test_the_throughput_model_learns_from_jobs_finished_on_the_fleet(
     queued_store: JobStore, trace_clock: FakeClock
 ) -> None:
-    ec2 = FakeEc2(trace_clock)
-    loop = autoscaler(queued_store, trace_clock, ec2)
-    await loop.once()
-    instance = next(iter(ec2.instances))
+    _ec2, loop, instance = await bought(queued_store, trace_clock)
     job = queued_store.get("j0")
     shape = job_demand(job).shape
     prior = loop.model.seconds_per_step(shape, "v100")
@@ -217,10 +219,7 @@ async def test_the_throughput_model_learns_from_jobs_finished_on_the_fleet(
 async def test_a_rebalanced_instance_is_replaced_now_and_terminated_once_empty(
     queued_store: JobStore, trace_clock: FakeClock
 ) -> None:
-    ec2 = FakeEc2(trace_clock)
-    loop = autoscaler(queued_store, trace_clock, ec2)
-    await loop.once()
-    instance = next(iter(ec2.instances))
+    ec2, loop, instance = await bought(queued_store, trace_clock)
     queued_store.ask_to_drain([instance], "EC2 Instance Rebalance Recommendation",
                               DrainKind.REBALANCE)  # fmt: skip
     await loop.once()
