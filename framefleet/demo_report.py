@@ -34,7 +34,7 @@ FLEET_EVENTS = {
     "worker_started": "instance up, worker started",
     "spot_notice": "spot interruption notice (IMDS + EventBridge)",
     "spot_reclaimed": "reclaimed by the spot market",
-    "worker_stopped": "terminated in EC2, worker stopped",
+    "worker_stopped": "worker stopped",
 }
 
 
@@ -191,6 +191,8 @@ def timeline_rows(
             where = f"{entry.get('market', '')} {entry.get('zone', '')}".strip()
             if entry["kind"] == "spot_reclaimed":
                 where += ", with notice" if entry.get("notice") else ", NO notice: process killed"
+            elif entry["kind"] == "worker_stopped":
+                where += f" ({entry.get('why', '')})"  # terminated in EC2, or the demo ends
             at = datetime.fromisoformat(entry["at"])
             subject = str(entry.get("instance_id", ""))
             rows.append(TimelineRow(at, FLEET_EVENTS[entry["kind"]], subject, where))
