@@ -15,6 +15,10 @@ from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, R
 from kernel.job_spec import JobSpec
 
 
+def shape_of(spec: JobSpec) -> WorkShape:
+    return WorkShape(spec.model, spec.width, spec.height, spec.num_frames)
+
+
 def demand_of(
     spec: JobSpec, submitted_at: datetime, deadline: datetime | None, done: int = 0
 ) -> JobDemand:
@@ -23,7 +27,7 @@ def demand_of(
         priority=spec.priority,
         submitted_at=submitted_at,
         deadline=deadline,
-        shape=WorkShape(spec.model, spec.width, spec.height, spec.num_frames),
+        shape=shape_of(spec),
         steps_total=spec.steps,
         steps_done=min(done, spec.steps),
         min_vram_gib=spec.gpu.min_vram_gib,
@@ -128,7 +132,7 @@ class StoreDemand:
         return [
             FinishedWork(
                 run.worker_id,
-                demand_of(run.spec, run.finished_at, None).shape,
+                shape_of(run.spec),
                 run.spec.steps,
                 run.denoise_seconds,
                 run.finished_at,

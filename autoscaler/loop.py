@@ -205,10 +205,11 @@ class AutoscalerLoop:
                 request.kind is DrainKind.SCALE_IN and now - request.asked_at >= self.drain_timeout
             ):
                 ready.append(Terminate(instance_id, f"not drained in time: {request.reason}"))
-        done = await self.actuator.execute(Plan(terminations=tuple(ready)))
-        for termination in ready:
-            if termination.instance_id in done.terminated:
-                self.book.asked_to_end([termination.instance_id], now, termination.reason)
+        if ready:
+            done = await self.actuator.execute(Plan(terminations=tuple(ready)))
+            for termination in ready:
+                if termination.instance_id in done.terminated:
+                    self.book.asked_to_end([termination.instance_id], now, termination.reason)
         if gone:
             await asyncio.to_thread(self.demand.forget_drains, gone)
         self.leaving = set(requests) - set(gone)

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import tomli_w
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from autoscaler.ec2.adapter import _observed
+from autoscaler.ec2.adapter import observed_instance
+from autoscaler.ec2.ports import FLEET_TAG
 from autoscaler.market.trace import Trace, load_trace
 from framefleet.control_plane import build_store
 from framefleet.demo_outputs import ResumeCheck, check_resumed, download_videos
@@ -57,7 +59,6 @@ from framefleet.demo_stack import (
     embedded_services,
     plane_settings,
     publish_tiny_model,
-    toml_text,
     worker_settings,
 )
 from framefleet.settings import load_settings
@@ -126,15 +127,15 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
     trace_start = options.trace_start or DEFAULT_MOMENT
     trace.tick(trace_start)  # a start outside the trace is one line, now
     _fresh_folders()
-    async with embedded_services(ROOT) as (endpoint, mqtt_port):
+    async with embedded_services() as (endpoint, mqtt_port):
         aws = create_aws(endpoint)
         console.print(f"moto at {endpoint}, amqtt at 127.0.0.1:{mqtt_port}, store {ROOT}/")
         registry = await publish_tiny_model(endpoint, ROOT)
         epoch = datetime.now(UTC)
         config, worker_config = ROOT / "framefleet.toml", ROOT / "worker.toml"
         plane = plane_settings(aws, mqtt_port, ROOT, options, epoch, trace_start)
-        config.write_text(toml_text(plane))
-        worker_config.write_text(toml_text(worker_settings(aws, mqtt_port, registry)))
+        config.write_text(tomli_w.dumps(plane))
+        worker_config.write_text(tomli_w.dumps(worker_settings(aws, mqtt_port, registry)))
         planned = demo_jobs(options.jobs, options.seed, epoch, options.produce_over_seconds)
         replay = ReplayClock(trace_start, epoch, options.speed)
         store = build_store(load_settings(config), replay)
@@ -184,10 +185,10 @@ async def _watch(
     def progress() -> Progress:
         jobs = [j for j in run.store.list_jobs() if j.job_id in wanted]
         found = ec2.describe_instances(Filters=[
-            {"Name": "tag:framefleet:fleet", "Values": [FLEET_ID]},
+            {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET_ID]},
             {"Name": "instance-state-name", "Values": ["pending", "running"]},
         ])  # fmt: skip
-        instances = [_observed(i) for r in found["Reservations"] for i in r["Instances"]]
+        instances = [observed_instance(i) for r in found["Reservations"] for i in r["Instances"]]
         return Progress(datetime.now(UTC), run.started, jobs, len(wanted), instances,
                         read_timeline(TIMELINE))  # fmt: skip
 

@@ -2,7 +2,7 @@
 spread over the run. Priorities, deadlines, GPU needs and cost tags vary; one job is sent twice
 (a producer's retry) and two messages are malformed (a buggy producer sending raw JSON).
 
-    python -m framefleet.demo_producer --config .demo/framefleet.toml --jobs 6 --seed 7
+    python -m framefleet.demo_producer --config .demo/framefleet.toml --jobs 8 --seed 7
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ def price_now(instance: ObservedInstance, trace: Trace, replay: ReplayClock) -> 
     zone = trace.zones.get(instance.pool.availability_zone)
     if instance.pool.market is Market.ON_DEMAND or zone is None:
         return on_demand
-    tick = int((replay.now() - trace.start) / trace.gap)
-    return zone.prices[tick] if 0 <= tick < trace.ticks else on_demand
+    tick = trace.tick_at(replay.now())
+    return on_demand if tick is None else zone.prices[tick]
 
 
 def view(progress: Progress, trace: Trace, replay: ReplayClock) -> Group:

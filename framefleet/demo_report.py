@@ -109,8 +109,8 @@ def bill(lives: Iterable[InstanceLife], trace: Trace, replay: ReplayClock, end: 
     dollars = on_demand = seconds = 0.0
     for life in lives:
         on_demand_rate = ON_DEMAND_PRICES.get(life.instance_type, 0.0)
-        start = _trace_time(replay, life.started)
-        stop = _trace_time(replay, life.ended or end)
+        start = replay.trace_time(life.started)
+        stop = replay.trace_time(life.ended or end)
         zone = trace.zones.get(life.zone)
         at = start
         while at < stop:
@@ -124,10 +124,6 @@ def bill(lives: Iterable[InstanceLife], trace: Trace, replay: ReplayClock, end: 
             seconds += span
             at = tick_end
     return Cost(round(dollars, 2), round(on_demand, 2), seconds / 3600)
-
-
-def _trace_time(replay: ReplayClock, wall: datetime) -> datetime:
-    return replay.trace_start + (wall - replay.epoch) * replay.speed
 
 
 @dataclass

@@ -15,8 +15,8 @@ import json
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from amqtt.broker import Broker
 from moto.server import ThreadedMotoServer
 
 from framefleet.demo_producer import DEMO_MODEL, OUTPUT_BUCKET
+from orchestrator.interruptions.events import REBALANCE, SPOT_WARNING, STATE_CHANGE
 from worker_ami.agent.model_cache import publish_model
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.settings import WorkerSettings
@@ -41,11 +42,7 @@ FLEET_ID = "demo"
 # A slice of the V100 trace shipped with the package, so the demo runs on any clone
 # (framefleet/data/v100-us-east-1/README.md); `--trace` takes the whole one from ../shared.
 DEFAULT_TRACE = Path(__file__).resolve().parent / "data" / "v100-us-east-1"
-EC2_EVENTS = [
-    "EC2 Spot Instance Interruption Warning",
-    "EC2 Instance Rebalance Recommendation",
-    "EC2 Instance State-change Notification",
-]
+EC2_EVENTS = [SPOT_WARNING, REBALANCE, STATE_CHANGE]
 
 
 def free_port() -> int:
@@ -98,30 +95,6 @@ async def publish_tiny_model(endpoint: str, folder: Path) -> Path:
     async with s3_client(WorkerSettings(endpoint_url=endpoint)) as client:
         await publish_model(S3ObjectStore(client), model_dir, uri, DEMO_MODEL, "r1")
     return registry
-
-
-def toml_text(values: Mapping[str, Any], table: str = "") -> str:
-    """A settings file from plain values (str, bool, numbers, lists, nested tables)."""
-    lines, tables = [], []
-    for key, value in values.items():
-        if isinstance(value, Mapping):
-            tables.append(toml_text(value, f"{table}.{key}" if table else key))
-        else:
-            lines.append(f"{key} = {_toml_value(value)}")
-    head = [f"[{table}]"] if table else []
-    return "\n".join(head + lines) + "\n" + "".join("\n" + t for t in tables)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, datetime):
-        return json.dumps(value.isoformat())
-    return json.dumps(str(value))  # a JSON string is a TOML basic string
 
 
 @dataclass(frozen=True)
@@ -193,7 +166,7 @@ def worker_settings(aws: DemoAws, mqtt_port: int, registry: Path) -> dict[str, A
 
 
 @asynccontextmanager
-async def embedded_services(root: Path) -> AsyncIterator[tuple[str, int]]:
+async def embedded_services() -> AsyncIterator[tuple[str, int]]:
     """moto and amqtt, for as long as the demo runs: (AWS endpoint, MQTT port)."""
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
     server.start()
@@ -253,6 +226,7 @@ class Processes:
 @asynccontextmanager
 async def demo_processes(root: Path) -> AsyncIterator[Processes]:
     processes = Processes(root / "logs")
-    async with AsyncExitStack() as stack:
-        stack.push_async_callback(processes.stop_all)
+    try:
         yield processes
+    finally:
+        await processes.stop_all()

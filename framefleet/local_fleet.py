@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from kernel.market import Market
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 
 log = logging.getLogger(__name__)
+PollHook = Callable[[dict[str, ObservedInstance]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,8 @@ class LocalFleet:
         self._started: set[str] = set()  # an instance's process is started once, ever
         self._endings: set[asyncio.Task[None]] = set()
 
-    async def run(self, stop: asyncio.Event, on_poll: Any = None) -> None:
+    async def run(self, stop: asyncio.Event, on_poll: PollHook | None = None) -> None:
+        """Poll EC2 until `stop`; `on_poll` sees the live instances after each poll."""
         try:
             while not stop.is_set():
                 try:

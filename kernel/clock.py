@@ -88,7 +88,11 @@ class ReplayClock:
         self._wall = wall or SystemClock()
 
     def now(self) -> datetime:
-        return self.trace_start + (self._wall.now() - self.epoch) * self.speed
+        return self.trace_time(self._wall.now())
+
+    def trace_time(self, wall: datetime) -> datetime:
+        """The trace's moment at a wall-clock moment."""
+        return self.trace_start + (wall - self.epoch) * self.speed
 
     def monotonic(self) -> float:
         return self._wall.monotonic() * self.speed

@@ -5,18 +5,16 @@ the market and queue as the baselines see them."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from autoscaler.demand import FinishedWork, StoreDemand
+from autoscaler.demand import JobSource, StoreDemand
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import Trace
 from autoscaler.pools import Pool
 from autoscaler.snapshot import JobDemand
-from kernel.job_record import DrainRequest, Reservation
 from kernel.worker_protocol import Command
 from orchestrator.intake.ports import ReceivedMessage
 
@@ -71,19 +69,19 @@ class PricesOnly:
         return MarketSnapshot(seen.at, blind)
 
 
-class HomeZones:
+class HomeZones(StoreDemand):
     """The queue as a single-job baseline sees it: each job may use spot only in its home
     zone, the cheapest with capacity when the job is first seen (the cheapest of all when
-    none has)."""
+    none has). The rest of the store is read and written as the product does."""
 
-    def __init__(self, inner: StoreDemand, trace: Trace) -> None:
-        self._inner = inner
+    def __init__(self, store: JobSource, trace: Trace) -> None:
+        super().__init__(store)
         self._trace = trace
         self.homes: dict[str, str] = {}
 
     def queued(self, now: datetime) -> list[JobDemand]:
         return [replace(j, spot_zones=frozenset({self._home(j.job_id, now)}))
-                for j in self._inner.queued(now)]  # fmt: skip
+                for j in super().queued(now)]  # fmt: skip
 
     def _home(self, job_id: str, now: datetime) -> str:
         if job_id not in self.homes:
@@ -92,27 +90,3 @@ class HomeZones:
             open_zones = [z for z in zones if z.available[tick]] or list(zones)
             self.homes[job_id] = min(open_zones, key=lambda z: (z.prices[tick], z.zone)).zone
         return self.homes[job_id]
-
-    def busy_gpus(self) -> Counter[str]:
-        return self._inner.busy_gpus()
-
-    def reserve(self, reservations: Sequence[Reservation]) -> None:
-        self._inner.reserve(reservations)
-
-    def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
-        return self._inner.reservations(now, job_ids)
-
-    def finished_since(self, since: datetime) -> list[FinishedWork]:
-        return self._inner.finished_since(since)
-
-    def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None:
-        self._inner.ask_to_drain(instance_ids, reason)
-
-    def drains(self) -> dict[str, DrainRequest]:
-        return self._inner.drains()
-
-    def forget_drains(self, instance_ids: Sequence[str]) -> None:
-        self._inner.forget_drains(instance_ids)
-
-    def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
-        self._inner.record_pool_rates(rates)

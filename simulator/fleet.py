@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from autoscaler.actuation import Actuator
-from autoscaler.demand import DemandSource, StoreDemand
+from autoscaler.demand import StoreDemand
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import Trace, TraceMarket
@@ -136,7 +136,6 @@ class FleetSimulation:
         self.cloud = SimulatedEc2(trace, self.clock, setup.boot_seconds, setup.silent_share)
         self.market = TraceMarket(trace, self.clock)
         capacity = CapacityMemory(self.clock)
-        demand = StoreDemand(self.store)
         settings = purchase_settings(setup)
         if not policy.risk_aware:
             settings = replace(settings, max_pool_share=1.0)
@@ -144,7 +143,7 @@ class FleetSimulation:
             market=self.market if policy.risk_aware else PricesOnly(self.market),
             actuator=Actuator(self.cloud, capacity, FLEET_ID, self.clock),
             reconciler=Reconciler(self.cloud, FLEET_ID, self.clock),
-            demand=self._demand(policy, demand),
+            demand=HomeZones(self.store, trace) if policy.home_zone else StoreDemand(self.store),
             capacity=capacity,
             # Priors are seconds per step per megapixel-frame; every simulated job has one shape.
             model=ThroughputModel(priors={self.worker_model.family: step / SHAPE.megapixel_frames}),
@@ -160,9 +159,6 @@ class FleetSimulation:
         self._outbox: list[tuple[str, str]] = []
         self.finished: dict[str, datetime] = {}
         self.finished_twice = 0
-
-    def _demand(self, policy: FleetPolicy, store: StoreDemand) -> DemandSource:
-        return HomeZones(store, self.trace) if policy.home_zone else store
 
     # -- the run -------------------------------------------------------------------------------
 

@@ -7,9 +7,10 @@ import tomllib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import tomli_w
+
 from framefleet.demo_producer import demo_jobs
 from framefleet.demo_report import judge, resumed
-from framefleet.demo_stack import toml_text
 from framefleet.settings import Settings
 from kernel.job_record import JobEvent, JobRecord
 from kernel.job_spec import parse_job
@@ -67,7 +68,7 @@ def test_the_settings_file_reads_back_as_written(tmp_path: Path) -> None:
                        "subnets": {"us-east-1a": "subnet-1"}, "use_create_fleet": False},
         "replay": {"trace": str(tmp_path), "start": NOW, "epoch": NOW, "speed": 240.0},
     }  # fmt: skip
-    text = toml_text(values)
+    text = tomli_w.dumps(values)
     assert tomllib.loads(text)["autoscaler"]["subnets"] == {"us-east-1a": "subnet-1"}
     settings = Settings.model_validate(tomllib.loads(text))
     assert settings.endpoint_url == values["endpoint_url"]

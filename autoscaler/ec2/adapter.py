@@ -196,11 +196,11 @@ class Ec2FleetAdapter:
             async for page in self._ec2.get_paginator("describe_instances").paginate(**query):
                 for reservation in page.get("Reservations", []):
                     for item in reservation.get("Instances", []):
-                        found.append(_observed(item))
+                        found.append(observed_instance(item))
         return found
 
 
-def _observed(item: Any) -> ObservedInstance:
+def observed_instance(item: Any) -> ObservedInstance:
     tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
     spot = item.get("InstanceLifecycle") == "spot" or tags.get(MARKET_TAG) == "spot"
     launched = item["LaunchTime"]

@@ -51,9 +51,14 @@ class Trace:
     def end(self) -> datetime:
         return self.start + self.gap * self.ticks
 
-    def tick(self, at: datetime) -> int:
+    def tick_at(self, at: datetime) -> int | None:
+        """The tick of `at`, or None outside the trace."""
         index = int((at - self.start) / self.gap)
-        if not 0 <= index < self.ticks:
+        return index if 0 <= index < self.ticks else None
+
+    def tick(self, at: datetime) -> int:
+        index = self.tick_at(at)
+        if index is None:
             raise ConfigurationError(
                 f"{at.isoformat()} is outside the trace "
                 f"({self.start:%Y-%m-%d} to {self.end:%Y-%m-%d})"
