@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 
-from kernel.clock import SystemClock
+from kernel.clock import Clock, SystemClock
 from kernel.job_spec import JobSpec, parse_job
 from kernel.mosquitto import LocalMosquitto
 from tests.conftest import Queues
@@ -101,9 +101,10 @@ def make_runner(
     objects: S3ObjectStore,
     registry: ModelRegistry,
     settings: WorkerSettings,
+    clock: Clock | None = None,
     **runner_settings: Any,
 ) -> JobRunner:
-    clock = SystemClock()
+    clock = clock or SystemClock()
     bucket = settings.require_checkpoint_bucket()
     return JobRunner(
         objects=objects,
