@@ -20,6 +20,7 @@ from autoscaler.deadline import (
     new_instance_startup,
 )
 from autoscaler.demand import DemandSource
+from autoscaler.fleet_record import FleetRecord, PriceTape, seen
 from autoscaler.instances import InstanceBook, InstanceState
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
@@ -92,6 +93,10 @@ class AutoscalerLoop:
     # Spot pools' interruption rates last shared with the control plane, and when.
     shared_rates: dict[tuple[str, str], float] = field(default_factory=dict)
     shared_at: datetime | None = None
+    # The cost ledger: told what EC2 lists and what prices do; today's spend comes from it
+    # (without one, spend is accrued in memory from launch prices, as in the planning CLI).
+    record: FleetRecord | None = None
+    price_tape: PriceTape = field(default_factory=PriceTape)
 
     def pools(self) -> list[Pool]:
         return [
@@ -115,6 +120,9 @@ class AutoscalerLoop:
             await self._ask_to_drain(decided.terminations)
             done: Actuation = await self.actuator.execute(replace(decided, terminations=()))
             now = self.clock.now()
+            if self.record is not None and done.launched:
+                launched = seen(instance for _, instance in done.launched)
+                await asyncio.to_thread(self.record.record_instances_seen, launched)
             for launch, instance in done.launched:
                 self.book.bought(instance, launch.price_per_hour, now)
                 self.reconciler.ledger[instance.instance_id] = instance
@@ -169,12 +177,19 @@ class AutoscalerLoop:
         self.book.worked(busy, now)
         orphan = "orphan: no worker came up on it within the grace period"
         self.book.asked_to_end(synced.orphans_terminated, now, orphan)
+        ended = [(instance_id, orphan) for instance_id in synced.orphans_terminated]
         for instance_id in synced.forgotten:
             pool = known[instance_id].pool
-            if self.book.gone(instance_id, pool, now) is InstanceState.INTERRUPTED:
+            state = self.book.gone(instance_id, pool, now)
+            ended.append((instance_id, f"no longer listed by EC2 ({state.value})"))
+            if state is InstanceState.INTERRUPTED:
                 # Its pool's rate and the capacity memory learn from it.
                 self.capacity.interrupted(pool)
                 log.warning("spot instance %s in %s was interrupted", instance_id, pool)
+        if self.record is not None:
+            adopted = seen(self.reconciler.ledger[i] for i in synced.adopted)
+            await asyncio.to_thread(self.record.record_instances_seen, adopted)
+            await self._record_ended(ended, now)
         self.book.forget_long_gone(now)
         return busy
 
@@ -210,9 +225,19 @@ class AutoscalerLoop:
             for termination in ready:
                 if termination.instance_id in done.terminated:
                     self.book.asked_to_end([termination.instance_id], now, termination.reason)
+            await self._record_ended(
+                [(t.instance_id, t.reason) for t in ready if t.instance_id in done.terminated], now
+            )
         if gone:
             await asyncio.to_thread(self.demand.forget_drains, gone)
         self.leaving = set(requests) - set(gone)
+
+    async def _record_ended(self, ended: Sequence[tuple[str, str]], now: datetime) -> None:
+        """The ledger keeps the earliest end reported (EventBridge's, when it came first)."""
+        if self.record is None:
+            return
+        for instance_id, reason in ended:
+            await asyncio.to_thread(self.record.record_instance_ended, instance_id, now, reason)
 
     async def _share_rates(self, market: MarketSnapshot, now: datetime) -> None:
         """Each spot pool's interruption rate, for the control plane to send with assignments
@@ -264,6 +289,10 @@ class AutoscalerLoop:
         market = self.capacity.screen(await self.market.snapshot(self.pools()))
         await self._share_rates(market, now)
         instances = tuple(self.instance_views(busy, market))
+        if self.record is not None:
+            await asyncio.to_thread(self.record.record_prices, self.price_tape.changes(market))
+            if spent_today is None:
+                spent_today = float(await asyncio.to_thread(self.record.spent_today))
         if spent_today is None:
             spent_today = self.spend.accrue(now, sum(i.price_per_hour for i in instances))
         ids = [job.job_id for job in queued]

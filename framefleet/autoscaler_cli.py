@@ -43,6 +43,8 @@ from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError, JobValidationError
 from kernel.job_spec import parse_job
 from kernel.market import Market
+from orchestrator.costs.fleet_record import LedgerRecord
+from orchestrator.costs.ledger import CostLedger
 from orchestrator.store.job_store import JobStore
 
 
@@ -213,6 +215,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             zones=config.zones,
             clock=clock,
             interval_seconds=config.interval_seconds,
+            record=LedgerRecord(store, CostLedger(store, clock, settings.costs.ledger())),
         )
         try:
             yield _Live(loop, store)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
@@ -18,6 +19,7 @@ from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
 from kernel.settings_support import EnvThenTomlSettings, load
+from orchestrator.costs.ledger import CostSettings
 from orchestrator.intake.loop import IntakeSettings
 from orchestrator.interruptions.loop import InterruptionSettings
 
@@ -89,6 +91,21 @@ class AutoscalerConfig(BaseModel):
     advisor_url: str = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
 
 
+class CostsConfig(BaseModel):
+    """The ledger's storage prices and the finance reports' recipients and schedule."""
+
+    ebs_gib: int = Field(default=200, ge=1, le=65536)  # each worker's root volume (gp3)
+    ebs_usd_per_gib_month: Decimal = Field(default=Decimal("0.08"), ge=0)
+    finance_recipients: list[str] = Field(default_factory=list, max_length=50)
+    sender: str | None = None  # a verified SES identity
+    # Periods the control plane sends on schedule, each once, after the period has ended.
+    scheduled_reports: list[Literal["day", "week", "month"]] = ["day", "week"]
+    report_dir: Path = Path("reports")  # where each report's HTML, CSV and charts are kept
+
+    def ledger(self) -> CostSettings:
+        return CostSettings(ebs_gib=self.ebs_gib, ebs_usd_per_gib_month=self.ebs_usd_per_gib_month)
+
+
 class ReplayConfig(BaseModel):
     """A spot trace replayed in compressed time instead of the live market (the demo): the
     autoscaler's prices and spot capacity, and the local fleet's interruptions, come from it.
@@ -132,6 +149,7 @@ class Settings(EnvThenTomlSettings):
     interruptions_queue_url: str | None = None
     interruptions: InterruptionsConfig = Field(default_factory=InterruptionsConfig)
     replay: ReplayConfig | None = None
+    costs: CostsConfig = Field(default_factory=CostsConfig)
 
     def interruption_settings(self) -> InterruptionSettings:
         return InterruptionSettings(

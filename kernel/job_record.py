@@ -43,6 +43,9 @@ class JobChanges:
     worker_fault: bool = False
     # A finished attempt: GPU seconds its denoising steps took, as the worker measured them.
     denoise_seconds: float | None = None
+    # The attempt's costs in time (the ledger's checkpoint overhead and start-up).
+    checkpoint_write_seconds: float = 0.0
+    model_load_seconds: float | None = None
 
 
 @dataclass(frozen=True)

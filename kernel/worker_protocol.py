@@ -152,6 +152,10 @@ class WorkerEvent(_Message):
     video_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     # finished: GPU seconds the denoising steps took (what the autoscaler learns its pace from).
     denoise_seconds: float | None = Field(default=None, ge=0, le=10 * 365 * 86400)
+    # For the cost ledger. checkpoint_durable and preempted: what writing that checkpoint
+    # took; finished, preempted and failed: what loading the model took in this attempt.
+    write_seconds: float | None = Field(default=None, ge=0, le=86400)
+    model_load_seconds: float | None = Field(default=None, ge=0, le=86400)
     # job: the job's own fault; worker: the machine's; refused: declined before starting
     # (draining, GPU busy); preflight: declined because this machine failed its checks for it.
     failure_kind: Literal["job", "worker", "refused", "preflight"] | None = None

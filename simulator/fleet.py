@@ -42,6 +42,8 @@ from kernel.worker_protocol import parse_topic
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
+from orchestrator.costs.fleet_record import LedgerRecord
+from orchestrator.costs.ledger import CostLedger
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
 from orchestrator.store.engine import make_engine
@@ -118,6 +120,7 @@ class FleetSimulation:
         self.worker_model = WorkerModel(**{**setup.worker.__dict__, "step_seconds": step})
         self.store = JobStore(make_engine(f"sqlite:///{database}"), self.clock)
         self.store.upgrade()
+        self.ledger = CostLedger(self.store, self.clock)
         self.link = MemoryLink()
         # Worker messages are handed to the service directly, so the link only takes commands.
         self.control = ControlPlaneService(
@@ -152,6 +155,7 @@ class FleetSimulation:
             clock=self.clock,
             interval_seconds=trace.gap.total_seconds(),
             market_rule=policy.rule,
+            record=LedgerRecord(self.store, self.ledger),
         )
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_hours, j.job_id))
         self._arrivals = list(self.jobs)

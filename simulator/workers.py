@@ -69,6 +69,7 @@ class _Attempt:
     since_checkpoint: float = 0.0
     last_checkpoint: str | None = None
     last_step: int = 0  # of last_checkpoint
+    model_load_seconds: float = 0.0  # what this attempt spent loading the model
 
 
 @dataclass
@@ -220,7 +221,8 @@ class SimulatedWorker:
         resumed = (command.resume_step or 0) * self.model.step_seconds
         self.job = _Attempt(spec, command.attempt, resumed, load,
                             last_checkpoint=command.resume_from,
-                            last_step=command.resume_step or 0)  # fmt: skip
+                            last_step=command.resume_step or 0,
+                            model_load_seconds=load)  # fmt: skip
         self._event(now, EventKind.STARTED, job_id=spec.job_id, attempt=command.attempt)
 
     def _stop_with_checkpoint(self, now: datetime) -> None:
@@ -232,8 +234,11 @@ class SimulatedWorker:
             step = self._step(job)
             key = self._key(job, step)
         self.job = None
+        wrote = key != job.last_checkpoint
         self._event(now, EventKind.PREEMPTED, job_id=job.spec.job_id, attempt=job.attempt,
-                    step=step, checkpoint=key, outcome=True)  # fmt: skip
+                    step=step, checkpoint=key, outcome=True,
+                    write_seconds=self.model.checkpoint_write_seconds if wrote else 0.0,
+                    model_load_seconds=job.model_load_seconds)  # fmt: skip
 
     def _checkpoint_durable(self, job: _Attempt, at: datetime) -> None:
         assert job.writing_step is not None
@@ -242,15 +247,16 @@ class SimulatedWorker:
         job.writing_step = None
         job.since_checkpoint = 0.0
         self._event(at, EventKind.CHECKPOINT_DURABLE, job_id=job.spec.job_id,
-                    attempt=job.attempt, step=job.last_step,
-                    checkpoint=job.last_checkpoint)  # fmt: skip
+                    attempt=job.attempt, step=job.last_step, checkpoint=job.last_checkpoint,
+                    write_seconds=self.model.checkpoint_write_seconds)  # fmt: skip
 
     def _finish(self, job: _Attempt, at: datetime) -> None:
         self.job = None
         self.finished(job.spec.job_id, at)
         self._event(at, EventKind.FINISHED, job_id=job.spec.job_id, attempt=job.attempt,
                     output=f"{job.spec.output}{job.spec.job_id}.mp4", outcome=True,
-                    denoise_seconds=job.spec.steps * self.model.step_seconds)  # fmt: skip
+                    denoise_seconds=job.spec.steps * self.model.step_seconds,
+                    model_load_seconds=job.model_load_seconds)  # fmt: skip
 
     def _key(self, job: _Attempt, step: int) -> str:
         return (f"s3://simulated-checkpoints/{job.spec.job_id}/{job.attempt}/{step:06d}/"

@@ -10,7 +10,7 @@ the job already moved and is ignored too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from kernel.job_record import JobChanges, JobRecord
@@ -135,17 +135,25 @@ def apply_event(
         return Record(_checkpoint(event), f"checkpoint at {event.step}")
 
     if event.kind is EventKind.PREEMPTED:
-        return requeue(
+        move = requeue(
             job,
             f"stopped on {worker} after checkpoint {event.checkpoint}",
             event.checkpoint,
             event.step,
         )
+        timed = replace(
+            move.changes,
+            checkpoint_write_seconds=event.write_seconds or 0.0,
+            model_load_seconds=event.model_load_seconds,
+        )
+        return replace(move, changes=timed)
 
     if event.kind is EventKind.FINISHED:
         path = (JobState.SUCCEEDED,) if job.state is not JobState.ASSIGNED else (
             JobState.RUNNING, JobState.SUCCEEDED)  # fmt: skip
-        timed = JobChanges(denoise_seconds=event.denoise_seconds)
+        timed = JobChanges(
+            denoise_seconds=event.denoise_seconds, model_load_seconds=event.model_load_seconds
+        )
         return Move(path, f"finished on {worker}: {event.output}", timed)
 
     if event.kind is EventKind.FAILED:
@@ -156,7 +164,12 @@ def apply_event(
 
 def _checkpoint(event: WorkerEvent) -> JobChanges:
     """A durable checkpoint and its step, as the worker reports them."""
-    return JobChanges(last_checkpoint=event.checkpoint, checkpoint_step=event.step or 0)
+    return JobChanges(
+        last_checkpoint=event.checkpoint,
+        checkpoint_step=event.step or 0,
+        checkpoint_write_seconds=event.write_seconds or 0.0,
+        model_load_seconds=event.model_load_seconds,
+    )
 
 
 def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPolicy) -> Decision:

@@ -33,6 +33,7 @@ from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.drains import Drains
 from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event, requeue
+from orchestrator.control.readiness import Readiness
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.scheduling_view import freeing_now, pending_jobs, running_jobs
 from orchestrator.control.settings import (
@@ -89,6 +90,7 @@ class ControlPlaneService:
         pace = CheckpointPace(store, self.registry, clock)
         self._commands = CommandSender(self.link, clock, settings, self.stats, pace)
         self._drains = Drains(store, self.registry, self._move_jobs_off)
+        self._readiness = Readiness(store, self.registry)
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.remember_gone_instances()
@@ -344,6 +346,7 @@ class ControlPlaneService:
             await self._commands.send_all(
                 [(p, resend[p.job.state]) for p in placements if p.job.state in resend]
             )
+            await self._readiness.step()
             await self._drains.step(placements)  # before anything is assigned
             await self._schedule(placements)
 

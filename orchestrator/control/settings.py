@@ -102,6 +102,8 @@ class ControlStore(Protocol):
 
     def pool_rates(self) -> dict[tuple[str, str], float]: ...
 
+    def record_instance_ready(self, instance_id: str, at: datetime) -> None: ...
+
 
 class GoneInstances(Protocol):
     """Where instances that are gone are remembered (InstanceLedger)."""

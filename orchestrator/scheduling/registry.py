@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from kernel.bounded import BoundedSet
 from kernel.clock import Clock
@@ -48,6 +48,15 @@ class WorkerRegistry:
         previous = self._workers.get(hello.worker_id)
         self._workers[hello.worker_id] = registered(hello, self._clock.now(), previous)
         return True
+
+    def first_hellos(self) -> dict[str, datetime]:
+        """Each known worker's instance, and when its worker first said hello."""
+        return {
+            record.hello.instance_id: min(
+                (c.at for c in record.history if c.before is None), default=record.last_seen
+            )
+            for record in self._workers.values()
+        }
 
     def instance_gone(self, instance_id: str) -> None:
         """Never again accept a hello from this instance (AWS does not reuse instance ids)."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sqlalchemy import update
 from sqlmodel import col, delete, select
 
 from kernel.job_record import DrainKind, DrainRequest
 from orchestrator.store.base import StoreBase, utc
-from orchestrator.store.tables import DrainRequestRow
+from orchestrator.store.tables import DrainRequestRow, InstanceLifeRow
 
 
 class DrainBook(StoreBase):
@@ -25,6 +26,13 @@ class DrainBook(StoreBase):
                     row = DrainRequestRow(instance_id=instance_id, reason=reason[:500],
                                           asked_at=self._clock.now(), kind=kind.value)  # fmt: skip
                     session.add(row)
+            # The cost ledger counts an instance's empty time from here on as draining.
+            session.exec(
+                update(InstanceLifeRow)
+                .where(col(InstanceLifeRow.instance_id).in_(list(instance_ids)))
+                .where(col(InstanceLifeRow.draining_at).is_(None))
+                .values(draining_at=self._clock.now())
+            )
             session.commit()
 
     def drain_requests(self) -> dict[str, DrainRequest]:

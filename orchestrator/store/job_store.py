@@ -32,6 +32,7 @@ from kernel.job_record import (
 )
 from kernel.job_state import ACTIVE_STATES, JobState, check_transition
 from orchestrator.store.base import CURRENT_ATTEMPT, utc
+from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.drains import DrainBook
 from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.pool_rates import PoolRateBook
@@ -42,7 +43,7 @@ from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, Reserv
 WORKER_FAULT = "worker_fault"
 
 
-class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
+class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook, CostFactBook):
     # -- the state machine ------------------------------------------------------------------
 
     def transition(
@@ -156,6 +157,8 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
                 raise ConcurrentModification(move.job_id, move.expected_version)
             version += 1
             if target is None:
+                if move.changes is not None and move.changes.last_checkpoint is not None:
+                    self._attempt_checkpointed(session, move.job_id, attempt, move.changes, now)
                 continue
             session.add(
                 JobEventRow(
@@ -172,8 +175,7 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
             changes = move.changes if last and move.changes is not None else JobChanges()
             self._track_attempt(
                 session, move.job_id, attempt, current, target, (move.worker_id, move.gpu_index),
-                now, WORKER_FAULT if changes.worker_fault else target.value,
-                changes.denoise_seconds,
+                now, WORKER_FAULT if changes.worker_fault else target.value, changes,
             )  # fmt: skip
             current = target
 
@@ -201,7 +203,7 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
         placement: tuple[str | None, int | None],
         now: datetime,
         outcome: str,
-        denoise_seconds: float | None = None,
+        changes: JobChanges,
     ) -> None:
         if target is JobState.ASSIGNED:
             worker_id, gpu_index = placement
@@ -219,8 +221,28 @@ class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook):
             if attempt_row is not None and attempt_row.ended_at is None:
                 attempt_row.ended_at = now
                 attempt_row.outcome = outcome
-                attempt_row.denoise_seconds = denoise_seconds
+                attempt_row.denoise_seconds = changes.denoise_seconds
+                if changes.model_load_seconds is not None:
+                    attempt_row.model_load_seconds = changes.model_load_seconds
+                if changes.last_checkpoint is not None:  # stopped after a checkpoint
+                    attempt_row.checkpointed_at = now
+                    attempt_row.checkpoint_seconds += changes.checkpoint_write_seconds
+                    attempt_row.checkpoints += changes.checkpoint_write_seconds > 0
                 session.add(attempt_row)
+
+    @staticmethod
+    def _attempt_checkpointed(
+        session: Session, job_id: str, attempt: int, changes: JobChanges, now: datetime
+    ) -> None:
+        """A durable checkpoint of a running attempt: the work before it is safe, and its
+        write is checkpoint overhead in the cost ledger."""
+        attempt_row = session.get(JobAttemptRow, (job_id, attempt))
+        if attempt_row is not None:
+            if attempt_row.ended_at is None:  # else: a late report of the attempt that ended
+                attempt_row.checkpointed_at = now
+            attempt_row.checkpoint_seconds += changes.checkpoint_write_seconds
+            attempt_row.checkpoints += 1
+            session.add(attempt_row)
 
     # -- queries ----------------------------------------------------------------------------
 

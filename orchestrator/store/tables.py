@@ -49,6 +49,12 @@ class JobAttemptRow(SQLModel, table=True):
     ended_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
     outcome: str | None = Field(default=None, max_length=16, index=True)
     denoise_seconds: float | None = Field(default=None)  # a finished attempt's steps
+    # For the cost ledger: what loading the model and writing checkpoints took, and when the
+    # last checkpoint became durable (work after it is lost if the attempt does not finish).
+    model_load_seconds: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    checkpoint_seconds: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    checkpointed_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    checkpoints: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class JobEventRow(SQLModel, table=True):
@@ -132,3 +138,49 @@ class PoolRateRow(SQLModel, table=True):
     availability_zone: str = Field(primary_key=True, max_length=64)
     interruptions_per_hour: float
     measured_at: datetime = Field(sa_column=_utc_column())
+
+
+class InstanceLifeRow(SQLModel, table=True):
+    """One EC2 instance's life as EC2 reported it (the autoscaler's reconcile, EventBridge):
+    what the cost ledger bills. `ended_at` keeps the earliest end anyone reported."""
+
+    __tablename__ = "instance_lives"
+
+    instance_id: str = Field(primary_key=True, max_length=64)
+    instance_type: str = Field(max_length=64)
+    availability_zone: str = Field(max_length=64)
+    market: str = Field(max_length=16)
+    launched_at: datetime = Field(sa_column=_utc_column(index=True))  # EC2's LaunchTime
+    ready_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    gpus: int = Field(default=1)
+    gpu_family: str = Field(default="", max_length=16)
+    draining_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    ended_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    end_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class PriceChangeRow(SQLModel, table=True):
+    """A pool's price from `at` until its next row: the price in effect over time. Prices are
+    decimal strings (USD per hour), never floats, so the ledger is exact."""
+
+    __tablename__ = "price_changes"
+
+    instance_type: str = Field(primary_key=True, max_length=64)
+    availability_zone: str = Field(primary_key=True, max_length=64)
+    market: str = Field(primary_key=True, max_length=16)
+    at: datetime = Field(sa_column=Column(DateTime(timezone=True), primary_key=True))
+    usd_per_hour: str = Field(max_length=32)
+
+
+class ReportSendRow(SQLModel, table=True):
+    """A finance report for one period: sent once; a failed send is kept and retried."""
+
+    __tablename__ = "report_sends"
+
+    period: str = Field(primary_key=True, max_length=8)  # day | week | month
+    period_start: datetime = Field(sa_column=Column(DateTime(timezone=True), primary_key=True))
+    state: str = Field(max_length=16)  # sending | sent | failed
+    tries: int = Field(default=0)
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    message_id: str | None = Field(default=None, max_length=128)
+    updated_at: datetime = Field(sa_column=_utc_column())

@@ -37,7 +37,7 @@ from worker_ami.agent.video import ENCODER_SETTINGS, encode_mp4
 log = logging.getLogger(__name__)
 
 StepObserver = Callable[[DenoiseState], None]
-CheckpointObserver = Callable[[str, int], None]
+CheckpointObserver = Callable[[str, int, float], None]  # key, step, write seconds
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ class JobRunner:
         report.timings.checkpoint_writes_s.append(elapsed)
         report.checkpoints_written.append(key)
         if self.on_checkpoint is not None:
-            self.on_checkpoint(key, state.step)
+            self.on_checkpoint(key, state.step, elapsed)
         log.info("checkpoint durable at step %d: %s (%.3fs)", state.step, key, elapsed)
         return key
 

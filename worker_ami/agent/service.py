@@ -313,7 +313,7 @@ class WorkerService:
         def progress(state: DenoiseState) -> None:
             slot.step = state.step
 
-        def checkpointed(key: str, step: int) -> None:
+        def checkpointed(key: str, step: int, write_seconds: float) -> None:
             task = loop.create_task(
                 self._event(
                     EventKind.CHECKPOINT_DURABLE,
@@ -321,6 +321,7 @@ class WorkerService:
                     attempt=attempt,
                     step=step,
                     checkpoint=key,
+                    write_seconds=round(write_seconds, 3),
                 )
             )
             self._background.add(task)
@@ -351,6 +352,7 @@ class WorkerService:
             "job_id": report.job_id,
             "attempt": report.attempt,
             "step": report.steps_done,
+            "model_load_seconds": round(report.timings.model_load_s, 3),
         }
         if report.status is RunStatus.SUCCEEDED:
             return await self._event(

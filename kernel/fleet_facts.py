@@ -1,0 +1,32 @@
+"""What the autoscaler observes of the fleet and the market, handed to the control plane's
+cost ledger: instances as EC2 lists them and prices as they change. Money is `Decimal`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from kernel.market import Market
+
+
+@dataclass(frozen=True)
+class InstanceSeen:
+    instance_id: str
+    instance_type: str
+    availability_zone: str
+    market: Market
+    launched_at: datetime  # EC2's LaunchTime: billing starts there
+    gpus: int
+    gpu_family: str
+
+
+@dataclass(frozen=True)
+class PriceSeen:
+    """A pool's price per hour, in effect from `at` until the next change."""
+
+    instance_type: str
+    availability_zone: str
+    market: Market
+    at: datetime
+    usd_per_hour: Decimal
