@@ -1,5 +1,5 @@
 """`framefleet` command line: serve, submit, jobs, job, cancel, schema, db upgrade, autoscaler,
-simulate, fleet local, demo.
+simulate, fleet local, costs export, report, demo.
 
 Every failure FrameFleet expects prints one line on stderr and exits 2; no tracebacks.
 """
@@ -25,6 +25,9 @@ from rich.text import Text
 from framefleet.autoscaler_cli import add_commands as add_autoscaler_commands
 from framefleet.autoscaler_cli import run_command as run_autoscaler_command
 from framefleet.control_plane import build_store, control_plane
+from framefleet.costs_cli import add_commands as add_costs_commands
+from framefleet.costs_cli import job_costs
+from framefleet.costs_cli import run_command as run_costs_command
 from framefleet.fleet_cli import add_commands as add_fleet_commands
 from framefleet.fleet_cli import run_command as run_fleet_command
 from framefleet.settings import Settings, load_settings
@@ -84,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     add_autoscaler_commands(commands)
     add_simulate_commands(commands)
     add_fleet_commands(commands)
+    add_costs_commands(commands)
     demo = commands.add_parser("demo", help="the whole system on this machine (make demo)",
                                 add_help=False)  # fmt: skip
     demo.add_argument("demo_args", nargs="*", help="see `framefleet demo --help`")
@@ -280,6 +284,11 @@ def run(argv: Sequence[str] | None = None) -> int:
                 console.print(jobs_table(store.list_jobs(state, limit=args.limit)))
             elif args.command == "job":
                 show_job(store, args.job_id, console)
+                costs = job_costs(store, SystemClock(), settings, args.job_id)
+                if costs is not None:
+                    console.print(costs)
+            elif args.command in ("costs", "report"):
+                run_costs_command(args, settings, store, SystemClock(), console)
             elif args.command == "cancel":
                 cancel(store, args.job_id, args.reason, console)
             elif args.command == "db":

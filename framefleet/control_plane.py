@@ -14,17 +14,21 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import aioboto3
+import boto3
 from aiobotocore.config import AioConfig
 from prometheus_client import CollectorRegistry
 
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
 from kernel.mqtt_link import LinkSettings, MqttLink
+from orchestrator.aws.ses import SesSender
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
 from orchestrator.control.settings import ControlSettings
+from orchestrator.costs.ledger import CostLedger
+from orchestrator.costs.reporting import Reporter, ReportSettings
 from orchestrator.intake.loop import IntakeLoop
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import JobSink
@@ -107,6 +111,26 @@ def build_control_service(
     )
 
 
+def reporter(settings: Settings, store: JobStore, clock: Clock, email: bool = True) -> Reporter:
+    costs = settings.costs
+    sender = None
+    if email:
+        ses = boto3.client("ses", region_name=settings.region, endpoint_url=settings.endpoint_url)
+        sender = SesSender(ses)
+    return Reporter(
+        ledger=CostLedger(store, clock, costs.ledger()),
+        sends=store,
+        sender=sender,
+        settings=ReportSettings(
+            tuple(costs.finance_recipients),
+            costs.sender,
+            costs.report_dir,
+            tuple(costs.scheduled_reports),
+        ),
+        clock=clock,
+    )
+
+
 @dataclass
 class ControlPlane:
     store: JobStore
@@ -115,9 +139,12 @@ class ControlPlane:
     registry: CollectorRegistry
     service: ControlPlaneService | None = None
     interruptions: InterruptionsLoop | None = None
+    reports: Reporter | None = None  # the finance reports on schedule, when configured
 
     async def run(self, stop: asyncio.Event) -> None:
         loops = [self.intake.run(stop)]
+        if self.reports is not None:
+            loops.append(self.reports.run(stop))
         if self.service is not None:
             loops.append(self.service.run(stop))
         if self.interruptions is not None:
@@ -138,6 +165,8 @@ async def control_plane(
         async with sqs_client(settings) as sqs:
             intake = build_intake(sqs, settings, store, clock, metrics)
             plane = ControlPlane(store, intake, metrics, registry)
+            if settings.costs.finance_recipients and settings.costs.sender:
+                plane.reports = reporter(settings, store, clock)
             if settings.mqtt.host is not None:
                 dead_letters = SqsDeadLetterQueue(sqs, settings.require_queues()[1])
                 refusals = RefusedMessages(clock, dead_letters, registry)

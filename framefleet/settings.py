@@ -94,6 +94,7 @@ class AutoscalerConfig(BaseModel):
 class CostsConfig(BaseModel):
     """The ledger's storage prices and the finance reports' recipients and schedule."""
 
+    billing_account_id: str = Field(default="framefleet", max_length=64)  # FOCUS's
     ebs_gib: int = Field(default=200, ge=1, le=65536)  # each worker's root volume (gp3)
     ebs_usd_per_gib_month: Decimal = Field(default=Decimal("0.08"), ge=0)
     finance_recipients: list[str] = Field(default_factory=list, max_length=50)

@@ -155,6 +155,19 @@ class CostFactBook(StoreBase):
                 history[pool] = [(utc(r.at), Decimal(r.usd_per_hour)) for r in rows]
         return history
 
+    def attempts_of(self, job_id: str) -> list[AttemptSpan]:
+        with self._session() as session:
+            rows = session.exec(
+                select(JobAttemptRow, JobRow)
+                .join(JobRow, col(JobRow.job_id) == col(JobAttemptRow.job_id))
+                .where(col(JobAttemptRow.job_id) == job_id)
+            ).all()
+        return [self._span_of(attempt, job) for attempt, job in rows]
+
+    def _span_of(self, attempt: JobAttemptRow, job: JobRow) -> AttemptSpan:
+        spec = self._cached_record(job).spec
+        return _span(attempt, spec.tags, spec.num_frames / spec.fps)
+
     def attempts_on(self, instance_ids: Sequence[str]) -> list[AttemptSpan]:
         spans: list[AttemptSpan] = []
         with self._session() as session:
@@ -165,9 +178,7 @@ class CostFactBook(StoreBase):
                     .join(JobRow, col(JobRow.job_id) == col(JobAttemptRow.job_id))
                     .where(col(JobAttemptRow.worker_id).in_(chunk))
                 ).all()
-                for attempt, job in rows:
-                    spec = self._cached_record(job).spec
-                    spans.append(_span(attempt, spec.tags, spec.num_frames / spec.fps))
+                spans.extend(self._span_of(attempt, job) for attempt, job in rows)
         return spans
 
 

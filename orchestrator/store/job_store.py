@@ -36,6 +36,7 @@ from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.drains import DrainBook
 from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.pool_rates import PoolRateBook
+from orchestrator.store.report_sends import ReportSendBook
 from orchestrator.store.reservations import ReservationBook
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, ReservationRow
 
@@ -43,7 +44,9 @@ from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, Reserv
 WORKER_FAULT = "worker_fault"
 
 
-class JobStore(IntakeLedger, ReservationBook, DrainBook, PoolRateBook, CostFactBook):
+class JobStore(
+    IntakeLedger, ReservationBook, DrainBook, PoolRateBook, CostFactBook, ReportSendBook
+):
     # -- the state machine ------------------------------------------------------------------
 
     def transition(

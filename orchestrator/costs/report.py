@@ -1,0 +1,129 @@
+"""A finance report for one period: its summary, its CSV, its charts and its HTML. Every
+table's cents are apportioned from the ledger's full precision (`money.apportion`), so each
+table adds up to the report's total to the cent, and so do the CSV and the FOCUS export."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Literal
+
+from orchestrator.costs.attribution import WASTE
+from orchestrator.costs.money import ZERO, apportion, cents
+from orchestrator.costs.summary import CostSummary
+
+PeriodKind = Literal["day", "week", "month", "custom"]
+S3_ROW = "S3 requests"
+TIME_ZONE = "UTC"  # every period, day and time in a report
+
+
+@dataclass(frozen=True)
+class Period:
+    kind: PeriodKind
+    since: datetime
+    until: datetime
+
+    @property
+    def label(self) -> str:
+        if self.kind == "day":
+            return f"day {self.since:%Y-%m-%d}"
+        if self.kind == "week":
+            return f"week {self.since:%G-W%V} ({self.since:%Y-%m-%d} to {self.until:%Y-%m-%d})"
+        if self.kind == "month":
+            return f"month {self.since:%Y-%m}"
+        return f"{self.since:%Y-%m-%d %H:%M} to {self.until:%Y-%m-%d %H:%M}"
+
+
+def period_containing(kind: PeriodKind, moment: datetime) -> Period:
+    day = datetime(moment.year, moment.month, moment.day, tzinfo=UTC)
+    if kind == "day":
+        return Period(kind, day, day + timedelta(days=1))
+    if kind == "week":  # ISO weeks: Monday to Monday
+        monday = day - timedelta(days=day.weekday())
+        return Period(kind, monday, monday + timedelta(days=7))
+    if kind == "month":
+        first = day.replace(day=1)
+        after = datetime(first.year + first.month // 12, first.month % 12 + 1, 1, tzinfo=UTC)
+        return Period(kind, first, after)
+    raise ValueError(f"no calendar period of kind {kind}")
+
+
+def last_complete(kind: PeriodKind, now: datetime) -> Period:
+    """The newest period of this kind that has ended by `now`."""
+    current = period_containing(kind, now)
+    return period_containing(kind, current.since - timedelta(seconds=1))
+
+
+@dataclass
+class Report:
+    period: Period
+    summary: CostSummary
+    charts: dict[str, bytes]
+
+    @property
+    def total_cents(self) -> Decimal:
+        return cents(self.summary.total)
+
+    def category_cents(self) -> dict[str, Decimal]:
+        parts: dict[str, Decimal] = {c.value: v for c, v in self.summary.by_category.items()}
+        return apportion(parts | {S3_ROW: self.summary.s3_usd})
+
+    def market_day_cents(self) -> dict[str, Decimal]:
+        parts = {f"{day:%Y-%m-%d} {market.value}": usd
+                 for (day, market), usd in sorted(self.summary.by_day_market.items())}  # fmt: skip
+        return apportion(parts | {S3_ROW: self.summary.s3_usd})
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["section", "item", "usd", "detail"])
+        summary = self.summary
+        writer.writerow(["total", "total", self.total_cents, f"{self.period.label} ({TIME_ZONE})"])
+        for name, usd in self.category_cents().items():
+            waste = "waste" if name in {c.value for c in WASTE} else ""
+            writer.writerow(["category", name, usd, waste])
+        for name, usd in self.market_day_cents().items():
+            writer.writerow(["market_day", name, usd, ""])
+        for section, parts in (("family", summary.by_family), ("pool", summary.by_pool)):
+            for name, usd in apportion(parts | {S3_ROW: summary.s3_usd}).items():
+                writer.writerow([section, _cell(name), usd, ""])
+        for tag in ("team", "customer", "project"):
+            parts = {value: usd for (kind, value), usd in summary.by_tag.items() if kind == tag}
+            for name, usd in apportion(parts).items():
+                writer.writerow([f"tag:{tag}", _cell(name or "(untagged)"), usd, ""])
+        for job in sorted(summary.jobs.values(), key=lambda j: j.total, reverse=True):
+            detail = ";".join(f"{c.value}={cents(v)}" for c, v in sorted(job.by_category.items()))
+            writer.writerow(["job", _cell(job.job_id), cents(job.total), detail])
+        writer.writerow(["savings", "on-demand equivalent",
+                         cents(summary.on_demand_equivalent_usd), ""])  # fmt: skip
+        writer.writerow(["savings", "saved", cents(summary.savings), ""])
+        unit = summary.usd_per_video_second()
+        per_second = "" if unit is None else cents(unit)
+        seconds = f"{summary.video_seconds:.1f} s"
+        writer.writerow(["unit", "usd per second of video", per_second, seconds])
+        for note in summary.incomplete:
+            writer.writerow(["incomplete", "", "", _cell(note)])
+        return out.getvalue()
+
+    def subject(self) -> str:
+        return f"FrameFleet costs, {self.period.label} ({TIME_ZONE}): ${self.total_cents:,.2f}"
+
+
+def _cell(text: str) -> str:
+    """Outside text in a spreadsheet cell: a leading formula character is made literal."""
+    return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def waste_share(summary: CostSummary) -> Decimal:
+    return summary.waste / summary.total if summary.total > 0 else ZERO
+
+
+def rows_of(parts: Mapping[str, Decimal]) -> list[tuple[str, Decimal]]:
+    return list(apportion(dict(parts)).items())
+
+
+ImageSource = Callable[[str], str]  # a chart's file name -> its src in the HTML

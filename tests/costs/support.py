@@ -1,0 +1,82 @@
+"""A small fleet's history written into a real store through the product's own paths: the
+autoscaler's facts (instances as EC2 lists them, prices as they change) and the control
+plane's job events (assign, start, checkpoint, finish), on an injected clock."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from kernel.clock import FakeClock
+from kernel.fleet_facts import InstanceSeen, PriceSeen
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
+from kernel.job_state import JobState
+from kernel.market import Market
+from kernel.worker_protocol import EventKind, WorkerEvent
+from orchestrator.control.apply import apply_decision
+from orchestrator.control.job_events import apply_event
+from orchestrator.store.job_store import JobStore
+from tests.support import job_dict
+
+SPOT = Decimal("0.918")
+ON_DEMAND = Decimal("3.06")
+
+
+class FleetHistory:
+    def __init__(self, store: JobStore, clock: FakeClock) -> None:
+        self.store, self.clock = store, clock
+
+    def price(self, usd_per_hour: Decimal, market: Market = Market.SPOT,
+              zone: str = "us-east-1a") -> None:  # fmt: skip
+        self.store.record_prices([PriceSeen("p3.2xlarge", zone, market, self.clock.now(),
+                                            usd_per_hour)])  # fmt: skip
+
+    def launch(self, market: Market = Market.SPOT, zone: str = "us-east-1a") -> str:
+        instance_id = f"i-{uuid.uuid4().hex[:17]}"
+        self.store.record_instances_seen([InstanceSeen(
+            instance_id, "p3.2xlarge", zone, market, self.clock.now(), 1, "v100",
+        )])  # fmt: skip
+        return instance_id
+
+    def ready(self, instance_id: str) -> None:
+        self.store.record_instance_ready(instance_id, self.clock.now())
+
+    def end(self, instance_id: str, reason: str = "terminated") -> None:
+        self.store.record_instance_ended(instance_id, self.clock.now(), reason)
+
+    def submit(self, job_id: str, **fields: Any) -> None:
+        spec = parse_job(job_dict(job_id, **fields), now=None)
+        self.store.accept_batch([Submission(spec, f"m-{job_id}")])
+
+    def assign(self, job_id: str, instance_id: str) -> None:
+        job = self.store.get(job_id)
+        self.store.transition(job_id, JobState.ASSIGNED, expected_version=job.version,
+                              actor="test", reason="test", worker_id=instance_id,
+                              gpu_index=0)  # fmt: skip
+
+    def event(self, job_id: str, kind: EventKind, **fields: Any) -> None:
+        job = self.store.get(job_id)
+        assert job.worker_id is not None
+        event = WorkerEvent.model_validate({
+            "worker_id": job.worker_id, "sent_at": self.clock.now(),
+            "event_id": uuid.uuid4().hex[:16], "kind": kind, "job_id": job_id,
+            "attempt": job.attempt, **fields,
+        })  # fmt: skip
+        apply_decision(self.store, job, apply_event(job, event, self.clock.now()), "test")
+
+    def checkpoint(self, job_id: str, step: int, write_seconds: float) -> None:
+        job = self.store.get(job_id)
+        key = f"s3://ckpt/checkpoints/{job_id}/{job.attempt}/{step:06d}/manifest.json"
+        self.event(job_id, EventKind.CHECKPOINT_DURABLE, step=step, checkpoint=key,
+                   write_seconds=write_seconds)  # fmt: skip
+
+    def finish(self, job_id: str, model_load_seconds: float) -> None:
+        self.event(job_id, EventKind.FINISHED, output=f"s3://framefleet-output/videos/{job_id}.mp4",
+                   denoise_seconds=60.0, model_load_seconds=model_load_seconds)  # fmt: skip
+
+    def advance(self, seconds: float) -> datetime:
+        self.clock.advance(seconds)
+        return self.clock.now()
