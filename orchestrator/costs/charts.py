@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from kernel.market import Market
 from orchestrator.costs.attribution import WASTE, Category
-from orchestrator.costs.summary import CostSummary
+from orchestrator.costs.money import apportion, cents
+from orchestrator.costs.summary import S3_ROW, CostSummary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,10 +64,13 @@ def _categories(summary: CostSummary) -> Figure:
     figure = _figure()
     axes = figure.subplots()
     names = [c for c in Category if c in summary.by_category]
+    # The labels are the report's cents (apportioned with the S3 row, as its table is).
+    shown = apportion({c.value: v for c, v in summary.by_category.items()}
+                      | {S3_ROW: summary.s3_usd})  # fmt: skip
     values = [float(summary.by_category[c]) for c in names]
     bars = axes.barh([f"{c.value}{' (waste)' if c in WASTE else ''}" for c in names], values,
                      color=[CATEGORY_COLOURS[c] for c in names])  # fmt: skip
-    axes.bar_label(bars, labels=[f"${v:,.2f}" for v in values], padding=3)
+    axes.bar_label(bars, labels=[f"${shown[c.value]:,.2f}" for c in names], padding=3)
     axes.set_title("Where the money went")
     axes.set_xlabel("USD")
     axes.invert_yaxis()
@@ -76,11 +80,11 @@ def _categories(summary: CostSummary) -> Figure:
 def _savings(summary: CostSummary) -> Figure:
     figure = _figure(5.0, 3.0)
     axes = figure.subplots()
-    values = [float(summary.on_demand_equivalent_usd), float(summary.total)]
-    bars = axes.bar(["on-demand only", "FrameFleet (paid)"], values,
+    amounts = [summary.on_demand_equivalent_usd, summary.total]
+    bars = axes.bar(["on-demand only", "FrameFleet (paid)"], [float(v) for v in amounts],
                     color=[COLOURS[Market.ON_DEMAND], COLOURS[Market.SPOT]])  # fmt: skip
-    axes.bar_label(bars, labels=[f"${v:,.2f}" for v in values])
-    axes.set_title(f"Saved ${float(summary.savings):,.2f}")
+    axes.bar_label(bars, labels=[f"${cents(v):,.2f}" for v in amounts])
+    axes.set_title(f"Saved ${cents(summary.savings):,.2f}")
     axes.set_ylabel("USD")
     return figure
 

@@ -12,12 +12,11 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Literal
 
-from orchestrator.costs.attribution import WASTE
+from orchestrator.costs.attribution import WASTE, Category
 from orchestrator.costs.money import ZERO, apportion, cents
-from orchestrator.costs.summary import CostSummary
+from orchestrator.costs.summary import S3_ROW, CostSummary
 
 PeriodKind = Literal["day", "week", "month", "custom"]
-S3_ROW = "S3 requests"
 TIME_ZONE = "UTC"  # every period, day and time in a report
 
 
@@ -69,7 +68,8 @@ class Report:
         return cents(self.summary.total)
 
     def category_cents(self) -> dict[str, Decimal]:
-        parts: dict[str, Decimal] = {c.value: v for c, v in self.summary.by_category.items()}
+        by_category = self.summary.by_category
+        parts = {c.value: by_category[c] for c in Category if c in by_category}
         return apportion(parts | {S3_ROW: self.summary.s3_usd})
 
     def market_day_cents(self) -> dict[str, Decimal]:

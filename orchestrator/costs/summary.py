@@ -16,6 +16,7 @@ from orchestrator.costs.attribution import OVERHEAD, WASTE, Category, CostLine
 from orchestrator.costs.ledger import LedgerPeriod
 from orchestrator.costs.money import ZERO
 
+S3_ROW = "S3 requests"  # the S3 request charges' row in every table
 FLEET = "(fleet)"  # what no job caused: idle, draining, boot before the first hello
 SPOT_ONLY = frozenset({Category.LOST, Category.CHECKPOINT})  # what on-demand would not pay
 

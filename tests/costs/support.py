@@ -5,7 +5,7 @@ plane's job events (assign, start, checkpoint, finish), on an injected clock."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -80,3 +80,59 @@ class FleetHistory:
     def advance(self, seconds: float) -> datetime:
         self.clock.advance(seconds)
         return self.clock.now()
+
+
+def a_day_of_work(fleet: FleetHistory) -> tuple[datetime, datetime]:
+    """A day's fleet from midnight UTC: spot with an hourly price change, an interrupted spot
+    instance whose job loses the work after its checkpoint, an on-demand one, and jobs of
+    two teams. Returns the day."""
+    clock = fleet.clock
+    day = datetime(clock.now().year, clock.now().month, clock.now().day, tzinfo=clock.now().tzinfo)
+    clock.advance((day - clock.now()).total_seconds() + 3600)
+    fleet.price(SPOT)
+    fleet.price(Decimal("1.01"), zone="us-east-1b")
+    fleet.price(ON_DEMAND, Market.ON_DEMAND)
+    fleet.price(ON_DEMAND, Market.ON_DEMAND, zone="us-east-1b")
+    calm, stormy = fleet.launch(), fleet.launch(zone="us-east-1b")
+    steady = fleet.launch(Market.ON_DEMAND)
+    for job, team in (("render-a", "vfx"), ("render-b", "vfx"), ("render-c", "ads"),
+                      ("render-d", "ads")):  # fmt: skip
+        fleet.submit(job, tags={"team": team, "customer": "acme", "project": "=1+2"})
+    fleet.advance(240)
+    for instance in (calm, stormy, steady):
+        fleet.ready(instance)
+    fleet.assign("render-a", calm)
+    fleet.assign("render-b", stormy)
+    fleet.assign("render-c", steady)
+    for job in ("render-a", "render-b", "render-c"):
+        fleet.event(job, EventKind.STARTED)
+    fleet.advance(900)
+    fleet.checkpoint("render-b", 40, write_seconds=12.0)
+    fleet.advance(1500)
+    fleet.price(Decimal("1.11"))  # calm's pool, mid-job
+    fleet.advance(700)
+    # stormy is reclaimed without a usable notice: render-b goes back to the queue.
+    job = fleet.store.get("render-b")
+    fleet.store.transition("render-b", JobState.PREEMPTED, expected_version=job.version,
+                           actor="test", reason="instance gone")  # fmt: skip
+    job = fleet.store.get("render-b")
+    fleet.store.transition("render-b", JobState.QUEUED, expected_version=job.version,
+                           actor="test", reason="requeued")  # fmt: skip
+    fleet.end(stormy, "spot interruption")
+    fleet.finish("render-a", model_load_seconds=95.0)
+    fleet.finish("render-c", model_load_seconds=80.0)
+    fleet.advance(120)
+    fleet.assign("render-b", calm)
+    fleet.event("render-b", EventKind.STARTED)
+    fleet.assign("render-d", steady)
+    fleet.event("render-d", EventKind.STARTED)
+    fleet.advance(2400)
+    fleet.finish("render-b", model_load_seconds=0.0)
+    fleet.finish("render-d", model_load_seconds=0.0)
+    fleet.advance(300)
+    fleet.store.ask_to_drain([calm, steady], "scale-in: idle")
+    fleet.advance(200)
+    fleet.end(calm)
+    fleet.end(steady)
+    clock.advance((day + timedelta(days=1, minutes=30) - clock.now()).total_seconds())
+    return day, day + timedelta(days=1)
