@@ -112,12 +112,10 @@ def a_day_of_work(fleet: FleetHistory) -> tuple[datetime, datetime]:
     fleet.price(Decimal("1.11"))  # calm's pool, mid-job
     fleet.advance(700)
     # stormy is reclaimed without a usable notice: render-b goes back to the queue.
-    job = fleet.store.get("render-b")
-    fleet.store.transition("render-b", JobState.PREEMPTED, expected_version=job.version,
-                           actor="test", reason="instance gone")  # fmt: skip
-    job = fleet.store.get("render-b")
-    fleet.store.transition("render-b", JobState.QUEUED, expected_version=job.version,
-                           actor="test", reason="requeued")  # fmt: skip
+    for state in (JobState.PREEMPTED, JobState.QUEUED):
+        version = fleet.store.get("render-b").version
+        fleet.store.transition("render-b", state, expected_version=version, actor="test",
+                               reason="its instance is gone")  # fmt: skip
     fleet.end(stormy, "spot interruption")
     fleet.finish("render-a", model_load_seconds=95.0)
     fleet.finish("render-c", model_load_seconds=80.0)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
 from kernel.clock import FakeClock
@@ -50,6 +50,12 @@ def reporter(store: JobStore, clock: FakeClock, moto_endpoint: str, recipient: s
                     ReportSettings((recipient,), SENDER, tmp_path / "reports"), clock)  # fmt: skip
 
 
+def payload(message: Message) -> str:
+    data = message.get_payload(decode=True)
+    assert isinstance(data, bytes)
+    return data.decode()
+
+
 def part(message: Message, content_type: str) -> list[Message]:
     return [p for p in message.walk() if p.get_content_type() == content_type]
 
@@ -66,11 +72,13 @@ def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
     assert f"day {day:%Y-%m-%d}" in message["Subject"]
     assert "(UTC)" in message["Subject"]
     (html_part,) = part(message, "text/html")
-    html = html_part.get_payload(decode=True).decode()
+    html = payload(html_part)
     assert "all times UTC" in html
-    html_total = Decimal(re.search(r"id='total'>\$([\d,.]+)<", html).group(1).replace(",", ""))
+    shown = re.search(r"id='total'>\$([\d,.]+)<", html)
+    assert shown is not None
+    html_total = Decimal(shown.group(1).replace(",", ""))
     (csv_part,) = [p for p in part(message, "text/csv")]
-    rows = list(csv.DictReader(io.StringIO(csv_part.get_payload(decode=True).decode())))
+    rows = list(csv.DictReader(io.StringIO(payload(csv_part))))
     csv_total = Decimal(next(r["usd"] for r in rows if r["section"] == "total"))
     categories = [Decimal(r["usd"]) for r in rows if r["section"] == "category"]
     ledger = CostLedger(store, clock)
