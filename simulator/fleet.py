@@ -60,6 +60,7 @@ FLEET_ID = "simulated"
 INSTANCE_TYPE = "p3.2xlarge"  # the V100 traces'
 SHAPE = WorkShape("simulated/video", 64, 64, 9)
 MAX_STEPS = 1000  # a job spec's limit
+TEAMS = ("research", "marketing", "studio")  # cost tags, so the ledger has teams to report
 MIN_SPOT_INTERRUPTIONS_PER_HOUR = 1 / 24  # a pool with none seen yet is not assumed safe
 
 
@@ -340,7 +341,8 @@ class FleetSimulation:
              "deadline": deadline,
              "gpu": {"min_vram_gib": self.worker_model.vram_gib,
                      "families": [self.worker_model.family]},
-             "output": "s3://simulated-outputs/videos/"}
+             "output": "s3://simulated-outputs/videos/",
+             "tags": {"team": TEAMS[job.priority % len(TEAMS)], "project": "simulated"}}
         )  # fmt: skip
 
     def _arrival_at(self, job: SimJob) -> datetime:

@@ -56,7 +56,7 @@ def _by_day(summary: CostSummary) -> Figure:
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     axes.set_title("Spend per day (UTC) by market")
     axes.set_ylabel("USD")
-    axes.legend()
+    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return figure
 
 
