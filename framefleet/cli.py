@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from prometheus_client import CollectorRegistry, start_http_server
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -218,20 +217,9 @@ def show_job(store: JobStore, job_id: str, console: Console) -> None:
     console.print(history)
 
 
-def serve_metrics(host: str, port: int, registry: CollectorRegistry) -> None:
-    try:
-        start_http_server(port, addr=host, registry=registry)
-    except OSError as error:
-        raise ConfigurationError(
-            f"cannot serve metrics on {host}:{port}: {error.strerror or error}"
-        ) from None
-
-
 async def _serve(settings: Settings) -> None:
     stop = stop_on_signals()
     async with control_plane(settings, SystemClock()) as plane:
-        if settings.metrics_port:
-            serve_metrics(settings.metrics_host, settings.metrics_port, plane.registry)
         log.info("control plane running; SIGTERM drains in-flight batches and stops")
         await plane.run(stop)
         log.info("stopped cleanly")

@@ -10,7 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import aioboto3
@@ -20,10 +20,12 @@ from prometheus_client import CollectorRegistry
 
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
+from kernel.health_server import HealthServer, ReadinessCheck
 from kernel.mqtt_link import LinkSettings, MqttLink
 from orchestrator.aws.ses import SesSender
-from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue
+from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue, queue_depth
 from orchestrator.control.job_events import RetryPolicy
+from orchestrator.control.plane_metrics import FleetMoney, PlaneGauges, PlaneMetrics
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
 from orchestrator.control.settings import ControlSettings
@@ -140,9 +142,22 @@ class ControlPlane:
     service: ControlPlaneService | None = None
     interruptions: InterruptionsLoop | None = None
     reports: Reporter | None = None  # the finance reports on schedule, when configured
+    gauges: PlaneGauges | None = None
+    health: HealthServer | None = None  # /metrics, /healthz, /readyz, when a port is set
 
     async def run(self, stop: asyncio.Event) -> None:
+        if self.health is not None:
+            await self.health.start()
+        try:
+            await self._run(stop)
+        finally:
+            if self.health is not None:
+                await self.health.stop()
+
+    async def _run(self, stop: asyncio.Event) -> None:
         loops = [self.intake.run(stop)]
+        if self.gauges is not None:
+            loops.append(self.gauges.run(stop))
         if self.reports is not None:
             loops.append(self.reports.run(stop))
         if self.service is not None:
@@ -180,6 +195,47 @@ async def control_plane(
                         settings.interruption_settings(),
                         InterruptionMetrics(registry),
                     )
+            _observe(plane, settings, sqs, clock)
             yield plane
     finally:
         store.dispose()
+
+
+def _observe(plane: ControlPlane, settings: Settings, sqs: SQSClient, clock: Clock) -> None:
+    """The control plane's metrics, and its health endpoints when a port is set."""
+    jobs_url, dead_letter_url = settings.require_queues()
+    store = plane.store
+    ledger = CostLedger(store, clock, settings.costs.ledger())
+
+    def money() -> FleetMoney:
+        now = clock.now()
+        today = ledger.period(datetime(now.year, now.month, now.day, tzinfo=UTC), now)
+        return FleetMoney(today.total, today.usd_per_hour_now)
+
+    async def store_answers() -> None:
+        await asyncio.to_thread(store.count_jobs)
+
+    async def queues_answer() -> None:
+        await queue_depth(sqs, jobs_url)
+
+    checks: dict[str, ReadinessCheck] = {"store": store_answers, "queues": queues_answer}
+    service = plane.service
+    if service is not None:
+        metrics = PlaneMetrics(plane.registry)
+        service.stats.observe_assignment = metrics.assignment_latency.observe
+        service.stats.observe_checkpoint_write = metrics.checkpoint_write.observe
+        plane.gauges = PlaneGauges(
+            metrics, store, service.registry, clock, money=money,
+            budget_per_day_usd=settings.autoscaler.budget_per_day,
+            dead_letters=lambda: queue_depth(sqs, dead_letter_url),
+        )  # fmt: skip
+
+        async def broker_answers() -> None:
+            connected = getattr(service.link, "connected", None)
+            if isinstance(connected, asyncio.Event) and not connected.is_set():
+                raise ConnectionError(f"not connected to MQTT at {settings.mqtt.host}")
+
+        checks["broker"] = broker_answers
+    if settings.metrics_port is not None:
+        plane.health = HealthServer(plane.registry, checks, settings.metrics_host,
+                                    settings.metrics_port)  # fmt: skip

@@ -84,3 +84,12 @@ class SqsDeadLetterQueue:
                     for name, value in attributes.items()
                 },
             )
+
+
+async def queue_depth(client: SQSClient, queue_url: str) -> int:
+    """SQS's approximate count of visible messages (a metric and a readiness probe)."""
+    with translated("GetQueueAttributes"):
+        answer = await client.get_queue_attributes(
+            QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )
+    return int(answer.get("Attributes", {}).get("ApproximateNumberOfMessages", "0"))

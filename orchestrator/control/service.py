@@ -224,6 +224,8 @@ class ControlPlaneService:
                     log.warning("event for unknown job %s ignored", event.job_id)
                     continue
                 named.add(event.job_id)
+                if event.kind is EventKind.CHECKPOINT_DURABLE and event.write_seconds is not None:
+                    self.stats.observe_checkpoint_write(event.write_seconds)
                 now = self._clock.now()
                 decision = apply_event(job, event, now, self._settings.retry)
                 decided.append((job, decision, item))
@@ -385,6 +387,8 @@ class ControlPlaneService:
             if not isinstance(assigned, FrameFleetError)  # else moved meanwhile: next tick
         ]
         self.stats.assignments += len(placed)
+        for p in placed:
+            self.stats.observe_assignment((now - by_id[p.job.job_id].updated_at).total_seconds())
         placed_ids = {p.job.job_id for p in placed}
         self._freeing = {slot: j for slot, j in self._freeing.items() if j not in placed_ids}
         await self._commands.send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)

@@ -39,6 +39,10 @@ class ControlSettings:
     max_batch: int = 500  # worker messages written in one transaction
 
 
+def _ignore(_seconds: float) -> None:
+    pass
+
+
 @dataclass
 class ControlStats:
     ignored_messages: int = 0
@@ -47,6 +51,10 @@ class ControlStats:
     assignments: int = 0
     # Seconds per scheduling decision (the pure scheduler call), the most recent ones.
     schedule_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
+    # Metrics hooks (the composition root points them at histograms): seconds a job waited
+    # in the queue before its assignment, and a checkpoint write a worker reported.
+    observe_assignment: Callable[[float], None] = _ignore
+    observe_checkpoint_write: Callable[[float], None] = _ignore
 
 
 class WorkerLink(Protocol):

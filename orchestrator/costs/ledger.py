@@ -50,6 +50,7 @@ class LedgerPeriod:
     lives: list[InstanceLife]
     attempts: list[AttemptSpan]
     incomplete: list[str] = field(default_factory=list)  # why the numbers may be short
+    usd_per_hour_now: Decimal = ZERO  # what the instances still alive cost per hour now
 
     @property
     def total(self) -> Decimal:
@@ -77,6 +78,8 @@ class CostLedger:
         result = LedgerPeriod(since, until, [], lives, attempts)
         for life in lives:
             prices = self._prices(life, history, ebs, result.incomplete)
+            if life.ended_at is None:
+                result.usd_per_hour_now += prices.compute.at(now) + ebs
             result.lines.extend(instance_lines(
                 life, by_instance.get(life.instance_id, []), prices, (since, until), now
             ))  # fmt: skip

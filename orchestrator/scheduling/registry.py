@@ -49,6 +49,9 @@ class WorkerRegistry:
         self._workers[hello.worker_id] = registered(hello, self._clock.now(), previous)
         return True
 
+    def seen(self) -> list[WorkerRecord]:
+        return list(self._workers.values())
+
     def first_hellos(self) -> dict[str, datetime]:
         """Each known worker's instance, and when its worker first said hello."""
         return {

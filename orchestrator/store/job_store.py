@@ -34,6 +34,7 @@ from kernel.job_state import ACTIVE_STATES, JobState, check_transition
 from orchestrator.store.base import CURRENT_ATTEMPT, utc
 from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.drains import DrainBook
+from orchestrator.store.fleet_view import FleetViewBook
 from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.report_sends import ReportSendBook
@@ -45,7 +46,13 @@ WORKER_FAULT = "worker_fault"
 
 
 class JobStore(
-    IntakeLedger, ReservationBook, DrainBook, PoolRateBook, CostFactBook, ReportSendBook
+    IntakeLedger,
+    ReservationBook,
+    DrainBook,
+    PoolRateBook,
+    CostFactBook,
+    ReportSendBook,
+    FleetViewBook,
 ):
     # -- the state machine ------------------------------------------------------------------
 
