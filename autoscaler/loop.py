@@ -25,6 +25,7 @@ from autoscaler.instances import InstanceBook, InstanceState
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
+from autoscaler.metrics import AutoscalerMetrics
 from autoscaler.policy import plan
 from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
@@ -97,6 +98,7 @@ class AutoscalerLoop:
     # (without one, spend is accrued in memory from launch prices, as in the planning CLI).
     record: FleetRecord | None = None
     price_tape: PriceTape = field(default_factory=PriceTape)
+    metrics: AutoscalerMetrics | None = None
 
     def pools(self) -> list[Pool]:
         return [
@@ -129,6 +131,8 @@ class AutoscalerLoop:
                 covered.update(launch.job_ids)
                 # Its GPUs are spoken for by the jobs it was bought for (left out above).
                 busy[instance.instance_id] += len(launch.job_ids)
+            if self.metrics is not None:
+                self.metrics.planned(state, decided, done, self.settings)
             chosen = self._reservations(decided, done, state.queued)
             await asyncio.to_thread(self.demand.reserve, chosen)
             if not done.failed:
@@ -185,12 +189,16 @@ class AutoscalerLoop:
             if state is InstanceState.INTERRUPTED:
                 # Its pool's rate and the capacity memory learn from it.
                 self.capacity.interrupted(pool)
+                if self.metrics is not None:
+                    self.metrics.interrupted(pool)
                 log.warning("spot instance %s in %s was interrupted", instance_id, pool)
         if self.record is not None:
             adopted = seen(self.reconciler.ledger[i] for i in synced.adopted)
             await asyncio.to_thread(self.record.record_instances_seen, adopted)
             await self._record_ended(ended, now)
         self.book.forget_long_gone(now)
+        if self.metrics is not None:
+            self.metrics.fleet(self.book.records.values())
         return busy
 
     async def _ask_to_drain(self, terminations: Sequence[Terminate]) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import aioboto3
+from prometheus_client import CollectorRegistry
 from rich.console import Console
 from rich.table import Table
 
@@ -32,6 +33,7 @@ from autoscaler.market.live import LiveMarket
 from autoscaler.market.ports import MarketData
 from autoscaler.market.replay import ReplayedMarket, TraceCapacityGate
 from autoscaler.market.trace import TraceMarket, load_trace
+from autoscaler.metrics import AutoscalerMetrics
 from autoscaler.policy import plan
 from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
@@ -41,6 +43,7 @@ from framefleet.control_plane import build_store
 from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError, JobValidationError
+from kernel.health_server import HealthServer
 from kernel.job_spec import parse_job
 from kernel.market import Market
 from orchestrator.costs.fleet_record import LedgerRecord
@@ -174,6 +177,7 @@ def _with_budget(settings: PurchaseSettings, args: argparse.Namespace) -> Purcha
 class _Live:
     loop: AutoscalerLoop
     store: JobStore
+    health: HealthServer | None = None
 
 
 @asynccontextmanager
@@ -204,6 +208,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         else:
             advisor = await asyncio.to_thread(SpotAdvisor.fetch_or_shipped, config.advisor_url)
             market = LiveMarket(ec2, pricing, advisor, capacity, clock)
+        registry = CollectorRegistry()
         loop = AutoscalerLoop(
             market=market,
             actuator=Actuator(fleet, capacity, config.fleet_id, clock),
@@ -216,9 +221,21 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             clock=clock,
             interval_seconds=config.interval_seconds,
             record=LedgerRecord(store, CostLedger(store, clock, settings.costs.ledger())),
+            metrics=AutoscalerMetrics(registry),
         )
+        health = None
+        if config.metrics_port is not None:
+
+            async def store_answers() -> None:
+                await asyncio.to_thread(store.count_jobs)
+
+            async def ec2_answers() -> None:
+                await adapter.describe(config.fleet_id)
+
+            health = HealthServer(registry, {"store": store_answers, "ec2": ec2_answers},
+                                  settings.metrics_host, config.metrics_port)  # fmt: skip
         try:
-            yield _Live(loop, store)
+            yield _Live(loop, store, health)
         finally:
             store.dispose()
 
@@ -238,7 +255,13 @@ async def _plan_live(args: argparse.Namespace, settings: Settings) -> tuple[Plan
 async def _run(settings: Settings) -> None:
     stop = stop_on_signals()
     async with live_autoscaler(settings, SystemClock()) as live:
-        await live.loop.run(stop)
+        if live.health is not None:
+            await live.health.start()
+        try:
+            await live.loop.run(stop)
+        finally:
+            if live.health is not None:
+                await live.health.stop()
 
 
 def run_command(args: argparse.Namespace, settings: Settings, console: Console) -> None:

@@ -89,6 +89,8 @@ class AutoscalerConfig(BaseModel):
     model_load_seconds: float = Field(default=60.0, ge=0)
     # The Spot Instance Advisor feed; unreachable means the snapshot shipped with the package.
     advisor_url: str = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
+    # Its /metrics, /healthz and /readyz (a port of its own: it is a process of its own).
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
 
 
 class CostsConfig(BaseModel):

@@ -16,14 +16,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock, stop_on_signals
+from kernel.health_server import HealthServer, ReadinessCheck
 from kernel.job_spec import JobSpec, parse_job
 from kernel.settings_support import configure_logging, exit_with
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
+from worker_ami.agent.metrics import WorkerMetrics
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
+from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.s3_uri import split_s3_uri
 from worker_ami.agent.service import WorkerService, mqtt_agent_link
@@ -105,10 +110,34 @@ async def _serve(settings: WorkerSettings) -> int:
                 "set FRAMEFLEET_WORKER_WORKER_ID (or enable IMDS for the instance id)"
             )
         connect = mqtt_agent_link(settings, worker_id, clock)
-        service = WorkerService(worker_id, agent, clock, connect)
-        # A drain: running jobs checkpoint at their next step, then the service exits.
-        await service.run(stop_on_signals())
+        registry = CollectorRegistry()
+        service = WorkerService(worker_id, agent, clock, connect, WorkerMetrics(registry))
+        health = None
+        if settings.metrics_port is not None:
+            health = HealthServer(registry, worker_checks(service, agent),
+                                  settings.metrics_host, settings.metrics_port)  # fmt: skip
+            await health.start()
+        try:
+            # A drain: running jobs checkpoint at their next step, then the service exits.
+            await service.run(stop_on_signals())
+        finally:
+            if health is not None:
+                await health.stop()
     return 0
+
+
+def worker_checks(service: WorkerService, agent: WorkerParts) -> dict[str, ReadinessCheck]:
+    """Ready: connected to the broker, and the checkpoint bucket answers."""
+    bucket = agent.settings.require_checkpoint_bucket()
+
+    async def broker_answers() -> None:
+        if not service.link.connected.is_set():
+            raise ConnectionError(f"not connected to MQTT at {agent.settings.mqtt_host}")
+
+    async def bucket_answers() -> None:
+        await agent.store.list_keys(bucket, "framefleet-readiness-probe/")
+
+    return {"broker": broker_answers, "checkpoints": bucket_answers}
 
 
 async def _publish(settings: WorkerSettings, args: argparse.Namespace) -> int:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from prometheus_client import CollectorRegistry
+
 from kernel.bounded import BoundedSet
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.market import Market, family_of_gpu
@@ -45,6 +47,7 @@ from kernel.worker_protocol import (
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import PreflightFailed
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
+from worker_ami.agent.metrics import WorkerMetrics
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
@@ -80,6 +83,7 @@ class _State:
     seen_assignments: BoundedSet[tuple[str, int]] = field(
         default_factory=lambda: BoundedSet(SEEN_ASSIGNMENTS)
     )
+    notice_at: float | None = None  # monotonic time of the spot notice, once one came
 
 
 def detect_gpus(agent: WorkerParts) -> list[tuple[GpuInfo, str]]:
@@ -132,9 +136,16 @@ def mqtt_agent_link(settings: WorkerSettings, worker_id: str, clock: Clock) -> C
 
 class WorkerService:
     def __init__(
-        self, worker_id: str, agent: WorkerParts, clock: Clock, connect: ConnectAgentLink
+        self,
+        worker_id: str,
+        agent: WorkerParts,
+        clock: Clock,
+        connect: ConnectAgentLink,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.worker_id = worker_id
+        # Unscraped when none is given: its GPU readings are taken at scrapes only.
+        self.metrics = metrics or WorkerMetrics(CollectorRegistry())
         self._agent = agent
         self._clock = clock
         self._slots = [
@@ -253,6 +264,7 @@ class WorkerService:
             EventKind.NOTICE_SEEN, notice=f"{notice.kind.value} {notice.action or ''}".strip()
         )
         if notice.kind is NoticeKind.INSTANCE_ACTION:
+            self._state.notice_at = self._clock.monotonic()
             self.drain(f"spot {notice.action} at {notice.time.isoformat()}")
 
     # -- commands -----------------------------------------------------------------------------
@@ -312,8 +324,10 @@ class WorkerService:
 
         def progress(state: DenoiseState) -> None:
             slot.step = state.step
+            self.metrics.steps.inc()
 
         def checkpointed(key: str, step: int, write_seconds: float) -> None:
+            self.metrics.checkpoint_write.observe(write_seconds)
             task = loop.create_task(
                 self._event(
                     EventKind.CHECKPOINT_DURABLE,
@@ -340,14 +354,19 @@ class WorkerService:
                                             error="; ".join(error.reasons))  # fmt: skip
             else:
                 await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt)
-                outcome = await self._outcome(
-                    await slot.runner.run(spec, attempt, command.resume_from, command.mtbi_seconds)
-                )
+                with self.metrics.jobs_running.track_inprogress():
+                    report = await slot.runner.run(
+                        spec, attempt, command.resume_from, command.mtbi_seconds
+                    )
+                outcome = await self._outcome(report)
             self._state.recent.append(outcome)
         finally:
             slot.job_id, slot.task = None, None
 
     async def _outcome(self, report: JobReport) -> WorkerEvent:
+        self.metrics.jobs.labels(report.status.value).inc()
+        if report.status is RunStatus.PREEMPTED and self._state.notice_at is not None:
+            self.metrics.notice_to_durable.observe(self._clock.monotonic() - self._state.notice_at)
         common: dict[str, object] = {
             "job_id": report.job_id,
             "attempt": report.attempt,

@@ -48,6 +48,10 @@ class WorkerSettings(EnvThenTomlSettings):
     mqtt_username: str | None = None
     mqtt_password: SecretStr | None = None
     heartbeat_seconds: float = Field(default=2.0, gt=0)
+    # /metrics, /healthz and /readyz of `serve` (loopback unless asked: Prometheus's agent on
+    # the instance, or a security group that admits the scraper, reaches it).
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_host: str = "127.0.0.1"
     # Without NVML (CPU mode) the worker offers this many slots of this family and memory.
     cpu_slots: int = Field(default=1, ge=1, le=64)
     cpu_family: str = Field(default="cpu", pattern=r"^[a-z0-9]{1,16}$")
