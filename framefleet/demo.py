@@ -33,14 +33,12 @@ from autoscaler.ec2.adapter import observed_instance
 from autoscaler.ec2.ports import FLEET_TAG
 from autoscaler.market.trace import Trace, load_trace
 from framefleet.control_plane import build_store
+from framefleet.demo_finance import finance_report
 from framefleet.demo_outputs import ResumeCheck, check_resumed, download_videos
 from framefleet.demo_producer import demo_jobs
 from framefleet.demo_progress import Progress, view
 from framefleet.demo_report import (
-    Cost,
     Verdict,
-    bill,
-    instance_lives,
     interruptions,
     judge,
     read_timeline,
@@ -67,6 +65,8 @@ from kernel.errors import ConfigurationError
 from kernel.job_record import JobEvent
 from kernel.settings_support import exit_with
 from orchestrator.aws.dead_letters import peek_dead_letters
+from orchestrator.costs.money import cents, usd
+from orchestrator.costs.summary import CostSummary
 from orchestrator.store.job_store import JobStore
 
 ROOT = Path(".demo")
@@ -208,6 +208,9 @@ async def _watch(
 
 
 async def _the_end(run: DemoRun, console: Console) -> int:
+    # The bill ends now, before the checks below take their (replayed) hours.
+    report, eml = finance_report(run.store, run.replay, run.started, datetime.now(UTC),
+                                 run.aws.endpoint, REGION, ROOT / "finance")  # fmt: skip
     wanted = set(run.expected)
     records = {r.job_id: r for r in run.store.list_jobs() if r.job_id in wanted}
     histories = {job_id: run.store.history(job_id) for job_id in records}
@@ -218,14 +221,15 @@ async def _the_end(run: DemoRun, console: Console) -> int:
     again = [record for record in done if resumed(histories[record.job_id])]
     console.print(f"rendering {len(again)} resumed job(s) again without interruption ...")
     checks = await check_resumed(run.aws.endpoint, run.registry, ROOT, again, videos)
-    cost = bill(instance_lives(timeline), run.trace, run.replay, datetime.now(UTC))
     sqs = boto3.client("sqs", region_name=REGION, endpoint_url=run.aws.endpoint)
     dead = [letter.reason for letter in peek_dead_letters(sqs, run.aws.dead_letter_url)]
     console.print(_timeline_table(timeline, histories, run.started))
     if checks:
         console.print(_resume_table(checks))
     identical = all(check.identical for check in checks)
-    console.print(_summary(verdict, timeline, cost, len(videos), len(checks), identical, dead))
+    summary = report.summary
+    console.print(_summary(verdict, timeline, summary, len(videos), len(checks), identical, dead))
+    console.print(f"the finance email: sent through SES (moto), kept as {eml}")
     lost = interruptions(timeline)
     facts = {
         "ok": verdict.ok and identical, "succeeded": verdict.succeeded, "failed": verdict.failed,
@@ -233,7 +237,9 @@ async def _the_end(run: DemoRun, console: Console) -> int:
         "interruptions_with_notice": lost.noticed, "interruptions_without_notice": lost.silent,
         "resumed_identical": {c.job_id: c.identical for c in checks},
         "videos": sorted(str(path) for path in videos.values()), "dead_lettered": dead,
-        "cost_usd": cost.dollars, "on_demand_only_usd": cost.on_demand_dollars,
+        "cost_usd": float(cents(summary.total)),
+        "on_demand_only_usd": float(cents(summary.on_demand_equivalent_usd)),
+        "waste_usd": float(cents(summary.waste)), "finance_email": str(eml),
     }  # fmt: skip
     (ROOT / "summary.json").write_text(json.dumps(facts, indent=2) + "\n")
     console.print(f"videos in {OUTPUT}/, logs in {ROOT}/logs/, store {ROOT}/framefleet.db")
@@ -261,11 +267,11 @@ def _timeline_table(timeline: list[dict[str, Any]], histories: dict[str, list[Jo
     return table
 
 
-def _summary(verdict: Verdict, timeline: list[dict[str, Any]], cost: Cost, videos: int,
+def _summary(verdict: Verdict, timeline: list[dict[str, Any]], cost: CostSummary, videos: int,
              checked: int, identical: bool, dead_letters: Sequence[str]) -> Table:  # fmt: skip
     lost = interruptions(timeline)
-    saved = cost.on_demand_dollars - cost.dollars
-    share = saved / cost.on_demand_dollars if cost.on_demand_dollars else 0.0
+    equivalent = cost.on_demand_equivalent_usd
+    share = cost.savings / equivalent if equivalent else 0
     met = verdict.with_deadline - len(verdict.late)
     rows = [
         ("jobs succeeded", str(len(verdict.succeeded))),
@@ -279,10 +285,11 @@ def _summary(verdict: Verdict, timeline: list[dict[str, Any]], cost: Cost, video
         ("videos in demo-output/", str(videos)),
         ("resumed videos identical to uninterrupted", f"{checked} checked, "
                                                       f"{'all' if identical else 'NOT all'} same"),
-        ("instance time (replayed market)", f"{cost.instance_hours:.2f} h"),
-        ("cost", f"${cost.dollars:.2f}"),
-        ("the same instance time on on-demand only", f"${cost.on_demand_dollars:.2f}"),
-        ("saved", f"${saved:.2f} ({share:.0%})"),
+        ("cost (the ledger, in replayed time)", f"{usd(cost.total)} for {cost.instances} "
+                                                f"instances"),
+        ("of which waste (lost, idle, draining)", usd(cost.waste)),
+        ("the same work on on-demand only", usd(equivalent)),
+        ("saved", f"{usd(cost.savings)} ({share:.0%})"),
     ]  # fmt: skip
     table = Table(
         title="summary: " + ("[green]OK[/]" if verdict.ok and identical else "[red]FAILED[/]")

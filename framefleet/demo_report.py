@@ -4,8 +4,7 @@
   byte against an uninterrupted render of the same spec (the worker agent, in process);
 - a timeline of interruptions, checkpoints and reassignments (the fleet runner's timeline and
   the jobs' histories);
-- the cost: every instance billed per second of the replayed market's time, at the trace's spot
-  price of the moment or on-demand, against the same instance time on on-demand only;
+- the cost: the product's own ledger and finance report (`demo_finance`);
 - a verdict: any job lost, finished twice, failed or late makes the exit status 1.
 """
 
@@ -13,14 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from autoscaler.market.trace import ON_DEMAND_PRICES, Trace
-from kernel.clock import ReplayClock
 from kernel.job_record import JobEvent, JobRecord
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
@@ -67,63 +64,6 @@ def interruptions(timeline: Sequence[dict[str, Any]]) -> Interruptions:
     reclaims = [e for e in timeline if e["kind"] == "spot_reclaimed"]
     noticed = sum(1 for e in reclaims if e.get("notice"))
     return Interruptions(noticed, len(reclaims) - noticed)
-
-
-@dataclass
-class InstanceLife:
-    instance_id: str
-    zone: str
-    market: str
-    instance_type: str
-    started: datetime
-    ended: datetime | None = None
-
-
-def instance_lives(timeline: Sequence[dict[str, Any]]) -> list[InstanceLife]:
-    lives: dict[str, InstanceLife] = {}
-    for entry in timeline:
-        instance_id, at = entry.get("instance_id"), datetime.fromisoformat(entry["at"])
-        if not isinstance(instance_id, str):
-            continue
-        if entry["kind"] == "worker_started":
-            lives[instance_id] = InstanceLife(
-                instance_id, entry["zone"], entry["market"], entry["instance_type"], at
-            )
-        elif instance_id in lives and entry["kind"] in (
-            "spot_reclaimed", "worker_stopped", "worker_killed"
-        ) and lives[instance_id].ended is None:  # fmt: skip
-            lives[instance_id].ended = at
-    return list(lives.values())
-
-
-@dataclass(frozen=True)
-class Cost:
-    dollars: float
-    on_demand_dollars: float  # the same instance time, all on-demand
-    instance_hours: float  # of the replayed market's time
-
-
-def bill(lives: Iterable[InstanceLife], trace: Trace, replay: ReplayClock, end: datetime) -> Cost:
-    """Per second of replayed time: the spot price of each tick the instance lived through,
-    or the on-demand price."""
-    dollars = on_demand = seconds = 0.0
-    for life in lives:
-        on_demand_rate = ON_DEMAND_PRICES.get(life.instance_type, 0.0)
-        start = replay.trace_time(life.started)
-        stop = replay.trace_time(life.ended or end)
-        zone = trace.zones.get(life.zone)
-        at = start
-        while at < stop:
-            tick = int((at - trace.start) / trace.gap)
-            tick_end = min(stop, trace.start + trace.gap * (tick + 1))
-            span = (tick_end - at).total_seconds()
-            spot = life.market == "spot" and zone is not None and 0 <= tick < trace.ticks
-            rate = zone.prices[tick] if spot and zone is not None else on_demand_rate
-            dollars += rate * span / 3600
-            on_demand += on_demand_rate * span / 3600
-            seconds += span
-            at = tick_end
-    return Cost(round(dollars, 2), round(on_demand, 2), seconds / 3600)
 
 
 @dataclass

@@ -7,19 +7,25 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import LaunchRequest
+from autoscaler.fleet_record import PriceTape
 from autoscaler.market.replay import NO_CAPACITY, ReplayedMarket, TraceCapacityGate
 from autoscaler.market.trace import Trace, TraceMarket, ZoneTrace
 from autoscaler.pools import Pool
-from framefleet.demo_report import InstanceLife, bill, read_timeline
+from framefleet.demo_finance import ReplayedFacts
+from framefleet.demo_report import read_timeline
 from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
 from framefleet.spot_replay import ReplaySettings, SpotReplay
 from kernel.clock import FakeClock, ReplayClock
+from kernel.fleet_facts import InstanceSeen
 from kernel.market import Market
+from orchestrator.costs.ledger import CostLedger, CostSettings
 from orchestrator.interruptions.events import SPOT_WARNING, STATE_CHANGE
+from orchestrator.store.job_store import JobStore
 
 START = datetime(2023, 3, 1, tzinfo=UTC)
 GAP = timedelta(seconds=100)
@@ -128,14 +134,25 @@ async def test_a_zone_losing_capacity_reclaims_its_spot_workers_with_and_without
     assert [kind for kind, _ in events.sent] == [SPOT_WARNING, STATE_CHANGE, STATE_CHANGE]
 
 
-def test_billing_follows_the_spot_price_of_each_tick() -> None:
+async def test_the_demos_ledger_bills_the_replayed_hours_at_the_replayed_prices(
+    store: JobStore,
+) -> None:
+    """The demo's processes write wall-clock facts; its finance report sees them through the
+    replay clock, so the ledger bills trace time at the trace's prices."""
     wall = FakeClock()
     replay = replay_at(wall)
     started = wall.now()
-    # 1c: 2 ticks at $2/h then 2 at $4/h, 100 s each; on-demand for p3.2xlarge is $3.06/h.
-    life = InstanceLife("i-1", "us-east-1c", "spot", "p3.2xlarge", started,
-                        started + timedelta(seconds=4))  # fmt: skip
-    cost = bill([life], trace(), replay, started + timedelta(seconds=10))
-    assert cost.dollars == round((2 * 2.0 + 2 * 4.0) * 100 / 3600, 2)
-    assert cost.on_demand_dollars == round(4 * 3.06 * 100 / 3600, 2)
-    assert abs(cost.instance_hours - 400 / 3600) < 1e-9
+    pool = Pool("p3.2xlarge", "us-east-1c", Market.SPOT)
+    market, tape = ReplayedMarket(TraceMarket(trace(), replay), replay, wall), PriceTape()
+    # 1c: 2 ticks at $2/h then 2 at $4/h, 100 s each (a wall second each).
+    store.record_instances_seen([InstanceSeen("i-0123456789abcdef0", "p3.2xlarge", "us-east-1c",
+                                              Market.SPOT, started, 1, "v100")])  # fmt: skip
+    for _ in range(4):
+        store.record_prices(tape.changes(await market.snapshot([pool])))
+        wall.advance(1)
+    store.record_instance_ended("i-0123456789abcdef0", wall.now(), "reclaimed")
+    ledger = CostLedger(ReplayedFacts(store, replay), FakeClock(replay.trace_time(wall.now())),
+                        CostSettings(ebs_usd_per_gib_month=Decimal(0)))  # fmt: skip
+    period = ledger.period(replay.trace_time(started), replay.trace_time(wall.now()))
+    assert period.total == Decimal(2 * 2 + 2 * 4) * 100 / 3600
+    assert sum(line.gpu_seconds for line in period.lines) == 400

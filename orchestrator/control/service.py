@@ -270,9 +270,9 @@ class ControlPlaneService:
                 await self._interrupt(worker_id, reason)
             return workers
 
-    async def _record_gone(self, instance_id: str, reason: str) -> None:
+    async def _record_gone(self, instance_id: str, reason: str, ended: bool = False) -> None:
         """Durable first: a restarted control plane must refuse its retained hello too."""
-        await asyncio.to_thread(self._instances.record_gone, instance_id, reason)
+        await asyncio.to_thread(self._instances.record_gone, instance_id, reason, ended)
         self.registry.instance_gone(instance_id)
 
     async def stop_assigning(self, instance_id: str, reason: str) -> None:
@@ -282,7 +282,7 @@ class ControlPlaneService:
         await asyncio.to_thread(self._store.ask_to_drain, [instance_id], why, DrainKind.REBALANCE)
 
     async def instance_gone(self, instance_id: str, reason: str) -> None:
-        await self._record_gone(instance_id, reason)
+        await self._record_gone(instance_id, reason, ended=True)
         async with self._lock:
             for worker_id in self.registry.by_instance(instance_id):
                 self.registry.mark(worker_id, WorkerHealth.LOST, reason)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, or_, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from kernel.clock import Clock
 from kernel.errors import StoreUnavailable
-from orchestrator.store.tables import GoneInstanceRow
+from orchestrator.store.tables import GoneInstanceRow, InstanceLifeRow
 
 
 class InstanceLedger:
@@ -19,15 +19,29 @@ class InstanceLedger:
         self._engine = engine
         self._clock = clock
 
-    def record_gone(self, instance_id: str, reason: str) -> None:
-        """Idempotent: the first report of an instance's end is the one kept."""
+    def record_gone(self, instance_id: str, reason: str, ended: bool = False) -> None:
+        """Idempotent: the first report of an instance's end is the one kept. `ended`: EC2
+        says it stopped running now (a state change, not a warning), which the cost ledger
+        takes as the end of its bill unless an earlier end is known."""
+        now = self._clock.now()
         try:
             with Session(self._engine) as session:
                 if session.get(GoneInstanceRow, instance_id) is None:
-                    session.add(GoneInstanceRow(
-                        instance_id=instance_id, gone_at=self._clock.now(), reason=reason
-                    ))  # fmt: skip
-                    session.commit()
+                    session.add(GoneInstanceRow(instance_id=instance_id, gone_at=now,
+                                                reason=reason))  # fmt: skip
+                if ended:
+                    session.exec(
+                        update(InstanceLifeRow)
+                        .where(col(InstanceLifeRow.instance_id) == instance_id)
+                        .where(
+                            or_(
+                                col(InstanceLifeRow.ended_at).is_(None),
+                                col(InstanceLifeRow.ended_at) > now,
+                            )
+                        )
+                        .values(ended_at=now, end_reason=reason[:500])
+                    )
+                session.commit()
         except IntegrityError:
             pass  # another replica recorded it first
         except OperationalError as error:
