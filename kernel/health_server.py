@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -48,9 +49,9 @@ class HealthServer:
             await site.start()
         except OSError as error:
             await self._runner.cleanup()
+            why = os.strerror(error.errno) if error.errno else str(error)
             raise ConfigurationError(
-                f"cannot serve metrics and health on {self.host}:{self.port}: "
-                f"{error.strerror or error}"
+                f"cannot serve metrics on {self.host}:{self.port}: {why}"
             ) from None
         addresses = self._runner.addresses
         self.bound_port = int(addresses[0][1]) if addresses else self.port
