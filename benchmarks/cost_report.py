@@ -14,6 +14,7 @@ import asyncio
 import logging
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -25,7 +26,7 @@ from orchestrator.costs.focus import focus_rows, write_csv
 from orchestrator.costs.money import cents, usd
 from orchestrator.costs.report import Period
 from orchestrator.costs.reporting import Reporter, ReportSettings
-from simulator.fleet import FleetSimulation, setup_for_changeover
+from simulator.fleet import FleetSetup, FleetSimulation, setup_for_changeover
 from simulator.workload import daily_poisson
 
 TRACES = Path(__file__).parents[2] / "shared" / "traces" / "aws-v100-availability-2023-02-15"
@@ -39,14 +40,16 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=OUT, help="the report's folder")
+    parser.add_argument("--silent-share", type=float, default=FleetSetup().silent_share,
+                        help="interruptions without a usable notice")  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     trace = load_trace(args.traces)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         jobs = daily_poisson(args.jobs, args.days, seed=args.seed)
-        simulation = FleetSimulation(trace, jobs, setup_for_changeover(0.2), 0,
-                                     Path(folder) / "jobs.db")  # fmt: skip
+        setup = replace(setup_for_changeover(0.2), silent_share=args.silent_share)
+        simulation = FleetSimulation(trace, jobs, setup, 0, Path(folder) / "jobs.db")
         try:
             result = asyncio.run(simulation.run())
             week = Period("custom", trace.start, simulation.clock.now())
@@ -71,20 +74,21 @@ def main() -> None:
     table.add_row("saved", usd(summary.savings))
     console = Console()
     console.print(table)
-    console.print(
-        f"simulator's own bill: ${result.cost:,.2f} (compute; the ledger adds EBS and S3)"
-    )
-    console.print(f"{len(rows)} FOCUS rows; report at {html}; {seconds:.0f} s")
+    own = f"${result.cost:,.2f}"
+    console.print(f"the simulated EC2's own bill: {own} (compute only; the ledger adds EBS, S3)")
+    console.print(f"{result.interruptions} spot interruptions, {result.launches} launches, "
+                  f"{len(rows)} FOCUS rows; report at {html}; {seconds:.0f} s")  # fmt: skip
     if args.out != OUT:
         return  # a check's run (make focus-validate), not the benchmark's
     path = write_result("cost_report", {
         "jobs": args.jobs, "days": args.days, "seed": args.seed,
+        "silent_share": args.silent_share,
         "total_usd": str(cents(summary.total)),
         "categories_usd": {k: str(v) for k, v in report.category_cents().items()},
         "on_demand_equivalent_usd": str(cents(summary.on_demand_equivalent_usd)),
         "saved_usd": str(cents(summary.savings)),
         "simulator_compute_usd": round(result.cost, 2),
-        "focus_rows": len(rows), "instances": summary.instances, "seconds": round(seconds, 1),
+        "interruptions": result.interruptions, "focus_rows": len(rows), "instances": summary.instances, "seconds": round(seconds, 1),
     })  # fmt: skip
     console.print(f"wrote {path}")
 

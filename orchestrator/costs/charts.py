@@ -49,11 +49,12 @@ def _by_day(summary: CostSummary) -> Figure:
     axes = figure.subplots()
     days = sorted({day for day, _ in summary.by_day_market})
     bottom = [0.0] * len(days)
+    positions = list(range(len(days)))
     for market in Market:
         values = [float(summary.by_day_market.get((day, market), Decimal(0))) for day in days]
-        labels = [day.strftime("%m-%d") for day in days]
-        axes.bar(labels, values, bottom=bottom, label=market.value, color=COLOURS[market])
+        axes.bar(positions, values, bottom=bottom, label=market.value, color=COLOURS[market])
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    axes.set_xticks(positions, [day.strftime("%m-%d") for day in days])
     axes.set_title("Spend per day (UTC) by market")
     axes.set_ylabel("USD")
     axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))

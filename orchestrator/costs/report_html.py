@@ -10,7 +10,7 @@ from html import escape
 from orchestrator.costs.attribution import WASTE
 from orchestrator.costs.money import cents
 from orchestrator.costs.report import TIME_ZONE, ImageSource, Report, rows_of, waste_share
-from orchestrator.costs.summary import FLEET
+from orchestrator.costs.summary import FLEET, S3_ROW
 
 TOP_JOBS = 20
 STYLE = """
@@ -69,8 +69,9 @@ def render_html(report: Report, image_src: ImageSource) -> str:
     )
     parts.append(f"<img src='{escape(image_src('savings.png'))}' alt='savings'>")
     parts.append("<h2>By GPU family and pool</h2>")
-    parts.append(_table(("GPU family", "USD"), rows_of(summary.by_family), None))
-    parts.append(_table(("Pool", "USD"), rows_of(summary.by_pool), None))
+    s3 = {S3_ROW: summary.s3_usd}
+    parts.append(_table(("GPU family", "USD"), rows_of(summary.by_family | s3), report))
+    parts.append(_table(("Pool", "USD"), rows_of(summary.by_pool | s3), report))
     parts.append("<h2>By tag</h2>")
     for tag in ("team", "customer", "project"):
         values = {(v or "(untagged)") if v != FLEET else FLEET: usd
