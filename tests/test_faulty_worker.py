@@ -5,6 +5,7 @@ clock with a real store; the worker's side is the agent's own service."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import cast
@@ -111,15 +112,26 @@ class KeptPayloads:
         await stop.wait()
 
 
-async def test_a_worker_that_fails_its_preflight_refuses_the_job_with_every_reason(
-    tmp_path: Path, clock: FakeClock
-) -> None:
+def without_broker() -> tuple[KeptPayloads, list[MessageHandler], ConnectKept]:
+    """A worker service's link that keeps what it publishes, and the command handlers it was
+    given (call one to deliver a command)."""
     link = KeptPayloads()
     handlers: list[MessageHandler] = []
 
     def connect(on_command: MessageHandler, on_connect: object, will: object) -> KeptPayloads:
         handlers.append(on_command)
         return link
+
+    return link, handlers, connect
+
+
+ConnectKept = Callable[[MessageHandler, object, object], KeptPayloads]
+
+
+async def test_a_worker_that_fails_its_preflight_refuses_the_job_with_every_reason(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    link, handlers, connect = without_broker()
 
     # No GPU and CPU mode not allowed, and far more free disk asked for than there is.
     settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1,

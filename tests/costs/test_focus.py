@@ -57,13 +57,17 @@ ENUMS = {
 }  # fmt: skip
 
 
-def test_the_export_follows_the_focus_1_0_column_definitions(
-    store: JobStore, clock: FakeClock, tmp_path: Path
-) -> None:
+def a_days_rows(store: JobStore, clock: FakeClock) -> list[dict[str, str]]:
     day, end = a_day_of_work(FleetHistory(store, clock))
     ledger = CostLedger(store, clock)
     period = ledger.period(day, end)
-    rows = list(focus_rows(period, ledger.s3_usd(period.attempts), "123456789012"))
+    return list(focus_rows(period, ledger.s3_usd(period.attempts), "123456789012"))
+
+
+def test_the_export_follows_the_focus_1_0_column_definitions(
+    store: JobStore, clock: FakeClock, tmp_path: Path
+) -> None:
+    rows = a_days_rows(store, clock)
     assert rows
     path = tmp_path / "focus.csv"
     write_csv(rows, path)
@@ -110,10 +114,7 @@ def _check(kind: str, column: str, value: str) -> None:
 def test_the_parquet_export_holds_the_same_rows(
     store: JobStore, clock: FakeClock, tmp_path: Path
 ) -> None:
-    day, end = a_day_of_work(FleetHistory(store, clock))
-    ledger = CostLedger(store, clock)
-    period = ledger.period(day, end)
-    rows = list(focus_rows(period, ledger.s3_usd(period.attempts), "123456789012"))
+    rows = a_days_rows(store, clock)
     write_parquet(rows, tmp_path / "focus.parquet")
     table = pq.read_table(tmp_path / "focus.parquet")
     assert table.column_names == list(COLUMNS)

@@ -42,12 +42,17 @@ def sent_to(recipient: str) -> list[Message]:
     ]
 
 
-def reporter(store: JobStore, clock: FakeClock, moto_endpoint: str, recipient: str,
-             tmp_path: Path) -> Reporter:  # fmt: skip
+def a_reported_day(
+    store: JobStore, clock: FakeClock, moto_endpoint: str, tmp_path: Path
+) -> tuple[Reporter, Period, str]:
+    """A day of work, and a reporter that emails it to a recipient of this test's own."""
+    day, end = a_day_of_work(FleetHistory(store, clock))
+    recipient = f"finance-{uuid.uuid4().hex[:8]}@framefleet.example"
     ses = boto3.client("ses", region_name=REGION, endpoint_url=moto_endpoint)
     ses.verify_email_identity(EmailAddress=SENDER)
-    return Reporter(CostLedger(store, clock), store, SesSender(ses),
-                    ReportSettings((recipient,), SENDER, tmp_path / "reports"), clock)  # fmt: skip
+    settings = ReportSettings((recipient,), SENDER, tmp_path / "reports")
+    reports = Reporter(CostLedger(store, clock), store, SesSender(ses), settings, clock)
+    return reports, Period("day", day, end), recipient
 
 
 def payload(message: Message) -> str:
@@ -63,10 +68,9 @@ def part(message: Message, content_type: str) -> list[Message]:
 def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
     store: JobStore, clock: FakeClock, moto_endpoint: str, tmp_path: Path
 ) -> None:
-    day, end = a_day_of_work(FleetHistory(store, clock))
-    recipient = f"finance-agree-{uuid.uuid4().hex[:8]}@framefleet.example"
-    reports = reporter(store, clock, moto_endpoint, recipient, tmp_path)
-    message_id = reports.send(Period("day", day, end))
+    reports, period, recipient = a_reported_day(store, clock, moto_endpoint, tmp_path)
+    day, end = period.since, period.until
+    message_id = reports.send(period)
     assert message_id
     (message,) = sent_to(recipient)
     assert f"day {day:%Y-%m-%d}" in message["Subject"]
@@ -82,11 +86,11 @@ def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
     csv_total = Decimal(next(r["usd"] for r in rows if r["section"] == "total"))
     categories = [Decimal(r["usd"]) for r in rows if r["section"] == "category"]
     ledger = CostLedger(store, clock)
-    period = ledger.period(day, end)
-    s3 = ledger.s3_usd(period.attempts)
-    focus = list(focus_rows(period, s3, "acct"))
+    priced = ledger.period(day, end)
+    s3 = ledger.s3_usd(priced.attempts)
+    focus = list(focus_rows(priced, s3, "acct"))
     focus_total = cents(sum((Decimal(r["BilledCost"]) for r in focus), Decimal(0)))
-    ledger_total = cents(period.total + sum(s3.values(), Decimal(0)))
+    ledger_total = cents(priced.total + sum(s3.values(), Decimal(0)))
     assert ledger_total > Decimal("5")
     assert html_total == csv_total == focus_total == ledger_total == sum(categories)
     # Where the money went: the interrupted job's lost work is there, and the idle tails.
@@ -103,16 +107,13 @@ def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
 def test_a_period_is_sent_once_unless_forced(
     store: JobStore, clock: FakeClock, moto_endpoint: str, tmp_path: Path
 ) -> None:
-    day, end = a_day_of_work(FleetHistory(store, clock))
-    recipient = f"finance-once-{uuid.uuid4().hex[:8]}@framefleet.example"
-    reports = reporter(store, clock, moto_endpoint, recipient, tmp_path)
-    period = Period("day", day, end)
+    reports, period, recipient = a_reported_day(store, clock, moto_endpoint, tmp_path)
     assert reports.send(period) is not None
     assert reports.send(period) is None
     assert len(sent_to(recipient)) == 1
     assert reports.send(period, force=True) is not None
     assert len(sent_to(recipient)) == 2
-    assert store.report_state("day", day) == ("sent", 2, None)
+    assert store.report_state("day", period.since) == ("sent", 2, None)
 
 
 class FailingOnce:
@@ -129,9 +130,8 @@ class FailingOnce:
 def test_a_failed_send_is_recorded_and_the_schedule_sends_it_later(
     store: JobStore, clock: FakeClock, moto_endpoint: str, tmp_path: Path
 ) -> None:
-    day, _ = a_day_of_work(FleetHistory(store, clock))
-    recipient = f"finance-retry-{uuid.uuid4().hex[:8]}@framefleet.example"
-    reports = reporter(store, clock, moto_endpoint, recipient, tmp_path)
+    reports, period, recipient = a_reported_day(store, clock, moto_endpoint, tmp_path)
+    day = period.since
     assert isinstance(reports.sender, SesSender)
     reports.sender = FailingOnce(reports.sender)
     (due,) = [p for p in reports.due(clock.now()) if p.kind == "day"]

@@ -15,11 +15,10 @@ from framefleet.worker_cli import worker_checks
 from kernel.clock import FakeClock
 from kernel.health_server import HealthServer
 from kernel.job_spec import parse_job
-from kernel.mqtt_link import MessageHandler
 from kernel.worker_protocol import Channel, Command, CommandKind, topic
 from tests.support import async_wait_until, job_dict
 from tests.test_bounded_memory import InstantRunner
-from tests.test_faulty_worker import KeptPayloads
+from tests.test_faulty_worker import without_broker
 from tests.test_health_and_metrics import get, samples
 from worker_ami.agent.metrics import WorkerMetrics
 from worker_ami.agent.object_store import S3ObjectStore
@@ -43,12 +42,7 @@ def one_busy_gpu() -> list[GpuTelemetry]:
 async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    link = KeptPayloads()
-    handlers: list[MessageHandler] = []
-
-    def connect(on_command: MessageHandler, on_connect: object, will: object) -> KeptPayloads:
-        handlers.append(on_command)
-        return link
+    link, handlers, connect = without_broker()
 
     settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1, allow_cpu=True,
                               min_free_disk_gib=0, checkpoint_bucket="checkpoints")  # fmt: skip
