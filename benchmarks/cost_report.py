@@ -29,7 +29,8 @@ from orchestrator.costs.reporting import Reporter, ReportSettings
 from simulator.fleet import FleetSetup, FleetSimulation, setup_for_changeover
 from simulator.workload import daily_poisson
 
-TRACES = Path(__file__).parents[2] / "shared" / "traces" / "aws-v100-availability-2023-02-15"
+# The first 8.1 days of ../shared/traces/aws-v100-availability-2023-02-15, all nine zones.
+TRACES = Path(__file__).parents[1] / "tests" / "data" / "traces" / "v100-week"
 OUT = RESULTS_DIR / "cost-report"
 
 
