@@ -89,7 +89,8 @@ def main() -> None:
         "on_demand_equivalent_usd": str(cents(summary.on_demand_equivalent_usd)),
         "saved_usd": str(cents(summary.savings)),
         "simulator_compute_usd": round(result.cost, 2),
-        "interruptions": result.interruptions, "focus_rows": len(rows), "instances": summary.instances, "seconds": round(seconds, 1),
+        "interruptions": result.interruptions, "focus_rows": len(rows),
+        "instances": summary.instances, "seconds": round(seconds, 1),
     })  # fmt: skip
     console.print(f"wrote {path}")
 
