@@ -1,14 +1,11 @@
-# Builds the FrameFleet GPU worker AMI: NVIDIA driver, the agent in a virtualenv with its systemd
-# unit, and optionally a warm model cache so the first job on a new instance skips the download.
+# Builds the FrameFleet GPU worker AMI on AWS's Deep Learning Base OSS NVIDIA Driver AMI
+# (Ubuntu 24.04: the NVIDIA driver and CUDA are there already): Python 3.11 from the deadsnakes
+# archive (Ubuntu 24.04 ships 3.12; the agent is built and tested on 3.11), the agent in a
+# virtualenv with its CUDA torch, its systemd units, and optionally a warm model cache.
+#   python -m build --wheel
 #   packer init worker_ami/packer && packer build -var region=us-east-1 worker_ami/packer
-packer {
-  required_plugins {
-    amazon = {
-      source  = "github.com/hashicorp/amazon"
-      version = ">= 1.3.0"
-    }
-  }
-}
+# (The plugin requirement is in plugins.pkr.hcl, so this file alone also validates with
+# Packer 1.6, whose amazon-ebs builder is built in: `packer validate -syntax-only` in the tests.)
 
 variable "region" {
   type    = string
@@ -46,21 +43,23 @@ source "amazon-ebs" "worker" {
   }
   source_ami_filter {
     filters = {
-      name                = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*"
+      name                = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 24.04) *"
+      architecture        = "x86_64"
       virtualization-type = "hvm"
       root-device-type    = "ebs"
     }
-    owners      = ["099720109477"]
+    owners      = ["amazon"]
     most_recent = true
   }
   launch_block_device_mappings {
     device_name           = "/dev/sda1"
     volume_size           = 200
     volume_type           = "gp3"
+    encrypted             = true
     delete_on_termination = true
   }
   tags = {
-    Name      = "framefleet-worker"
+    Name       = "framefleet-worker"
     framefleet = "worker-ami"
   }
 }
@@ -74,8 +73,8 @@ build {
   }
 
   provisioner "file" {
-    source      = "worker_ami/systemd/framefleet-worker.service"
-    destination = "/tmp/framefleet-worker.service"
+    source      = "worker_ami/systemd/"
+    destination = "/tmp/framefleet-units"
   }
 
   provisioner "shell" {
