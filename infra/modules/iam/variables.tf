@@ -1,0 +1,51 @@
+variable "name" {
+  type        = string
+  description = "Prefix of the role and policy names."
+}
+
+variable "account_id" {
+  type        = string
+  description = "The AWS account the fleet runs in (for resource ARNs)."
+}
+
+variable "fleet_id" {
+  type        = string
+  default     = "framefleet"
+  description = "The fleet tag value: the autoscaler may terminate only instances that carry it."
+}
+
+variable "jobs_queue_arn" {
+  type        = string
+  description = "The jobs queue."
+}
+
+variable "dead_letter_queue_arn" {
+  type        = string
+  description = "The dead-letter queue."
+}
+
+variable "interruptions_queue_arn" {
+  type        = string
+  description = "The EC2 events queue."
+}
+
+variable "ses_identity_arn" {
+  type        = string
+  description = "The SES identity the finance reports are sent from."
+}
+
+variable "launch_template_arn" {
+  type        = string
+  description = "The workers' launch template."
+}
+
+variable "worker_role_arn" {
+  type        = string
+  description = "The workers' role, the only one the autoscaler may pass."
+}
+
+variable "tags" {
+  type        = map(string)
+  default     = {}
+  description = "Tags on every resource."
+}

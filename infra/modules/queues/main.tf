@@ -1,0 +1,91 @@
+# The jobs queue with its dead-letter queue, and the interruptions queue that EventBridge fills
+# with the EC2 events the control plane acts on. Every queue is encrypted (SSE-SQS).
+
+resource "aws_sqs_queue" "dead_letters" {
+  name                      = "${var.name}-dead-letters"
+  message_retention_seconds = 1209600 # 14 days: time for a person to look
+  sqs_managed_sse_enabled   = true
+  tags                      = var.tags
+}
+
+resource "aws_sqs_queue" "jobs" {
+  name                       = "${var.name}-jobs"
+  visibility_timeout_seconds = var.visibility_timeout_seconds
+  receive_wait_time_seconds  = 20
+  message_retention_seconds  = 1209600
+  max_message_size           = 262144
+  sqs_managed_sse_enabled    = true
+  # The control plane dead-letters bad messages itself, with the reason; this catches a message
+  # that crashes every receive.
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dead_letters.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+  tags = var.tags
+}
+
+resource "aws_sqs_queue_redrive_allow_policy" "dead_letters" {
+  queue_url = aws_sqs_queue.dead_letters.id
+  redrive_allow_policy = jsonencode({
+    redrivePermission = "byQueue"
+    sourceQueueArns   = [aws_sqs_queue.jobs.arn]
+  })
+}
+
+resource "aws_sqs_queue" "interruptions" {
+  name                       = "${var.name}-ec2-events"
+  visibility_timeout_seconds = 60
+  receive_wait_time_seconds  = 20
+  message_retention_seconds  = 86400 # an event older than a day describes a gone instance
+  sqs_managed_sse_enabled    = true
+  tags                       = var.tags
+}
+
+locals {
+  # The three EC2 events the control plane reads (orchestrator/interruptions/events.py).
+  ec2_events = {
+    spot-warning = "EC2 Spot Instance Interruption Warning"
+    rebalance    = "EC2 Instance Rebalance Recommendation"
+    state-change = "EC2 Instance State-change Notification"
+  }
+}
+
+resource "aws_cloudwatch_event_rule" "ec2" {
+  for_each    = local.ec2_events
+  name        = "${var.name}-${each.key}"
+  description = "${each.value} to the FrameFleet interruptions queue"
+  event_pattern = jsonencode({
+    source        = ["aws.ec2"]
+    "detail-type" = [each.value]
+  })
+  tags = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "ec2" {
+  for_each = aws_cloudwatch_event_rule.ec2
+  rule     = each.value.name
+  arn      = aws_sqs_queue.interruptions.arn
+}
+
+# EventBridge may send to the interruptions queue, and only for these rules.
+data "aws_iam_policy_document" "interruptions" {
+  statement {
+    sid       = "EventBridgeRules"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.interruptions.arn]
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = [for rule in aws_cloudwatch_event_rule.ec2 : rule.arn]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "interruptions" {
+  queue_url = aws_sqs_queue.interruptions.id
+  policy    = data.aws_iam_policy_document.interruptions.json
+}

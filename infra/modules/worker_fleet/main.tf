@@ -1,0 +1,132 @@
+# The workers: their IAM role and instance profile, a security group with no inbound rule, and
+# the launch template the autoscaler launches from (autoscaler.launch_template; it sets the
+# instance type and subnet per pool in its CreateFleet overrides). The template carries the
+# worker image, IMDSv2 only with hop limit 2, an encrypted root volume, and user data that
+# writes the agent's settings and starts it.
+
+data "aws_iam_policy_document" "assume_ec2" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["ec2.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "worker" {
+  name               = "${var.name}-worker"
+  assume_role_policy = data.aws_iam_policy_document.assume_ec2.json
+  tags               = var.tags
+}
+
+# What the agent calls (worker_ami/agent/object_store.py, model_cache.py, checkpoint.py) and
+# what its user data reads: the bucket's objects and the broker password parameter.
+data "aws_iam_policy_document" "worker" {
+  statement {
+    sid       = "ListTheBucket"
+    actions   = ["s3:ListBucket"]
+    resources = [var.bucket_arn]
+  }
+  statement {
+    sid = "ModelsCheckpointsOutputs"
+    actions = [
+      "s3:GetObject",
+      "s3:PutObject",
+      "s3:DeleteObject",
+      "s3:AbortMultipartUpload",
+    ]
+    resources = ["${var.bucket_arn}/*"]
+  }
+  statement {
+    sid       = "BrokerPassword"
+    actions   = ["ssm:GetParameter"]
+    resources = [var.broker_password_parameter_arn]
+  }
+}
+
+resource "aws_iam_role_policy" "worker" {
+  name   = "${var.name}-worker"
+  role   = aws_iam_role.worker.id
+  policy = data.aws_iam_policy_document.worker.json
+}
+
+resource "aws_iam_instance_profile" "worker" {
+  name = "${var.name}-worker"
+  role = aws_iam_role.worker.name
+  tags = var.tags
+}
+
+# Workers connect out (broker, S3, IMDS); nothing connects in.
+resource "aws_security_group" "worker" {
+  name        = "${var.name}-worker"
+  description = "FrameFleet GPU workers: no inbound traffic, outbound to the broker, S3 and AWS APIs"
+  vpc_id      = var.vpc_id
+  tags        = var.tags
+}
+
+resource "aws_vpc_security_group_egress_rule" "https" {
+  security_group_id = aws_security_group.worker.id
+  description       = "AWS APIs, S3 and package mirrors over TLS"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = "0.0.0.0/0"
+}
+
+resource "aws_vpc_security_group_egress_rule" "broker" {
+  security_group_id = aws_security_group.worker.id
+  description       = "The MQTT broker"
+  ip_protocol       = "tcp"
+  from_port         = var.broker_port
+  to_port           = var.broker_port
+  cidr_ipv4         = var.broker_cidr
+}
+
+resource "aws_launch_template" "worker" {
+  name        = var.launch_template_name
+  description = "FrameFleet GPU worker (the autoscaler picks the instance type per launch)"
+  image_id    = var.worker_ami_id
+  iam_instance_profile {
+    arn = aws_iam_instance_profile.worker.arn
+  }
+  vpc_security_group_ids = [aws_security_group.worker.id]
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required"
+    http_put_response_hop_limit = 2
+    instance_metadata_tags      = "enabled"
+  }
+  block_device_mappings {
+    device_name = "/dev/sda1"
+    ebs {
+      volume_size           = var.root_volume_gib
+      volume_type           = "gp3"
+      encrypted             = true
+      delete_on_termination = true
+    }
+  }
+  monitoring {
+    enabled = true
+  }
+  user_data = base64encode(templatefile("${path.module}/user-data.sh.tftpl", {
+    region                  = var.region
+    broker_host             = var.broker_host
+    broker_port             = var.broker_port
+    broker_username         = var.broker_username
+    broker_password_param   = var.broker_password_parameter_name
+    checkpoint_bucket       = var.bucket
+    model_registry          = var.model_registry_uri
+    warm_models             = join(" ", var.warm_models)
+    max_checkpoint_interval = var.max_checkpoint_interval_seconds
+  }))
+  tag_specifications {
+    resource_type = "instance"
+    tags          = merge(var.tags, { "framefleet:fleet" = var.fleet_id })
+  }
+  tag_specifications {
+    resource_type = "volume"
+    tags          = merge(var.tags, { "framefleet:fleet" = var.fleet_id })
+  }
+  tags = var.tags
+}

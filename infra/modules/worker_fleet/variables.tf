@@ -1,0 +1,102 @@
+variable "name" {
+  type        = string
+  description = "Prefix of the role, profile, security group and launch template names."
+}
+
+variable "region" {
+  type        = string
+  description = "The AWS region the workers run in."
+}
+
+variable "fleet_id" {
+  type        = string
+  default     = "framefleet"
+  description = "The fleet tag (framefleet:fleet) the autoscaler finds its instances by (autoscaler.fleet_id)."
+}
+
+variable "vpc_id" {
+  type        = string
+  description = "The VPC of the workers' security group."
+}
+
+variable "worker_ami_id" {
+  type        = string
+  description = "The worker image built by worker_ami/packer."
+}
+
+variable "launch_template_name" {
+  type        = string
+  default     = "framefleet-worker"
+  description = "The launch template's name (autoscaler.launch_template)."
+}
+
+variable "root_volume_gib" {
+  type        = number
+  default     = 200
+  description = "Each worker's encrypted gp3 root volume (the model cache lives there; costs.ebs_gib)."
+}
+
+variable "bucket" {
+  type        = string
+  description = "The bucket for models, checkpoints and outputs."
+}
+
+variable "bucket_arn" {
+  type        = string
+  description = "That bucket's ARN."
+}
+
+variable "model_registry_uri" {
+  type        = string
+  description = "s3:// URI of the model registry JSON the agent reads (worker_ami/agent/model_cache.py)."
+}
+
+variable "warm_models" {
+  type        = list(string)
+  default     = []
+  description = "Models fetched into the cache at boot, before the agent says hello."
+}
+
+variable "broker_host" {
+  type        = string
+  description = "The MQTT broker's address, as the workers reach it."
+}
+
+variable "broker_port" {
+  type        = number
+  default     = 1883
+  description = "The MQTT broker's port."
+}
+
+variable "broker_cidr" {
+  type        = string
+  description = "The broker's address range, for the workers' only non-HTTPS egress rule."
+}
+
+variable "broker_username" {
+  type        = string
+  default     = "framefleet-worker"
+  description = "The workers' MQTT username."
+}
+
+variable "broker_password_parameter_name" {
+  type        = string
+  description = "SSM SecureString parameter holding the workers' MQTT password."
+}
+
+variable "broker_password_parameter_arn" {
+  type        = string
+  description = "That parameter's ARN, for the worker role."
+}
+
+variable "max_checkpoint_interval_seconds" {
+  type        = number
+  default     = 600
+  description = "Longest time between checkpoints on spot (the autoscaler's deadline rule counts on it)."
+}
+
+variable "tags" {
+  type        = map(string)
+  default     = {}
+  description = "Tags on every resource."
+}
