@@ -25,8 +25,10 @@ typecheck: $(VENV)/.dev-installed
 
 # Two workers, each taking the next test when it is free (the whole-system demo test takes
 # minutes; the rest fill the other worker meanwhile).
+# After the suite: every AWS action it saw the code call against infra/'s IAM policies.
 unit: $(VENV)/.dev-installed
 	$(BIN)/pytest -n 2 --dist worksteal --durations=10
+	$(BIN)/python -m tests.iam_check .aws-actions.jsonl
 
 # The type check (one core, a minute) runs beside the tests, which wait on processes and
 # brokers as much as they compute.

@@ -20,6 +20,7 @@ from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
+from tests.aws_actions import LOG_ENV, install
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -28,6 +29,22 @@ if TYPE_CHECKING:
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+# Every AWS call the code makes is recorded with its process role (tests/aws_actions.py); after
+# the suite, tests/iam_check.py holds infra/'s IAM policies to it.
+AWS_ACTIONS = Path(__file__).parents[1] / ".aws-actions.jsonl"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller: before any worker starts
+        AWS_ACTIONS.write_text("")
+        os.environ[LOG_ENV] = str(AWS_ACTIONS)
+        record_dir = str(Path(__file__).parent / "aws_record")
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (record_dir, os.environ.get("PYTHONPATH", "")) if p
+        )
+    install()
+
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "FRAMEFLEET_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -136,7 +136,8 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
     root = tmp_path / "root"
     env = {**os.environ, "FRAMEFLEET_ROOT": str(root), "FRAMEFLEET_PYTHON": sys.executable,
            "FRAMEFLEET_SYSTEMCTL": "true", "FRAMEFLEET_GROUP": str(os.getgid()),
-           "AWS_ENDPOINT_URL": moto_endpoint}  # fmt: skip
+           "AWS_ENDPOINT_URL": moto_endpoint, "FRAMEFLEET_AWS_ROLE": "worker",
+           "FRAMEFLEET_AWS_PLACE": str(USER_DATA.relative_to(INFRA.parent))}  # fmt: skip
     user_data = await asyncio.create_subprocess_exec(
         "bash", str(script), env=env, stderr=asyncio.subprocess.PIPE
     )

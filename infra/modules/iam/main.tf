@@ -33,8 +33,15 @@ data "aws_iam_policy_document" "control_plane" {
     resources = [var.jobs_queue_arn, var.interruptions_queue_arn]
   }
   statement {
-    sid       = "DeadLetters" # SqsDeadLetterQueue.send; queue_depth for the metric and alarm
-    actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"]
+    # SqsDeadLetterQueue.send; queue_depth for the metric; `framefleet dead-letters` peeks
+    # (receives, then makes visible again).
+    sid = "DeadLetters"
+    actions = [
+      "sqs:SendMessage",
+      "sqs:GetQueueAttributes",
+      "sqs:ReceiveMessage",
+      "sqs:ChangeMessageVisibility",
+    ]
     resources = [var.dead_letter_queue_arn]
   }
   statement {
