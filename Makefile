@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo lint typecheck unit focus-validate bench-intake bench-checkpoint bench-cost-report schema clean
+.PHONY: test demo lint typecheck unit focus-validate checkov bench-intake bench-checkpoint bench-cost-report schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,7 @@ unit: $(VENV)/.dev-installed
 # The type check (one core, a minute) runs beside the tests, which wait on processes and
 # brokers as much as they compute.
 test: lint
-	$(MAKE) --no-print-directory -j2 typecheck unit focus-validate
+	$(MAKE) --no-print-directory -j2 typecheck unit focus-validate checkov
 
 # The FinOps Foundation's FOCUS validator, in a venv of its own: it needs numpy<2 and pandas<3,
 # which the product's environment has outgrown. It checks the FOCUS export of a simulated two
@@ -44,6 +44,17 @@ FOCUS_VENV := .venv-focus
 $(FOCUS_VENV)/bin/focus-validator:
 	$(PYTHON) -m venv $(FOCUS_VENV)
 	$(FOCUS_VENV)/bin/pip install -q "focus-validator==1.0.0" "multimethod<1.11"
+
+# checkov (Prisma Cloud's policy-as-code scanner) on infra/ and the Dockerfile, in a venv of its
+# own (its pins are its own); --skip-download: it runs offline. Each skip is justified in place.
+CHECKOV_VENV := .venv-checkov
+$(CHECKOV_VENV)/bin/checkov:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install -q "checkov>=3.2"
+
+checkov: $(CHECKOV_VENV)/bin/checkov
+	$(CHECKOV_VENV)/bin/checkov -d infra --framework terraform --quiet --compact --skip-download
+	$(CHECKOV_VENV)/bin/checkov -f Dockerfile --framework dockerfile --quiet --compact --skip-download
 
 focus-validate: $(VENV)/.dev-installed $(FOCUS_VENV)/bin/focus-validator
 	$(BIN)/python -m benchmarks.cost_report --jobs 8 --days 2 --out .focus-check
@@ -71,4 +82,4 @@ schema: $(VENV)/.dev-installed
 	$(BIN)/framefleet schema --output docs/job.schema.json
 
 clean:
-	rm -rf $(VENV) $(FOCUS_VENV) .focus-check .pytest_cache .mypy_cache .ruff_cache .demo
+	rm -rf $(VENV) $(FOCUS_VENV) $(CHECKOV_VENV) .focus-check .pytest_cache .mypy_cache .ruff_cache .demo

@@ -51,7 +51,7 @@ def boto_config() -> AioConfig:
 
 
 def build_store(settings: Settings, clock: Clock) -> JobStore:
-    url = settings.database_url.get_secret_value()
+    url = settings.store_url()
     engine = make_engine(url)
     if settings.auto_migrate:
         upgrade_to_head(engine)

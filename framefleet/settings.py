@@ -14,6 +14,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
@@ -135,6 +136,16 @@ class Settings(EnvThenTomlSettings):
     dead_letter_queue_url: str | None = None
     # May carry a password: SecretStr keeps it out of reprs and logs.
     database_url: SecretStr = SecretStr("sqlite:///framefleet.db")
+    # The password on its own, for a URL without one (ECS injects it from the secret RDS keeps).
+    database_password: SecretStr | None = None
+
+    def store_url(self) -> str:
+        url = self.database_url.get_secret_value()
+        if self.database_password is None:
+            return url
+        with_password = make_url(url).set(password=self.database_password.get_secret_value())
+        return with_password.render_as_string(hide_password=False)
+
     max_message_bytes: int = Field(default=DEFAULT_MAX_MESSAGE_BYTES, ge=1024, le=1024 * 1024)
     auto_migrate: bool = True
     metrics_port: int | None = Field(default=None, ge=1, le=65535)

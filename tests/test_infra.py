@@ -57,7 +57,8 @@ def blocks(kind: str, type_name: str) -> list[dict[str, Any]]:
 
 def test_every_terraform_file_parses_and_is_formatted() -> None:
     modules = {p.parent.name for p in TF_FILES}
-    assert modules == {"queues", "storage", "iam", "worker_fleet", "alarms", "complete"}
+    assert modules == {"queues", "storage", "iam", "worker_fleet", "alarms", "database",
+                       "service", "complete"}  # fmt: skip
     for path in TF_FILES:
         parsed(path)
     terraform = shutil.which("terraform")
@@ -89,9 +90,18 @@ def test_secure_defaults() -> None:
     assert metadata["http_tokens"] == "required"
     assert metadata["http_put_response_hop_limit"] == 2
     assert template["block_device_mappings"][0]["ebs"][0]["encrypted"] is True
-    assert blocks("resource", "aws_vpc_security_group_ingress_rule") == []
-    (group,) = blocks("resource", "aws_security_group")
-    assert "ingress" not in group
+    # The one inbound rule in the house: the store, from the services' security group only.
+    (inbound,) = blocks("resource", "aws_vpc_security_group_ingress_rule")
+    assert inbound["referenced_security_group_id"] == "${var.client_security_group_id}"
+    assert "cidr_ipv4" not in inbound
+    assert all("ingress" not in group for group in blocks("resource", "aws_security_group"))
+    (database,) = blocks("resource", "aws_db_instance")
+    assert database["storage_encrypted"] is True
+    assert database["publicly_accessible"] is False
+    assert database["manage_master_user_password"] is True
+    assert database["backup_retention_period"] == "${var.backup_days}"
+    (service,) = blocks("resource", "aws_ecs_service")
+    assert service["network_configuration"][0]["assign_public_ip"] is False
     statements = {
         statement["sid"]: statement
         for document in blocks("data", "aws_iam_policy_document")

@@ -109,3 +109,14 @@ def test_a_metrics_port_in_use_is_one_line(
     assert errors == [f"framefleet: error: cannot serve metrics on 127.0.0.1:{port}: "
                       "Address already in use"], result.stderr  # fmt: skip
     assert "Traceback" not in result.stderr
+
+
+def test_a_database_password_given_apart_joins_the_url_and_stays_out_of_reprs() -> None:
+    settings = Settings.model_validate({
+        "database_url": "postgresql+psycopg://framefleet@db.internal:5432/framefleet",
+        "database_password": "p@ss/word",
+    })  # fmt: skip
+    assert settings.store_url() == (
+        "postgresql+psycopg://framefleet:p%40ss%2Fword@db.internal:5432/framefleet"
+    )
+    assert "p@ss" not in repr(settings)

@@ -1,8 +1,43 @@
 # FrameFleet in one AWS account: queues and EC2 events, the bucket, the workers' launch
-# template, the control plane's and autoscaler's roles, the finance sender and the alarms.
-# The README's "Deploy" section walks through it.
+# template, the control plane's and autoscaler's roles, the store, the two services, the
+# finance sender and the alarms. The README's "Deploy" section walks through it.
 
 data "aws_caller_identity" "current" {}
+
+data "aws_vpc" "this" {
+  id = var.vpc_id
+}
+
+# The services' log group is encrypted with a key of the deployment's own.
+data "aws_iam_policy_document" "logs_key" {
+  # checkov:skip=CKV_AWS_111: a key policy's "*" resource is the key itself
+  # checkov:skip=CKV_AWS_356: a key policy's "*" resource is the key itself
+  # checkov:skip=CKV_AWS_109: the account administers its own key, as AWS's default key policy does
+  statement {
+    sid       = "AccountAdministers"
+    actions   = ["kms:*"]
+    resources = ["*"]
+    principals {
+      type        = "AWS"
+      identifiers = ["arn:aws:iam::${data.aws_caller_identity.current.account_id}:root"]
+    }
+  }
+  statement {
+    sid       = "CloudWatchLogsUses"
+    actions   = ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"]
+    resources = ["*"]
+    principals {
+      type        = "Service"
+      identifiers = ["logs.${var.region}.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_kms_key" "logs" {
+  description         = "FrameFleet ${var.name}: the services' CloudWatch logs"
+  enable_key_rotation = true
+  policy              = data.aws_iam_policy_document.logs_key.json
+}
 
 data "aws_ssm_parameter" "broker_password" {
   name = var.broker_password_parameter_name
@@ -58,4 +93,40 @@ module "alarms" {
   jobs_queue_name        = module.queues.jobs_queue_name
   dead_letter_queue_name = module.queues.dead_letter_queue_name
   alarm_emails           = var.alarm_emails
+}
+
+module "database" {
+  source                   = "../../modules/database"
+  name                     = var.name
+  vpc_id                   = var.vpc_id
+  subnet_ids               = var.private_subnet_ids
+  client_security_group_id = module.service.security_group_id
+}
+
+module "service" {
+  source                 = "../../modules/service"
+  name                   = var.name
+  region                 = var.region
+  image                  = var.image
+  vpc_id                 = var.vpc_id
+  vpc_cidr               = data.aws_vpc.this.cidr_block
+  subnet_ids             = var.private_subnet_ids
+  broker_cidr            = var.broker_cidr
+  database_url           = module.database.database_url
+  database_secret_arn    = module.database.master_password_secret_arn
+  control_plane_role_arn = module.iam.control_plane_role_arn
+  autoscaler_role_arn    = module.iam.autoscaler_role_arn
+  kms_key_arn            = aws_kms_key.logs.arn
+  settings = {
+    FRAMEFLEET_REGION                      = var.region
+    FRAMEFLEET_JOBS_QUEUE_URL              = module.queues.jobs_queue_url
+    FRAMEFLEET_DEAD_LETTER_QUEUE_URL       = module.queues.dead_letter_queue_url
+    FRAMEFLEET_INTERRUPTIONS_QUEUE_URL     = module.queues.interruptions_queue_url
+    FRAMEFLEET_METRICS_HOST                = "0.0.0.0"
+    FRAMEFLEET_AUTOSCALER__FLEET_ID        = var.name
+    FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE = module.workers.launch_template_name
+    FRAMEFLEET_MQTT__HOST                  = var.broker_host
+    FRAMEFLEET_COSTS__SENDER               = var.report_sender
+    FRAMEFLEET_COSTS__FINANCE_RECIPIENTS   = jsonencode(var.finance_recipients)
+  }
 }

@@ -1,14 +1,16 @@
-output "settings" {
-  value = {
-    FRAMEFLEET_REGION                      = var.region
-    FRAMEFLEET_JOBS_QUEUE_URL              = module.queues.jobs_queue_url
-    FRAMEFLEET_DEAD_LETTER_QUEUE_URL       = module.queues.dead_letter_queue_url
-    FRAMEFLEET_INTERRUPTIONS_QUEUE_URL     = module.queues.interruptions_queue_url
-    FRAMEFLEET_AUTOSCALER__FLEET_ID        = var.name
-    FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE = module.workers.launch_template_name
-    FRAMEFLEET_COSTS__SENDER               = var.report_sender
-  }
-  description = "The control plane's and autoscaler's settings for this deployment (environment variables)."
+output "jobs_queue_url" {
+  value       = module.queues.jobs_queue_url
+  description = "Where producers send jobs (framefleet submit, or orchestrator.client.submit_job)."
+}
+
+output "dead_letter_queue_url" {
+  value       = module.queues.dead_letter_queue_url
+  description = "Refused messages, with their reasons (framefleet dead-letters)."
+}
+
+output "log_group" {
+  value       = module.service.log_group
+  description = "The control plane's and autoscaler's logs."
 }
 
 output "bucket" {

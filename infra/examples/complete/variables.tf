@@ -17,7 +17,23 @@ variable "bucket_name" {
 
 variable "vpc_id" {
   type        = string
-  description = "The VPC the workers run in."
+  description = "The VPC the workers, services and store run in."
+}
+
+variable "private_subnet_ids" {
+  type        = list(string)
+  description = "Private subnets (two zones at least) for the services and the store, with NAT or VPC endpoints."
+}
+
+variable "image" {
+  type        = string
+  description = "The control plane and autoscaler image: the repository's Dockerfile, pushed to ECR."
+}
+
+variable "finance_recipients" {
+  type        = list(string)
+  default     = []
+  description = "Who gets the daily and weekly cost reports."
 }
 
 variable "worker_ami_id" {

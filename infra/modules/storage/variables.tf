@@ -21,6 +21,12 @@ variable "kms_key_arn" {
   description = "A KMS key for SSE-KMS; null keeps SSE-S3 (AES256)."
 }
 
+variable "access_log_bucket" {
+  type        = string
+  default     = null
+  description = "The account's S3 access-log bucket; null: no access logs (CloudTrail data events are the other way)."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}

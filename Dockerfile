@@ -1,0 +1,31 @@
+# The control plane and the autoscaler (one image; the task's command picks `serve` or
+# `autoscaler run`). No worker extra: no torch, no diffusers, no GPU.
+#   docker build -t framefleet .
+FROM python:3.11-slim-bookworm AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY framefleet framefleet
+COPY kernel kernel
+COPY orchestrator orchestrator
+COPY autoscaler autoscaler
+COPY worker_ami worker_ami
+COPY simulator simulator
+RUN pip install --no-cache-dir --upgrade pip \
+    && pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim-bookworm
+# Security updates of the base, then the wheels; nothing else.
+RUN apt-get update \
+    && apt-get upgrade -y --no-install-recommends \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
+    && useradd --system --uid 10001 --home /var/lib/framefleet framefleet
+USER 10001
+WORKDIR /var/lib/framefleet
+# /healthz answers while the process lives: the task definition sets the process's metrics
+# port and FRAMEFLEET_HEALTH_PORT to the same number.
+HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen(\"http://127.0.0.1:\" + os.environ.get(\"FRAMEFLEET_HEALTH_PORT\", \"9100\") + \"/healthz\", timeout=4)"]
+ENTRYPOINT ["framefleet"]
+CMD ["serve"]

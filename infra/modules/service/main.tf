@@ -1,0 +1,159 @@
+# The control plane (`framefleet serve`) and the autoscaler (`framefleet autoscaler run`) as
+# ECS Fargate services from the repository's Dockerfile: private subnets, no public address,
+# logs to CloudWatch, the database password injected from the secret RDS keeps, each with the
+# task role of its own from the iam module. One task each (replicas come with leader leases).
+
+resource "aws_ecs_cluster" "this" {
+  name = var.name
+  setting {
+    name  = "containerInsights"
+    value = "enabled"
+  }
+  tags = var.tags
+}
+
+resource "aws_cloudwatch_log_group" "this" {
+  name              = "/framefleet/${var.name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_security_group" "services" {
+  name        = "${var.name}-services"
+  description = "FrameFleet control plane and autoscaler: no inbound traffic; out to AWS APIs, the store and the broker"
+  vpc_id      = var.vpc_id
+  tags        = var.tags
+}
+
+resource "aws_vpc_security_group_egress_rule" "https" {
+  security_group_id = aws_security_group.services.id
+  description       = "AWS APIs over TLS (SQS, SES, EC2, Pricing, ECR, CloudWatch Logs)"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = "0.0.0.0/0"
+}
+
+resource "aws_vpc_security_group_egress_rule" "database" {
+  security_group_id = aws_security_group.services.id
+  description       = "The store (PostgreSQL)"
+  ip_protocol       = "tcp"
+  from_port         = 5432
+  to_port           = 5432
+  cidr_ipv4         = var.vpc_cidr
+}
+
+resource "aws_vpc_security_group_egress_rule" "broker" {
+  security_group_id = aws_security_group.services.id
+  description       = "The MQTT broker"
+  ip_protocol       = "tcp"
+  from_port         = var.broker_port
+  to_port           = var.broker_port
+  cidr_ipv4         = var.broker_cidr
+}
+
+# The execution role: pull the image, write logs, read the database password.
+data "aws_iam_policy_document" "assume_ecs_task" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["ecs-tasks.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "execution" {
+  name               = "${var.name}-execution"
+  assume_role_policy = data.aws_iam_policy_document.assume_ecs_task.json
+  tags               = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "execution" {
+  role       = aws_iam_role.execution.name
+  policy_arn = "arn:aws:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy"
+}
+
+data "aws_iam_policy_document" "secrets" {
+  statement {
+    sid       = "DatabasePassword"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = [var.database_secret_arn]
+  }
+}
+
+resource "aws_iam_role_policy" "secrets" {
+  name   = "${var.name}-database-secret"
+  role   = aws_iam_role.execution.id
+  policy = data.aws_iam_policy_document.secrets.json
+}
+
+locals {
+  processes = {
+    control-plane = {
+      command   = ["serve"]
+      task_role = var.control_plane_role_arn
+      port_env  = "FRAMEFLEET_METRICS_PORT"
+    }
+    autoscaler = {
+      command   = ["autoscaler", "run"]
+      task_role = var.autoscaler_role_arn
+      port_env  = "FRAMEFLEET_AUTOSCALER__METRICS_PORT"
+    }
+  }
+}
+
+resource "aws_ecs_task_definition" "this" {
+  for_each                 = local.processes
+  family                   = "${var.name}-${each.key}"
+  requires_compatibilities = ["FARGATE"]
+  network_mode             = "awsvpc"
+  cpu                      = 512
+  memory                   = 1024
+  execution_role_arn       = aws_iam_role.execution.arn
+  task_role_arn            = each.value.task_role
+  container_definitions = jsonencode([{
+    name                   = each.key
+    image                  = var.image
+    command                = each.value.command
+    essential              = true
+    readonlyRootFilesystem = true
+    environment = [for name, value in merge(var.settings, {
+      (each.value.port_env)   = tostring(var.metrics_port)
+      FRAMEFLEET_HEALTH_PORT  = tostring(var.metrics_port)
+      FRAMEFLEET_DATABASE_URL = var.database_url
+    }) : { name = name, value = value }]
+    secrets = [{
+      name      = "FRAMEFLEET_DATABASE_PASSWORD"
+      valueFrom = "${var.database_secret_arn}:password::"
+    }]
+    logConfiguration = {
+      logDriver = "awslogs"
+      options = {
+        awslogs-group         = aws_cloudwatch_log_group.this.name
+        awslogs-region        = var.region
+        awslogs-stream-prefix = each.key
+      }
+    }
+  }])
+  tags = var.tags
+}
+
+resource "aws_ecs_service" "this" {
+  for_each        = local.processes
+  name            = each.key
+  cluster         = aws_ecs_cluster.this.id
+  task_definition = aws_ecs_task_definition.this[each.key].arn
+  desired_count   = 1
+  launch_type     = "FARGATE"
+  # One at a time: a second replica needs the leader lease (issue 18).
+  deployment_maximum_percent         = 100
+  deployment_minimum_healthy_percent = 0
+  network_configuration {
+    subnets          = var.subnet_ids
+    security_groups  = [aws_security_group.services.id]
+    assign_public_ip = false
+  }
+  tags = var.tags
+}

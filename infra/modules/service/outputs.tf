@@ -1,0 +1,14 @@
+output "security_group_id" {
+  value       = aws_security_group.services.id
+  description = "The services' security group (the database admits it)."
+}
+
+output "cluster_name" {
+  value       = aws_ecs_cluster.this.name
+  description = "The ECS cluster."
+}
+
+output "log_group" {
+  value       = aws_cloudwatch_log_group.this.name
+  description = "Where both processes log."
+}

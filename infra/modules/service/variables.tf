@@ -1,0 +1,88 @@
+variable "name" {
+  type        = string
+  description = "Prefix of the cluster, services, roles and log group."
+}
+
+variable "region" {
+  type        = string
+  description = "The AWS region (for the log driver)."
+}
+
+variable "image" {
+  type        = string
+  description = "The control plane and autoscaler image (docker build of the repository's Dockerfile, pushed to ECR)."
+}
+
+variable "vpc_id" {
+  type        = string
+  description = "The VPC the services run in."
+}
+
+variable "vpc_cidr" {
+  type        = string
+  description = "The VPC's range (the store's address is in it)."
+}
+
+variable "subnet_ids" {
+  type        = list(string)
+  description = "Private subnets with a route to the AWS APIs (NAT or VPC endpoints)."
+}
+
+variable "broker_cidr" {
+  type        = string
+  description = "The MQTT broker's address range."
+}
+
+variable "broker_port" {
+  type        = number
+  default     = 1883
+  description = "The MQTT broker's port."
+}
+
+variable "database_url" {
+  type        = string
+  description = "FRAMEFLEET_DATABASE_URL without the password (the database module's output)."
+}
+
+variable "database_secret_arn" {
+  type        = string
+  description = "The Secrets Manager secret with the database password (JSON key `password`)."
+}
+
+variable "control_plane_role_arn" {
+  type        = string
+  description = "The control plane's task role (iam module)."
+}
+
+variable "autoscaler_role_arn" {
+  type        = string
+  description = "The autoscaler's task role (iam module)."
+}
+
+variable "settings" {
+  type        = map(string)
+  description = "FRAMEFLEET_* environment variables both processes read (queues, fleet, costs)."
+}
+
+variable "metrics_port" {
+  type        = number
+  default     = 9100
+  description = "Each process's /metrics, /healthz and /readyz port."
+}
+
+variable "log_retention_days" {
+  type        = number
+  default     = 365
+  description = "Days CloudWatch keeps the services' logs."
+}
+
+variable "kms_key_arn" {
+  type        = string
+  description = "A KMS key for the log group (its key policy must let CloudWatch Logs use it)."
+}
+
+variable "tags" {
+  type        = map(string)
+  default     = {}
+  description = "Tags on every resource."
+}
