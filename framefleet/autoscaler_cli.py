@@ -193,8 +193,9 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
     ):
         capacity = CapacityMemory(clock)
         adapter = Ec2FleetAdapter(
-            ec2, config.launch_template, config.use_create_fleet, config.subnets
-        )
+            ec2, config.launch_template, config.use_create_fleet, config.subnets,
+            config.launch_templates,
+        )  # fmt: skip
         if config.image_id:
             await adapter.ensure_launch_template(config.image_id)
         market: MarketData

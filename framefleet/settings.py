@@ -71,6 +71,9 @@ class InterruptionsConfig(BaseModel):
 class AutoscalerConfig(BaseModel):
     fleet_id: str = Field(default="framefleet", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     launch_template: str = "framefleet-worker"
+    # GPU family -> a launch template of its own (infra's worker_fleet module makes one per
+    # family in `family_ami_ids`); families left out launch from `launch_template`.
+    launch_templates: dict[str, str] = Field(default_factory=dict)
     image_id: str | None = Field(default=None, description="worker AMI, for a new template")
     zones: list[str] = Field(default_factory=lambda: ["us-east-1a", "us-east-1b", "us-east-1c"])
     candidate_types: list[str] = Field(

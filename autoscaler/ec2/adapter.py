@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from autoscaler.catalog import kind_of
 from autoscaler.ec2.ports import (
     FLEET_TAG,
     MARKET_TAG,
@@ -49,14 +50,22 @@ class Ec2FleetAdapter:
         launch_template: str,
         use_create_fleet: bool = True,
         subnets: Mapping[str, str] | None = None,
+        family_templates: Mapping[str, str] | None = None,
     ):
         self._ec2 = ec2
         self._template = launch_template
+        # GPU family -> its own launch template (an image with that family's driver); the
+        # families left out launch from `launch_template`.
+        self._family_templates = dict(family_templates or {})
         self._create_fleet = use_create_fleet
         # Zone -> the VPC subnet to launch into there; a zone without one is named as a zone
         # (the default VPC).
         self._subnets = dict(subnets or {})
         self._zone_of_subnet = {subnet: zone for zone, subnet in self._subnets.items()}
+
+    def template_for(self, pool: Pool) -> str:
+        family = kind_of(pool.instance_type).family.value
+        return self._family_templates.get(family, self._template)
 
     def _where(self, pool: Pool) -> dict[str, str]:
         subnet = self._subnets.get(pool.availability_zone)
@@ -99,16 +108,20 @@ class Ec2FleetAdapter:
             },
             "SpotOptions": {"AllocationStrategy": "price-capacity-optimized"},
             "OnDemandOptions": {"AllocationStrategy": "lowest-price"},
+            # One config per launch template: each pool's overrides under its family's.
             "LaunchTemplateConfigs": [
                 {
                     "LaunchTemplateSpecification": {
-                        "LaunchTemplateName": self._template,
+                        "LaunchTemplateName": template,
                         "Version": "$Latest",
                     },
                     "Overrides": [
-                        {"InstanceType": p.instance_type} | self._where(p) for p in request.pools
+                        {"InstanceType": p.instance_type} | self._where(p)
+                        for p in request.pools
+                        if self.template_for(p) == template
                     ],
                 }
+                for template in dict.fromkeys(self.template_for(p) for p in request.pools)
             ],
             "TagSpecifications": [{"ResourceType": "instance", "Tags": _tags(request)}],
         }
@@ -143,7 +156,10 @@ class Ec2FleetAdapter:
         errors = []
         for pool in request.pools:
             query: dict[str, Any] = {
-                "LaunchTemplate": {"LaunchTemplateName": self._template, "Version": "$Latest"},
+                "LaunchTemplate": {
+                    "LaunchTemplateName": self.template_for(pool),
+                    "Version": "$Latest",
+                },
                 "InstanceType": pool.instance_type,
                 "MinCount": request.count,
                 "MaxCount": request.count,

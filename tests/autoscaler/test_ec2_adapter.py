@@ -141,3 +141,27 @@ async def test_a_launch_goes_to_the_subnet_of_its_zone(
     described = await ec2.describe_instances(InstanceIds=[result.instances[0].instance_id])
     subnet = described["Reservations"][0]["Instances"][0]["SubnetId"]
     assert subnet == subnets["us-east-1f"]
+
+
+@pytest.mark.parametrize("use_create_fleet", [True, False])
+async def test_a_gpu_family_with_a_template_of_its_own_launches_from_it(
+    ec2: EC2Client, use_create_fleet: bool
+) -> None:
+    """infra's worker_fleet module can give a family its own image (its driver); the other
+    families launch from the default template."""
+    images = [i["ImageId"] for i in (await ec2.describe_images(Owners=["amazon"]))["Images"]]
+    default = await adapter_with_template(ec2, use_create_fleet)
+    l40s = Ec2FleetAdapter(ec2, f"framefleet-l40s-{uuid.uuid4().hex[:8]}")
+    await l40s.ensure_launch_template(images[1])
+    adapter = Ec2FleetAdapter(ec2, default._template, use_create_fleet,
+                              family_templates={"l40s": l40s._template})  # fmt: skip
+    assert adapter.template_for(SPOT) == l40s._template  # g6e.xlarge: L40S
+    assert adapter.template_for(ON_DEMAND) == default._template  # g5.xlarge: A10G
+    fleet_id = f"fleet-{uuid.uuid4().hex[:8]}"
+    launched = {}
+    for pool in (SPOT, ON_DEMAND):
+        (instance, *_) = (await adapter.launch(request(fleet_id, pool))).instances
+        described = await ec2.describe_instances(InstanceIds=[instance.instance_id])
+        launched[pool.instance_type] = described["Reservations"][0]["Instances"][0]["ImageId"]
+    assert launched["g6e.xlarge"] == images[1]
+    assert launched["g5.xlarge"] != images[1]

@@ -64,6 +64,7 @@ module "workers" {
   fleet_id                       = var.name
   vpc_id                         = var.vpc_id
   worker_ami_id                  = var.worker_ami_id
+  family_ami_ids                 = var.family_ami_ids
   bucket                         = module.storage.bucket
   bucket_arn                     = module.storage.bucket_arn
   model_registry_uri             = "s3://${module.storage.bucket}/models/registry.json"
@@ -83,7 +84,7 @@ module "iam" {
   dead_letter_queue_arn   = module.queues.dead_letter_queue_arn
   interruptions_queue_arn = module.queues.interruptions_queue_arn
   ses_identity_arn        = aws_sesv2_email_identity.reports.arn
-  launch_template_arn     = module.workers.launch_template_arn
+  launch_template_arns    = module.workers.launch_template_arns
   worker_role_arn         = module.workers.worker_role_arn
 }
 
@@ -118,15 +119,16 @@ module "service" {
   autoscaler_role_arn    = module.iam.autoscaler_role_arn
   kms_key_arn            = aws_kms_key.logs.arn
   settings = {
-    FRAMEFLEET_REGION                      = var.region
-    FRAMEFLEET_JOBS_QUEUE_URL              = module.queues.jobs_queue_url
-    FRAMEFLEET_DEAD_LETTER_QUEUE_URL       = module.queues.dead_letter_queue_url
-    FRAMEFLEET_INTERRUPTIONS_QUEUE_URL     = module.queues.interruptions_queue_url
-    FRAMEFLEET_METRICS_HOST                = "0.0.0.0"
-    FRAMEFLEET_AUTOSCALER__FLEET_ID        = var.name
-    FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE = module.workers.launch_template_name
-    FRAMEFLEET_MQTT__HOST                  = var.broker_host
-    FRAMEFLEET_COSTS__SENDER               = var.report_sender
-    FRAMEFLEET_COSTS__FINANCE_RECIPIENTS   = jsonencode(var.finance_recipients)
+    FRAMEFLEET_REGION                       = var.region
+    FRAMEFLEET_JOBS_QUEUE_URL               = module.queues.jobs_queue_url
+    FRAMEFLEET_DEAD_LETTER_QUEUE_URL        = module.queues.dead_letter_queue_url
+    FRAMEFLEET_INTERRUPTIONS_QUEUE_URL      = module.queues.interruptions_queue_url
+    FRAMEFLEET_METRICS_HOST                 = "0.0.0.0"
+    FRAMEFLEET_AUTOSCALER__FLEET_ID         = var.name
+    FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE  = module.workers.launch_template_name
+    FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATES = jsonencode(module.workers.family_launch_templates)
+    FRAMEFLEET_MQTT__HOST                   = var.broker_host
+    FRAMEFLEET_COSTS__SENDER                = var.report_sender
+    FRAMEFLEET_COSTS__FINANCE_RECIPIENTS    = jsonencode(var.finance_recipients)
   }
 }

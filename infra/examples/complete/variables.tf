@@ -41,6 +41,12 @@ variable "worker_ami_id" {
   description = "The worker image (packer build worker_ami/packer)."
 }
 
+variable "family_ami_ids" {
+  type        = map(string)
+  default     = {}
+  description = "GPU family to a worker image of its own; the other families use worker_ami_id."
+}
+
 variable "warm_models" {
   type        = list(string)
   default     = []

@@ -83,7 +83,7 @@ data "aws_iam_policy_document" "autoscaler" {
   statement {
     sid       = "LaunchFromTheWorkerTemplate" # adapter.launch: CreateFleet (instant) or RunInstances
     actions   = ["ec2:CreateFleet", "ec2:RunInstances"]
-    resources = [var.launch_template_arn]
+    resources = var.launch_template_arns
   }
   statement {
     sid     = "LaunchTaggedInstances"

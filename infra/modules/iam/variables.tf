@@ -34,9 +34,9 @@ variable "ses_identity_arn" {
   description = "The SES identity the finance reports are sent from."
 }
 
-variable "launch_template_arn" {
-  type        = string
-  description = "The workers' launch template."
+variable "launch_template_arns" {
+  type        = list(string)
+  description = "The workers' launch templates."
 }
 
 variable "worker_role_arn" {

@@ -1,8 +1,9 @@
 # The workers: their IAM role and instance profile, a security group with no inbound rule, and
-# the launch template the autoscaler launches from (autoscaler.launch_template; it sets the
-# instance type and subnet per pool in its CreateFleet overrides). The template carries the
-# worker image, IMDSv2 only with hop limit 2, an encrypted root volume, and user data that
-# writes the agent's settings and starts it.
+# the launch templates the autoscaler launches from: the default one (autoscaler.launch_template)
+# and one per GPU family given an image of its own (autoscaler.launch_templates); the
+# autoscaler sets the instance type and subnet per pool. Each template carries its image,
+# IMDSv2 only with hop limit 2, an encrypted root volume, and user data that writes the
+# agent's settings and starts it.
 
 data "aws_iam_policy_document" "assume_ec2" {
   statement {
@@ -83,11 +84,17 @@ resource "aws_vpc_security_group_egress_rule" "broker" {
   cidr_ipv4         = var.broker_cidr
 }
 
+locals {
+  # The default template (key ""), and one per GPU family with an image of its own.
+  images = merge({ "" = var.worker_ami_id }, var.family_ami_ids)
+}
+
 resource "aws_launch_template" "worker" {
   # checkov:skip=CKV_AWS_341: hop limit 2 lets the agent reach IMDSv2 from a container too; tokens are still required
-  name        = var.launch_template_name
-  description = "FrameFleet GPU worker (the autoscaler picks the instance type per launch)"
-  image_id    = var.worker_ami_id
+  for_each    = local.images
+  name        = each.key == "" ? var.launch_template_name : "${var.launch_template_name}-${each.key}"
+  description = "FrameFleet GPU worker${each.key == "" ? "" : " (${each.key})"}: the autoscaler picks the instance type per launch"
+  image_id    = each.value
   iam_instance_profile {
     arn = aws_iam_instance_profile.worker.arn
   }

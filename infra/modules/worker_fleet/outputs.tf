@@ -1,11 +1,16 @@
 output "launch_template_name" {
-  value       = aws_launch_template.worker.name
-  description = "The launch template the autoscaler launches from (autoscaler.launch_template)."
+  value       = aws_launch_template.worker[""].name
+  description = "The default launch template (autoscaler.launch_template)."
 }
 
-output "launch_template_arn" {
-  value       = aws_launch_template.worker.arn
-  description = "The launch template's ARN, for the autoscaler's policy."
+output "family_launch_templates" {
+  value       = { for family, template in aws_launch_template.worker : family => template.name if family != "" }
+  description = "GPU family to its launch template (autoscaler.launch_templates)."
+}
+
+output "launch_template_arns" {
+  value       = [for template in aws_launch_template.worker : template.arn]
+  description = "Every launch template's ARN, for the autoscaler's policy."
 }
 
 output "worker_role_arn" {

@@ -21,7 +21,13 @@ variable "vpc_id" {
 
 variable "worker_ami_id" {
   type        = string
-  description = "The worker image built by worker_ami/packer."
+  description = "The worker image built by worker_ami/packer (the default template's)."
+}
+
+variable "family_ami_ids" {
+  type        = map(string)
+  default     = {}
+  description = "GPU family (l4, a10g, l40s, ...) to an image of its own, e.g. with that family's driver; each gets a launch template."
 }
 
 variable "launch_template_name" {
