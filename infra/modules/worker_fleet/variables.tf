@@ -79,12 +79,6 @@ variable "broker_cidr" {
   description = "The broker's address range, for the workers' only non-HTTPS egress rule."
 }
 
-variable "broker_username" {
-  type        = string
-  default     = "framefleet-worker"
-  description = "The workers' MQTT username."
-}
-
 variable "broker_password_parameter_name" {
   type        = string
   description = "SSM SecureString parameter holding the workers' MQTT password."
