@@ -94,6 +94,8 @@ def build_control_service(
         client_id=mqtt.client_id,
         username=mqtt.username,
         password=mqtt.password.get_secret_value() if mqtt.password else None,
+        tls=mqtt.tls,
+        ca_file=str(mqtt.ca_file) if mqtt.ca_file else None,
     )
     return ControlPlaneService(
         store,

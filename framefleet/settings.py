@@ -50,6 +50,9 @@ class MqttConfig(BaseModel):
     username: str = "framefleet-control-plane"
     password: SecretStr | None = None
     client_id: str = "framefleet-control-plane"
+    # TLS to the broker (a deployment's broker; the demo and tests run it plain on loopback).
+    tls: bool = False
+    ca_file: Path | None = None  # the broker's CA; None: the system's
 
 
 class ControlConfig(BaseModel):

@@ -32,12 +32,18 @@ class LocalMosquitto:
         port: int,
         acl_file: Path | None = None,
         passwords: dict[str, str] | None = None,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
-        """`passwords` (user -> password): only those users may connect, each with its own."""
+        """`passwords` (user -> password): only those users may connect, each with its own.
+        `tls` (certificate, key): the listener speaks TLS only."""
         self.port = port
         self.config = folder / "mosquitto.conf"
         anonymous = "false" if passwords else "true"
         lines = [f"listener {port} 127.0.0.1", f"allow_anonymous {anonymous}", "persistence false"]
+        if tls is not None:
+            lines += [f"certfile {tls[0]}", f"keyfile {tls[1]}", "tls_version tlsv1.2"]
+            # As with a password file below: the key is private to whoever made it.
+            lines.append("user root")
         if acl_file is not None:
             lines.append(f"acl_file {acl_file}")
         if passwords:
@@ -53,7 +59,8 @@ class LocalMosquitto:
             # Mosquitto started as root reads the password file after dropping to its own
             # user, which cannot enter a private temporary folder; a test broker may stay root
             # (started by anyone else, this line changes nothing).
-            lines.append("user root")
+            if "user root" not in lines:
+                lines.append("user root")
         self.config.write_text("\n".join(lines) + "\n")
         self._binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
         self._process: subprocess.Popen[bytes] | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,9 @@ class LinkSettings:
     password: str | None = None
     keepalive: int = 15
     max_backoff: float = 10.0
+    # TLS to the broker, its certificate verified against `ca_file` (None: the system's CAs).
+    tls: bool = False
+    ca_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,7 @@ class MqttLink:
             password=settings.password,
             keepalive=settings.keepalive,
             will=will,
+            tls_context=_tls_context(settings),
             protocol=aiomqtt.ProtocolVersion.V311,
             # paho allows 20 unacknowledged QoS 1 messages by default; a control plane talking
             # to a thousand workers needs far more in flight.
@@ -153,3 +158,12 @@ class MqttLink:
             except Exception:
                 # No message may end the session: log the bug with the topic and go on.
                 log.exception("message on %s could not be handled", where)
+
+
+def _tls_context(settings: LinkSettings) -> ssl.SSLContext | None:
+    """Certificate and host name verified, TLS 1.2 at least; None for a plain connection."""
+    if not settings.tls:
+        return None
+    context = ssl.create_default_context(cafile=settings.ca_file)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context

@@ -139,7 +139,7 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
     script = tmp_path / "user-data.sh"
     script.write_text(render(USER_DATA.read_text(), {
         "region": "us-east-1", "broker_host": "127.0.0.1", "broker_port": str(broker.port),
-"broker_password_param": parameter,
+        "broker_tls": "false", "broker_password_param": parameter,
         "checkpoint_bucket": bucket, "model_registry": f"s3://{bucket}/models/registry.json",
         "warm_models": "", "max_checkpoint_interval": "600",
     }))  # fmt: skip

@@ -128,6 +128,8 @@ def mqtt_agent_link(settings: WorkerSettings, worker_id: str, clock: Clock) -> C
         client_id=f"worker-{worker_id}",
         username=settings.mqtt_username or worker_id,
         password=settings.mqtt_password.get_secret_value() if settings.mqtt_password else None,
+        tls=settings.mqtt_tls,
+        ca_file=str(settings.mqtt_ca_file) if settings.mqtt_ca_file else None,
     )
     return lambda on_command, on_connect, will: MqttLink(
         link, [topic(worker_id, Channel.CMD)], on_command, clock, on_connect=on_connect, will=will

@@ -47,6 +47,8 @@ class WorkerSettings(EnvThenTomlSettings):
     mqtt_port: int = Field(default=1883, ge=1, le=65535)
     mqtt_username: str | None = None
     mqtt_password: SecretStr | None = None
+    mqtt_tls: bool = False
+    mqtt_ca_file: Path | None = None  # the broker's CA; None: the system's
     heartbeat_seconds: float = Field(default=2.0, gt=0)
     # /metrics, /healthz and /readyz of `serve` (loopback unless asked: Prometheus's agent on
     # the instance, or a security group that admits the scraper, reaches it).

@@ -128,6 +128,8 @@ module "service" {
     FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE  = module.workers.launch_template_name
     FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATES = jsonencode(module.workers.family_launch_templates)
     FRAMEFLEET_MQTT__HOST                   = var.broker_host
+    FRAMEFLEET_MQTT__PORT                   = "8883"
+    FRAMEFLEET_MQTT__TLS                    = "true"
     FRAMEFLEET_COSTS__SENDER                = var.report_sender
     FRAMEFLEET_COSTS__FINANCE_RECIPIENTS    = jsonencode(var.finance_recipients)
   }

@@ -35,8 +35,8 @@ variable "broker_cidr" {
 
 variable "broker_port" {
   type        = number
-  default     = 1883
-  description = "The MQTT broker's port."
+  default     = 8883
+  description = "The MQTT broker's port (8883: MQTT over TLS)."
 }
 
 variable "database_url" {

@@ -121,6 +121,7 @@ resource "aws_launch_template" "worker" {
     region                  = var.region
     broker_host             = var.broker_host
     broker_port             = var.broker_port
+    broker_tls              = var.broker_tls
     broker_password_param   = var.broker_password_parameter_name
     checkpoint_bucket       = var.bucket
     model_registry          = var.model_registry_uri

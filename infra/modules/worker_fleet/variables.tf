@@ -70,8 +70,14 @@ variable "broker_host" {
 
 variable "broker_port" {
   type        = number
-  default     = 1883
-  description = "The MQTT broker's port."
+  default     = 8883
+  description = "The MQTT broker's port (8883: MQTT over TLS)."
+}
+
+variable "broker_tls" {
+  type        = bool
+  default     = true
+  description = "Workers speak TLS to the broker, verified against the system's CAs."
 }
 
 variable "broker_cidr" {
