@@ -10,7 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import aioboto3
@@ -210,8 +210,7 @@ def _observe(plane: ControlPlane, settings: Settings, sqs: SQSClient, clock: Clo
     ledger = CostLedger(store, clock, settings.costs.ledger())
 
     def money() -> FleetMoney:
-        now = clock.now()
-        today = ledger.period(datetime(now.year, now.month, now.day, tzinfo=UTC), now)
+        today = ledger.today()
         return FleetMoney(today.total, today.usd_per_hour_now)
 
     async def store_answers() -> None:

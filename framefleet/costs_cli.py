@@ -91,7 +91,8 @@ def _export(
     ledger = CostLedger(store, clock, settings.costs.ledger())
     period = ledger.period(since, until)
     account = settings.costs.billing_account_id
-    rows = list(focus_rows(period, ledger.s3_usd(period.attempts), account))
+    s3 = ledger.s3_usd(period.attempts)
+    rows = list(focus_rows(period, s3, account))
     suffix = args.output.suffix.lower()
     if suffix == ".parquet":
         try:
@@ -104,7 +105,7 @@ def _export(
         write_csv(rows, args.output)
     else:
         raise ConfigurationError(f"--output must end in .csv or .parquet, not {suffix!r}")
-    total = sum((period.total, *ledger.s3_usd(period.attempts).values()), ZERO)
+    total = sum((period.total, *s3.values()), ZERO)
     console.print(f"{len(rows)} FOCUS 1.0 rows, {usd(total)}, to {args.output}")
     for note in period.incomplete:
         console.print(f"incomplete: {note}", markup=False, highlight=False)

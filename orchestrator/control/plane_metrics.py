@@ -114,10 +114,6 @@ class PlaneGauges:
     at_risk_within: timedelta = timedelta(minutes=30)
     every: float = 15.0
 
-    def refresh(self) -> None:
-        self.refresh_from_store()
-        self.refresh_workers()
-
     def refresh_from_store(self) -> None:
         """The store's and the ledger's readings (blocking I/O: run in a thread)."""
         now = self.clock.now()

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from kernel.market import Market
 from orchestrator.costs.attribution import WASTE, Category
-from orchestrator.costs.money import apportion, cents
-from orchestrator.costs.summary import S3_ROW, CostSummary
+from orchestrator.costs.money import cents
+from orchestrator.costs.summary import CostSummary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -65,9 +65,7 @@ def _categories(summary: CostSummary) -> Figure:
     figure = _figure()
     axes = figure.subplots()
     names = [c for c in Category if c in summary.by_category]
-    # The labels are the report's cents (apportioned with the S3 row, as its table is).
-    shown = apportion({c.value: v for c, v in summary.by_category.items()}
-                      | {S3_ROW: summary.s3_usd})  # fmt: skip
+    shown = summary.category_cents()  # the labels show the report's table's cents
     values = [float(summary.by_category[c]) for c in names]
     bars = axes.barh([f"{c.value}{' (waste)' if c in WASTE else ''}" for c in names], values,
                      color=[CATEGORY_COLOURS[c] for c in names])  # fmt: skip

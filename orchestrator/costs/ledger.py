@@ -85,13 +85,15 @@ class CostLedger:
             ))  # fmt: skip
         return result
 
-    def spent(self, since: datetime) -> Decimal:
-        """What the fleet has cost since `since` (the budget's reading)."""
-        return self.period(since, self._clock.now() + timedelta(seconds=1)).total
+    def today(self) -> LedgerPeriod:
+        """Since midnight UTC, to now (live instances billed up to now)."""
+        now = self._clock.now()
+        midnight = datetime(now.year, now.month, now.day, tzinfo=UTC)
+        return self.period(midnight, now + timedelta(seconds=1))
 
     def spent_today(self) -> Decimal:
-        now = self._clock.now()
-        return self.spent(datetime(now.year, now.month, now.day, tzinfo=UTC))
+        """The budget's reading."""
+        return self.today().total
 
     def s3_usd(self, attempts: Sequence[AttemptSpan]) -> dict[str, Decimal]:
         """Each job's S3 requests: its checkpoints' and, once finished, its output's."""

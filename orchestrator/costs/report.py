@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Literal
 
-from orchestrator.costs.attribution import WASTE, Category
+from orchestrator.costs.attribution import WASTE
 from orchestrator.costs.money import ZERO, apportion, cents
-from orchestrator.costs.summary import S3_ROW, CostSummary
+from orchestrator.costs.summary import TAGS, CostSummary
 
 PeriodKind = Literal["day", "week", "month", "custom"]
 TIME_ZONE = "UTC"  # every period, day and time in a report
@@ -68,14 +68,12 @@ class Report:
         return cents(self.summary.total)
 
     def category_cents(self) -> dict[str, Decimal]:
-        by_category = self.summary.by_category
-        parts = {c.value: by_category[c] for c in Category if c in by_category}
-        return apportion(parts | {S3_ROW: self.summary.s3_usd})
+        return self.summary.category_cents()
 
     def market_day_cents(self) -> dict[str, Decimal]:
         parts = {f"{day:%Y-%m-%d} {market.value}": usd
                  for (day, market), usd in sorted(self.summary.by_day_market.items())}  # fmt: skip
-        return apportion(parts | {S3_ROW: self.summary.s3_usd})
+        return self.summary.shown(parts)
 
     def csv(self) -> str:
         out = io.StringIO()
@@ -89,9 +87,9 @@ class Report:
         for name, usd in self.market_day_cents().items():
             writer.writerow(["market_day", name, usd, ""])
         for section, parts in (("family", summary.by_family), ("pool", summary.by_pool)):
-            for name, usd in apportion(parts | {S3_ROW: summary.s3_usd}).items():
+            for name, usd in summary.shown(parts).items():
                 writer.writerow([section, _cell(name), usd, ""])
-        for tag in ("team", "customer", "project"):
+        for tag in TAGS:
             parts = {value: usd for (kind, value), usd in summary.by_tag.items() if kind == tag}
             for name, usd in apportion(parts).items():
                 writer.writerow([f"tag:{tag}", _cell(name or "(untagged)"), usd, ""])
@@ -120,10 +118,6 @@ def _cell(text: str) -> str:
 
 def waste_share(summary: CostSummary) -> Decimal:
     return summary.waste / summary.total if summary.total > 0 else ZERO
-
-
-def rows_of(parts: Mapping[str, Decimal]) -> list[tuple[str, Decimal]]:
-    return list(apportion(dict(parts)).items())
 
 
 ImageSource = Callable[[str], str]  # a chart's file name -> its src in the HTML

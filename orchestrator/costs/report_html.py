@@ -8,9 +8,9 @@ from decimal import Decimal
 from html import escape
 
 from orchestrator.costs.attribution import WASTE
-from orchestrator.costs.money import cents
-from orchestrator.costs.report import TIME_ZONE, ImageSource, Report, rows_of, waste_share
-from orchestrator.costs.summary import FLEET, S3_ROW
+from orchestrator.costs.money import apportion, cents
+from orchestrator.costs.report import TIME_ZONE, ImageSource, Report, waste_share
+from orchestrator.costs.summary import FLEET, TAGS
 
 TOP_JOBS = 20
 STYLE = """
@@ -69,14 +69,13 @@ def render_html(report: Report, image_src: ImageSource) -> str:
     )
     parts.append(f"<img src='{escape(image_src('savings.png'))}' alt='savings'>")
     parts.append("<h2>By GPU family and pool</h2>")
-    s3 = {S3_ROW: summary.s3_usd}
-    parts.append(_table(("GPU family", "USD"), rows_of(summary.by_family | s3), report))
-    parts.append(_table(("Pool", "USD"), rows_of(summary.by_pool | s3), report))
+    parts.append(_table(("GPU family", "USD"), summary.shown(summary.by_family).items(), report))
+    parts.append(_table(("Pool", "USD"), summary.shown(summary.by_pool).items(), report))
     parts.append("<h2>By tag</h2>")
-    for tag in ("team", "customer", "project"):
+    for tag in TAGS:
         values = {(v or "(untagged)") if v != FLEET else FLEET: usd
                   for (kind, v), usd in summary.by_tag.items() if kind == tag}  # fmt: skip
-        parts.append(_table((tag.capitalize(), "USD"), rows_of(values), None))
+        parts.append(_table((tag.capitalize(), "USD"), apportion(values).items(), None))
     parts.append(f"<img src='{escape(image_src('top-jobs-and-teams.png'))}' alt='top jobs'>")
     parts.append(f"<h2>Top {TOP_JOBS} jobs</h2>")
     parts.append(_jobs_table(report))

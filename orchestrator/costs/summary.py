@@ -6,18 +6,24 @@ on on-demand alone, and the cost of a second of finished video. Full precision t
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 
+from kernel.job_spec import CostTags
 from kernel.market import Market
 from orchestrator.costs.attribution import OVERHEAD, WASTE, Category, CostLine
 from orchestrator.costs.ledger import LedgerPeriod
-from orchestrator.costs.money import ZERO
+from orchestrator.costs.money import ZERO, apportion
 
 S3_ROW = "S3 requests"  # the S3 request charges' row in every table
-FLEET = "(fleet)"  # what no job caused: idle, draining, boot before the first hello
+FLEET = "(fleet)"
+TAGS = (
+    "team",
+    "customer",
+    "project",
+)  # what no job caused: idle, draining, boot before the first hello
 SPOT_ONLY = frozenset({Category.LOST, Category.CHECKPOINT})  # what on-demand would not pay
 
 
@@ -74,6 +80,14 @@ class CostSummary:
     def savings(self) -> Decimal:
         return self.on_demand_equivalent_usd - self.total
 
+    def shown(self, parts: Mapping[str, Decimal]) -> dict[str, Decimal]:
+        """Parts of the total in cents, with the S3 row, adding up to the total's cents."""
+        return apportion({**parts, S3_ROW: self.s3_usd})
+
+    def category_cents(self) -> dict[str, Decimal]:
+        """Every table and chart of categories shows these cents, in Category order."""
+        return self.shown({c.value: self.by_category[c] for c in Category if c in self.by_category})
+
     def usd_per_video_second(self, family: str | None = None) -> Decimal | None:
         seconds = (
             self.video_seconds if family is None else self.video_seconds_by_family.get(family, 0)
@@ -97,7 +111,7 @@ def summarize(period: LedgerPeriod, s3_by_job: dict[str, Decimal]) -> CostSummar
         by_day_market[(line.start.date(), line.market)] += line.usd
         by_family[family] += line.usd
         by_pool[_pool_name(line)] += line.usd
-        for tag, value in _tags_of(line):
+        for tag, value in zip(TAGS, _tag_values(line.tags), strict=True):
             by_tag[(tag, value)] += line.usd
         if line.job_id is not None:
             job = jobs[line.job_id]
@@ -109,7 +123,8 @@ def summarize(period: LedgerPeriod, s3_by_job: dict[str, Decimal]) -> CostSummar
         if job_id in jobs:
             jobs[job_id].s3_usd += usd
             s3 += usd
-            for tag, value in _job_tags(jobs[job_id]):
+            job = jobs[job_id]
+            for tag, value in zip(TAGS, (job.team, job.customer, job.project), strict=True):
                 by_tag[(tag, value)] += usd
     seconds_by_family: dict[str, float] = defaultdict(float)
     for span in period.attempts:
@@ -134,9 +149,7 @@ def _jobs(period: LedgerPeriod) -> dict[str, JobCost]:
     jobs: dict[str, JobCost] = {}
     for span in period.attempts:
         if span.job_id not in jobs:
-            tags = span.tags
-            jobs[span.job_id] = JobCost(span.job_id, tags.team or "", tags.customer or "",
-                                        tags.project or "")  # fmt: skip
+            jobs[span.job_id] = JobCost(span.job_id, *_tag_values(span.tags))
     return jobs
 
 
@@ -145,13 +158,8 @@ def _pool_name(line: CostLine) -> str:
     return f"{instance_type} {zone} {market.value}"
 
 
-def _tags_of(line: CostLine) -> Iterable[tuple[str, str]]:
-    tags = line.tags
+def _tag_values(tags: CostTags | None) -> tuple[str, str, str]:
+    """Team, customer, project; FLEET for time no job caused."""
     if tags is None:
-        return [("team", FLEET), ("customer", FLEET), ("project", FLEET)]
-    return [("team", tags.team or ""), ("customer", tags.customer or ""),
-            ("project", tags.project or "")]  # fmt: skip
-
-
-def _job_tags(job: JobCost) -> list[tuple[str, str]]:
-    return [("team", job.team), ("customer", job.customer), ("project", job.project)]
+        return FLEET, FLEET, FLEET
+    return tags.team or "", tags.customer or "", tags.project or ""

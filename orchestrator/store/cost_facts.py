@@ -10,7 +10,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from sqlalchemy import or_, update
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from kernel.fleet_facts import InstanceSeen, PriceSeen
 from kernel.job_spec import CostTags
@@ -68,33 +68,19 @@ class CostFactBook(StoreBase):
             session.commit()
 
     def record_instance_ready(self, instance_id: str, at: datetime) -> None:
-        self._first(instance_id, "ready_at", at)
-
-    def record_instance_draining(self, instance_id: str, at: datetime) -> None:
-        self._first(instance_id, "draining_at", at)
-
-    def record_instance_ended(self, instance_id: str, at: datetime, reason: str) -> None:
-        """The earliest end anyone reported wins (EventBridge's time beats a later sighting)."""
+        """Its worker's first hello; a later one changes nothing."""
         with self._session() as session:
             session.exec(
                 update(InstanceLifeRow)
                 .where(col(InstanceLifeRow.instance_id) == instance_id)
-                .where(
-                    or_(col(InstanceLifeRow.ended_at).is_(None), col(InstanceLifeRow.ended_at) > at)
-                )
-                .values(ended_at=at, end_reason=reason[:500])
+                .where(col(InstanceLifeRow.ready_at).is_(None))
+                .values(ready_at=at)
             )
             session.commit()
 
-    def _first(self, instance_id: str, column: str, at: datetime) -> None:
-        field = getattr(InstanceLifeRow, column)
+    def record_instance_ended(self, instance_id: str, at: datetime, reason: str) -> None:
         with self._session() as session:
-            session.exec(
-                update(InstanceLifeRow)
-                .where(col(InstanceLifeRow.instance_id) == instance_id)
-                .where(col(field).is_(None))
-                .values({column: at})
-            )
+            end_instance_life(session, instance_id, at, reason)
             session.commit()
 
     def record_prices(self, prices: Sequence[PriceSeen]) -> None:
@@ -180,6 +166,16 @@ class CostFactBook(StoreBase):
                 ).all()
                 spans.extend(self._span_of(attempt, job) for attempt, job in rows)
         return spans
+
+
+def end_instance_life(session: Session, instance_id: str, at: datetime, reason: str) -> None:
+    """The earliest end anyone reported wins (EventBridge's time beats a later sighting)."""
+    session.exec(
+        update(InstanceLifeRow)
+        .where(col(InstanceLifeRow.instance_id) == instance_id)
+        .where(or_(col(InstanceLifeRow.ended_at).is_(None), col(InstanceLifeRow.ended_at) > at))
+        .values(ended_at=at, end_reason=reason[:500])
+    )
 
 
 def _life(row: InstanceLifeRow) -> InstanceLife:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Engine, or_, update
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
 from kernel.clock import Clock
 from kernel.errors import StoreUnavailable
-from orchestrator.store.tables import GoneInstanceRow, InstanceLifeRow
+from orchestrator.store.cost_facts import end_instance_life
+from orchestrator.store.tables import GoneInstanceRow
 
 
 class InstanceLedger:
@@ -30,17 +31,7 @@ class InstanceLedger:
                     session.add(GoneInstanceRow(instance_id=instance_id, gone_at=now,
                                                 reason=reason))  # fmt: skip
                 if ended:
-                    session.exec(
-                        update(InstanceLifeRow)
-                        .where(col(InstanceLifeRow.instance_id) == instance_id)
-                        .where(
-                            or_(
-                                col(InstanceLifeRow.ended_at).is_(None),
-                                col(InstanceLifeRow.ended_at) > now,
-                            )
-                        )
-                        .values(ended_at=now, end_reason=reason[:500])
-                    )
+                    end_instance_life(session, instance_id, now, reason)
                 session.commit()
         except IntegrityError:
             pass  # another replica recorded it first
