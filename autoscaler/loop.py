@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation, Actuator
 from autoscaler.catalog import CATALOG, kind_of
+from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.deadline import (
     MarketRule,
     choose_market,
@@ -99,6 +100,9 @@ class AutoscalerLoop:
     record: FleetRecord | None = None
     price_tape: PriceTape = field(default_factory=PriceTape)
     metrics: AutoscalerMetrics | None = None
+    # Each listed instance's own broker account (None: the broker has no per-worker accounts,
+    # as in the demo).
+    credentials: WorkerCredentials | None = None
 
     def pools(self) -> list[Pool]:
         return [
@@ -137,7 +141,18 @@ class AutoscalerLoop:
             await asyncio.to_thread(self.demand.reserve, chosen)
             if not done.failed:
                 break
+        await self._sync_credentials()
         return plans
+
+    async def _sync_credentials(self) -> None:
+        """After the launches, so a new instance's account is there while it boots. A broker
+        that does not answer costs a warning: the next round catches up."""
+        if self.credentials is None:
+            return
+        try:
+            await self.credentials.sync(self.reconciler.ledger)
+        except FrameFleetError as error:
+            log.warning("worker credentials not synced, retrying next round: %s", error)
 
     def _reservations(
         self, decided: Plan, done: Actuation, queued: Sequence[JobDemand]

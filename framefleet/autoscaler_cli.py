@@ -23,6 +23,9 @@ from rich.console import Console
 from rich.table import Table
 
 from autoscaler.actuation import Actuator
+from autoscaler.credentials.dynsec import DynsecAccounts
+from autoscaler.credentials.issuer import WorkerCredentials
+from autoscaler.credentials.ssm import SsmCredentialDrop
 from autoscaler.demand import StoreDemand, demand_of
 from autoscaler.ec2.adapter import Ec2FleetAdapter
 from autoscaler.ec2.ports import Ec2Fleet
@@ -190,6 +193,8 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         session.client(
             "pricing", region_name="us-east-1", endpoint_url=settings.endpoint_url
         ) as pricing,
+        session.client("ssm", endpoint_url=settings.endpoint_url) as ssm,
+        session.client("sts", endpoint_url=settings.endpoint_url) as sts,
     ):
         capacity = CapacityMemory(clock)
         adapter = Ec2FleetAdapter(
@@ -224,6 +229,18 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             record=LedgerRecord(store, CostLedger(store, clock, settings.costs.ledger())),
             metrics=AutoscalerMetrics(registry),
         )
+        admin = config.broker_admin
+        if admin is not None:
+            loop.credentials = WorkerCredentials(
+                DynsecAccounts(admin.link()),
+                SsmCredentialDrop(ssm, sts, config.worker_credentials_path),
+                clock,
+                control_plane_password=(
+                    admin.control_plane_password.get_secret_value()
+                    if admin.control_plane_password
+                    else None
+                ),
+            )
         health = None
         if config.metrics_port is not None:
 

@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
+from kernel.mqtt_link import LinkSettings
 from kernel.settings_support import EnvThenTomlSettings, load
 from orchestrator.costs.ledger import CostSettings
 from orchestrator.intake.loop import IntakeSettings
@@ -71,6 +72,29 @@ class InterruptionsConfig(BaseModel):
     max_tries: int = Field(default=5, ge=1, le=100)
 
 
+class BrokerAdminConfig(BaseModel):
+    """The autoscaler's admin account on the broker's dynamic-security plugin, with which it
+    gives each worker an account of its own (infra/mosquitto/bootstrap.sh makes it)."""
+
+    host: str
+    port: int = Field(default=8883, ge=1, le=65535)
+    username: str = "framefleet-autoscaler"
+    password: SecretStr
+    client_id: str = "framefleet-autoscaler"
+    # The control plane's broker password (its `mqtt.password`), which the autoscaler sets on
+    # the control plane's account (None: that account is managed by hand).
+    control_plane_password: SecretStr | None = None
+    tls: bool = True
+    ca_file: Path | None = None
+
+    def link(self) -> LinkSettings:
+        return LinkSettings(
+            host=self.host, port=self.port, client_id=self.client_id, username=self.username,
+            password=self.password.get_secret_value(), tls=self.tls,
+            ca_file=str(self.ca_file) if self.ca_file else None,
+        )  # fmt: skip
+
+
 class AutoscalerConfig(BaseModel):
     fleet_id: str = Field(default="framefleet", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     launch_template: str = "framefleet-worker"
@@ -98,6 +122,10 @@ class AutoscalerConfig(BaseModel):
     advisor_url: str = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
     # Its /metrics, /healthz and /readyz (a port of its own: it is a process of its own).
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # Per-worker broker accounts (None: workers share the broker's configured credentials);
+    # each instance's password lies in SSM at `<worker_credentials_path>/<instance-id>`.
+    broker_admin: BrokerAdminConfig | None = None
+    worker_credentials_path: str = Field(default="/framefleet/workers", pattern=r"^(/[\w.-]+)+$")
 
 
 class CostsConfig(BaseModel):

@@ -48,7 +48,7 @@ AWS_ERROR_CODES: dict[str, AwsFault] = {
     **dict.fromkeys(
         ["AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist", "NoSuchBucket",
          "NoSuchKey", "NotFound", "404", "InvalidInstanceID.NotFound",
-         "InvalidLaunchTemplateName.NotFoundException"],
+         "InvalidLaunchTemplateName.NotFoundException", "ParameterNotFound"],
         AwsFault.NOT_FOUND,
     ),
     **dict.fromkeys(

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def _wait(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -19,7 +19,7 @@ def _wait(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> No
         time.sleep(0.05)
 
 
-def _port_open(port: int) -> bool:
+def port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.2)
         return sock.connect_ex(("127.0.0.1", port)) == 0
@@ -69,14 +69,14 @@ class LocalMosquitto:
         self._process = subprocess.Popen(
             [self._binary, "-c", str(self.config)], stderr=subprocess.DEVNULL
         )
-        _wait(lambda: _port_open(self.port), "mosquitto to listen")
+        wait_until(lambda: port_open(self.port), "mosquitto to listen")
 
     def stop(self) -> None:
         if self._process is not None:
             self._process.terminate()
             self._process.wait(timeout=10)
             self._process = None
-        _wait(lambda: not _port_open(self.port), "mosquitto to stop")
+        wait_until(lambda: not port_open(self.port), "mosquitto to stop")
 
     def restart(self) -> None:
         self.stop()

@@ -120,7 +120,7 @@ class MqttLink:
             password=settings.password,
             keepalive=settings.keepalive,
             will=will,
-            tls_context=_tls_context(settings),
+            tls_context=tls_context(settings),
             protocol=aiomqtt.ProtocolVersion.V311,
             # paho allows 20 unacknowledged QoS 1 messages by default; a control plane talking
             # to a thousand workers needs far more in flight.
@@ -160,7 +160,7 @@ class MqttLink:
                 log.exception("message on %s could not be handled", where)
 
 
-def _tls_context(settings: LinkSettings) -> ssl.SSLContext | None:
+def tls_context(settings: LinkSettings) -> ssl.SSLContext | None:
     """Certificate and host name verified, TLS 1.2 at least; None for a plain connection."""
     if not settings.tls:
         return None

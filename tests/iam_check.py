@@ -40,6 +40,7 @@ IMPLIED = {
     ("autoscaler", "iam:PassRole"): "EC2 checks it when a launch passes the worker profile",
     ("autoscaler", "ec2:CreateTags"): "EC2 checks it for the tags a launch carries",
     ("autoscaler", "iam:CreateServiceLinkedRole"): "EC2 Fleet and Spot create their roles once",
+    ("autoscaler", "ssm:AddTagsToResource"): "SSM checks it for the tags PutParameter carries",
 }
 # Granted for a path of the code the suite does not reach.
 UNREACHED = {
@@ -49,6 +50,10 @@ UNREACHED = {
 }
 # Called, though not granted in the Terraform deployment.
 NOT_GRANTED = {
+    ("autoscaler", "sts:GetCallerIdentity"): (
+        "needs no permission (AWS allows it to every caller); the account for the instance "
+        "ARNs the broker passwords are tagged with"
+    ),
     ("autoscaler", "ec2:CreateLaunchTemplate"): (
         "only with autoscaler.image_id set, for a deployment without Terraform; Terraform "
         "creates the launch template"

@@ -1,5 +1,6 @@
 """One round of the live autoscaler as `framefleet autoscaler run` builds it: aioboto3 against
-the moto server, the control plane's database, the shipped advisor and the dated price table."""
+the moto server, the control plane's database, the shipped advisor and the dated price table,
+and the production broker, on which each instance it buys gets an account of its own."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ from pathlib import Path
 
 import boto3
 
+from autoscaler.credentials.dynsec import DynsecAccounts
 from autoscaler.ec2.ports import FLEET_TAG, MARKET_TAG
 from framefleet.autoscaler_cli import live_autoscaler
-from framefleet.settings import AutoscalerConfig, Settings
+from framefleet.settings import AutoscalerConfig, BrokerAdminConfig, Settings
 from kernel.clock import SystemClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
+from tests.conftest import free_port
+from tests.dynsec_broker import ADMIN_PASSWORD, dynsec_broker
 from tests.support import job_dict
 
 
@@ -31,6 +35,8 @@ async def test_one_round_buys_tagged_spot_capacity_for_the_queue(
     store.dispose()
     ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    port = free_port()
+    admin = BrokerAdminConfig(host="127.0.0.1", port=port, password=ADMIN_PASSWORD, tls=False)
     settings = Settings(
         endpoint_url=moto_endpoint,
         database_url=sqlite_url,
@@ -41,11 +47,15 @@ async def test_one_round_buys_tagged_spot_capacity_for_the_queue(
             zones=["us-east-1a", "us-east-1b"],
             candidate_types=["g6e.xlarge", "g5.xlarge"],
             advisor_url=(tmp_path / "no-feed-offline.json").as_uri(),  # the shipped snapshot
+            broker_admin=admin,
+            worker_credentials_path="/live-test/workers",
         ),
     )
-    async with live_autoscaler(settings, SystemClock()) as live:
-        plans = await live.loop.once()
-        again = await live.loop.once()
+    with dynsec_broker(tmp_path, port) as admin_link:
+        async with live_autoscaler(settings, SystemClock()) as live:
+            plans = await live.loop.once()
+            again = await live.loop.once()
+        accounts = await DynsecAccounts(admin_link).accounts()
     assert len(plans[0].launches) == 2
     assert all(launch.pool.market.value == "spot" for launch in plans[0].launches)
     assert again[0].launches == ()  # the new capacity is counted, nothing bought twice
@@ -55,3 +65,9 @@ async def test_one_round_buys_tagged_spot_capacity_for_the_queue(
     instances = [i for r in found for i in r["Instances"]]
     assert len(instances) == 2
     assert all({"Key": MARKET_TAG, "Value": "spot"} in i["Tags"] for i in instances)
+    # Each instance holds a broker account of its own, its password in SSM for it alone.
+    assert accounts == {i["InstanceId"] for i in instances}
+    ssm = boto3.client("ssm", region_name="us-east-1", endpoint_url=moto_endpoint)
+    for instance in instances:
+        name = f"/live-test/workers/{instance['InstanceId']}"
+        assert ssm.get_parameter(Name=name)["Parameter"]["Type"] == "SecureString"
