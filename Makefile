@@ -54,7 +54,7 @@ $(CHECKOV_VENV)/bin/checkov:
 
 checkov: $(CHECKOV_VENV)/bin/checkov
 	$(CHECKOV_VENV)/bin/checkov -d infra --framework terraform --quiet --compact --skip-download
-	$(CHECKOV_VENV)/bin/checkov -f Dockerfile --framework dockerfile --quiet --compact --skip-download
+	$(CHECKOV_VENV)/bin/checkov -f Dockerfile -f infra/mosquitto/Dockerfile --framework dockerfile --quiet --compact --skip-download
 
 focus-validate: $(VENV)/.dev-installed $(FOCUS_VENV)/bin/focus-validator
 	$(BIN)/python -m benchmarks.cost_report --jobs 8 --days 2 --out .focus-check

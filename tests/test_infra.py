@@ -1,31 +1,20 @@
 """The Terraform in infra/: every file parses (python-hcl2) and is `terraform fmt` clean, every
-variable and output says what it is, the secure defaults hold (encrypted queues, volumes and
-bucket, no public bucket, IMDSv2 only, no inbound rule, PassRole and terminate scoped), and the
-workers' user data, run against a scratch root, writes the settings the agent reads, from which
-`framefleet-worker serve` starts and says hello on the broker."""
+variable and output says what it is, and the secure defaults hold (encrypted queues, volumes,
+bucket and broker data, no public bucket, IMDSv2 only, no inbound rule but from a security group
+or to the broker's TLS port, PassRole, terminate and the broker passwords scoped). The workers'
+user data has a test of its own (test_worker_user_data.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import re
 import shutil
 import subprocess
-import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
-import aiomqtt
-import boto3
 import hcl2
-
-from kernel.mosquitto import LocalMosquitto
 
 INFRA = Path(__file__).parents[1] / "infra"
 TF_FILES = sorted(INFRA.rglob("*.tf"))
-USER_DATA = INFRA / "modules" / "worker_fleet" / "user-data.sh.tftpl"
 
 
 def parsed(path: Path) -> dict[str, Any]:
@@ -58,7 +47,7 @@ def blocks(kind: str, type_name: str) -> list[dict[str, Any]]:
 def test_every_terraform_file_parses_and_is_formatted() -> None:
     modules = {p.parent.name for p in TF_FILES}
     assert modules == {"queues", "storage", "iam", "worker_fleet", "alarms", "database",
-                       "service", "complete"}  # fmt: skip
+                       "service", "broker", "complete"}  # fmt: skip
     for path in TF_FILES:
         parsed(path)
     terraform = shutil.which("terraform")
@@ -90,18 +79,31 @@ def test_secure_defaults() -> None:
     assert metadata["http_tokens"] == "required"
     assert metadata["http_put_response_hop_limit"] == 2
     assert template["block_device_mappings"][0]["ebs"][0]["encrypted"] is True
-    # The one inbound rule in the house: the store, from the services' security group only.
-    (inbound,) = blocks("resource", "aws_vpc_security_group_ingress_rule")
-    assert inbound["referenced_security_group_id"] == "${var.client_security_group_id}"
-    assert "cidr_ipv4" not in inbound
+    # Inbound rules: the store from the services, the broker's data from the broker task, the
+    # task from its load balancer (each a security group, not an address range), and the
+    # load balancer's TLS port from the VPC alone.
+    inbound = blocks("resource", "aws_vpc_security_group_ingress_rule")
+    by_group = {"cidr_ipv4" in rule: rule for rule in inbound}
+    assert len(inbound) == 4
+    assert [r["from_port"] for r in inbound if "cidr_ipv4" in r] == [8883]
+    assert by_group[True]["cidr_ipv4"] == "${var.vpc_cidr}"
+    assert sum("referenced_security_group_id" in rule for rule in inbound) == 3
     assert all("ingress" not in group for group in blocks("resource", "aws_security_group"))
     (database,) = blocks("resource", "aws_db_instance")
     assert database["storage_encrypted"] is True
     assert database["publicly_accessible"] is False
     assert database["manage_master_user_password"] is True
     assert database["backup_retention_period"] == "${var.backup_days}"
-    (service,) = blocks("resource", "aws_ecs_service")
-    assert service["network_configuration"][0]["assign_public_ip"] is False
+    services = blocks("resource", "aws_ecs_service")
+    assert len(services) == 2  # the two processes (for_each) and the broker
+    assert all(s["network_configuration"][0]["assign_public_ip"] is False for s in services)
+    (broker_data,) = blocks("resource", "aws_efs_file_system")
+    assert broker_data["encrypted"] is True
+    (balancer,) = blocks("resource", "aws_lb")
+    assert balancer["internal"] is True
+    (listener,) = blocks("resource", "aws_lb_listener")
+    assert listener["protocol"] == "TLS"
+    assert listener["ssl_policy"].startswith("ELBSecurityPolicy-TLS13")
     statements = {
         statement["sid"]: statement
         for document in blocks("data", "aws_iam_policy_document")
@@ -111,76 +113,8 @@ def test_secure_defaults() -> None:
     passing = statements["PassOnlyTheWorkerRole"]
     assert passing["resources"] == ["${var.worker_role_arn}"]
     assert passing["condition"][0]["values"] == ["ec2.amazonaws.com"]
+    own_password = statements["OwnBrokerPassword"]
+    assert own_password["condition"][0]["variable"] == "aws:ResourceTag/framefleet-instance"
+    assert own_password["condition"][0]["values"] == ["$${ec2:SourceInstanceARN}"]
     ending = statements["EndOnlyTheFleetsInstances"]
     assert ending["condition"][0]["variable"] == "ec2:ResourceTag/framefleet:fleet"
-
-
-def render(template: str, values: dict[str, str]) -> str:
-    """Terraform's templatefile for this template: plain `${name}` interpolations only."""
-    names = set(re.findall(r"(?<!\$)\$\{([a-z_]+)\}", template))
-    assert names == set(values), names ^ set(values)
-    assert "%{" not in template
-    for name, value in values.items():
-        template = template.replace("${" + name + "}", value)
-    return template.replace("$${", "${")
-
-
-async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
-    tmp_path: Path, moto_endpoint: str, broker: LocalMosquitto
-) -> None:
-    suffix = uuid.uuid4().hex[:8]
-    bucket, parameter = f"fleet-{suffix}", f"/framefleet-{suffix}/broker/worker-password"
-    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=moto_endpoint)
-    s3.create_bucket(Bucket=bucket)
-    registry: dict[str, dict[str, str]] = {"models": {}}
-    s3.put_object(Bucket=bucket, Key="models/registry.json", Body=json.dumps(registry).encode())
-    ssm = boto3.client("ssm", region_name="us-east-1", endpoint_url=moto_endpoint)
-    ssm.put_parameter(Name=parameter, Value="s3cret-pass", Type="SecureString")
-    script = tmp_path / "user-data.sh"
-    script.write_text(render(USER_DATA.read_text(), {
-        "region": "us-east-1", "broker_host": "127.0.0.1", "broker_port": str(broker.port),
-        "broker_tls": "false", "broker_password_param": parameter,
-        "checkpoint_bucket": bucket, "model_registry": f"s3://{bucket}/models/registry.json",
-        "warm_models": "", "max_checkpoint_interval": "600",
-    }))  # fmt: skip
-    root = tmp_path / "root"
-    env = {**os.environ, "FRAMEFLEET_ROOT": str(root), "FRAMEFLEET_PYTHON": sys.executable,
-           "FRAMEFLEET_SYSTEMCTL": "true", "FRAMEFLEET_GROUP": str(os.getgid()),
-           "AWS_ENDPOINT_URL": moto_endpoint, "FRAMEFLEET_AWS_ROLE": "worker",
-           "FRAMEFLEET_AWS_PLACE": str(USER_DATA.relative_to(INFRA.parent))}  # fmt: skip
-    user_data = await asyncio.create_subprocess_exec(
-        "bash", str(script), env=env, stderr=asyncio.subprocess.PIPE
-    )
-    async with asyncio.timeout(120):
-        _, errors = await user_data.communicate()
-    assert user_data.returncode == 0, errors.decode()
-    settings_file = root / "etc" / "framefleet" / "worker.env"
-    assert oct(settings_file.stat().st_mode & 0o777) == "0o640"
-    assert json.loads((root / "etc" / "framefleet" / "models.json").read_text()) == registry
-    written = dict(line.split("=", 1) for line in settings_file.read_text().splitlines())
-    assert "s3cret-pass" not in script.read_text()  # the secret is fetched, never templated
-    agent_env = {**os.environ, **written, "FRAMEFLEET_WORKER_MODEL_REGISTRY":
-                 str(root / "etc" / "framefleet" / "models.json")}  # fmt: skip
-    # The agent itself, from exactly these settings, plus what only a test machine needs.
-    agent_env |= {
-        "FRAMEFLEET_WORKER_ENDPOINT_URL": moto_endpoint, "FRAMEFLEET_WORKER_IMDS_ENABLED": "false",
-        "FRAMEFLEET_WORKER_WORKER_ID": f"w-{suffix}", "FRAMEFLEET_WORKER_ALLOW_CPU": "true",
-        "FRAMEFLEET_WORKER_CACHE_DIR": str(tmp_path / "cache"),
-    }  # fmt: skip
-    assert written["FRAMEFLEET_WORKER_MQTT_PASSWORD"] == "s3cret-pass"
-    assert written["FRAMEFLEET_WORKER_CHECKPOINT_BUCKET"] == bucket
-    async with aiomqtt.Client("127.0.0.1", broker.port) as client:
-        await client.subscribe(f"ff/v1/workers/w-{suffix}/hello", qos=1)
-        agent = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "framefleet.worker_cli", "serve", env=agent_env,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        try:
-            async with asyncio.timeout(60):
-                message = await anext(aiter(client.messages))
-            hello = json.loads(bytes(message.payload))
-            assert hello["type"] == "hello"
-            assert hello["worker_id"] == f"w-{suffix}"
-        finally:
-            agent.terminate()
-            await agent.wait()

@@ -1,6 +1,6 @@
 # FrameFleet in one AWS account: queues and EC2 events, the bucket, the workers' launch
-# template, the control plane's and autoscaler's roles, the store, the two services, the
-# finance sender and the alarms. The README's "Deploy" section walks through it.
+# templates, the control plane's and autoscaler's roles, the store, the broker, the two
+# services, the finance sender and the alarms. The README's "Deploy" section walks through it.
 
 data "aws_caller_identity" "current" {}
 
@@ -39,10 +39,6 @@ resource "aws_kms_key" "logs" {
   policy              = data.aws_iam_policy_document.logs_key.json
 }
 
-data "aws_ssm_parameter" "broker_password" {
-  name = var.broker_password_parameter_name
-}
-
 module "queues" {
   source = "../../modules/queues"
   name   = var.name
@@ -58,21 +54,38 @@ resource "aws_sesv2_email_identity" "reports" {
 }
 
 module "workers" {
-  source                         = "../../modules/worker_fleet"
-  name                           = var.name
-  region                         = var.region
-  fleet_id                       = var.name
-  vpc_id                         = var.vpc_id
-  worker_ami_id                  = var.worker_ami_id
-  family_ami_ids                 = var.family_ami_ids
-  bucket                         = module.storage.bucket
-  bucket_arn                     = module.storage.bucket_arn
-  model_registry_uri             = "s3://${module.storage.bucket}/models/registry.json"
-  warm_models                    = var.warm_models
-  broker_host                    = var.broker_host
-  broker_cidr                    = var.broker_cidr
-  broker_password_parameter_name = var.broker_password_parameter_name
-  broker_password_parameter_arn  = data.aws_ssm_parameter.broker_password.arn
+  source             = "../../modules/worker_fleet"
+  name               = var.name
+  region             = var.region
+  fleet_id           = var.name
+  vpc_id             = var.vpc_id
+  worker_ami_id      = var.worker_ami_id
+  family_ami_ids     = var.family_ami_ids
+  bucket             = module.storage.bucket
+  bucket_arn         = module.storage.bucket_arn
+  model_registry_uri = "s3://${module.storage.bucket}/models/registry.json"
+  warm_models        = var.warm_models
+  account_id         = data.aws_caller_identity.current.account_id
+  broker_host        = module.broker.host
+  broker_port        = module.broker.port
+  broker_cidr        = data.aws_vpc.this.cidr_block
+}
+
+module "broker" {
+  source           = "../../modules/broker"
+  name             = var.name
+  region           = var.region
+  image            = var.broker_image
+  vpc_id           = var.vpc_id
+  vpc_cidr         = data.aws_vpc.this.cidr_block
+  subnet_ids       = var.private_subnet_ids
+  cluster_arn      = module.service.cluster_arn
+  log_group        = module.service.log_group
+  kms_key_arn      = aws_kms_key.logs.arn
+  certificate_arn  = var.broker_certificate_arn
+  domain_name      = var.broker_domain
+  zone_id          = var.broker_zone_id
+  admin_secret_arn = var.broker_admin_secret_arn
 }
 
 module "iam" {
@@ -105,19 +118,23 @@ module "database" {
 }
 
 module "service" {
-  source                 = "../../modules/service"
-  name                   = var.name
-  region                 = var.region
-  image                  = var.image
-  vpc_id                 = var.vpc_id
-  vpc_cidr               = data.aws_vpc.this.cidr_block
-  subnet_ids             = var.private_subnet_ids
-  broker_cidr            = var.broker_cidr
-  database_url           = module.database.database_url
-  database_secret_arn    = module.database.master_password_secret_arn
-  control_plane_role_arn = module.iam.control_plane_role_arn
-  autoscaler_role_arn    = module.iam.autoscaler_role_arn
-  kms_key_arn            = aws_kms_key.logs.arn
+  source                          = "../../modules/service"
+  name                            = var.name
+  region                          = var.region
+  image                           = var.image
+  vpc_id                          = var.vpc_id
+  vpc_cidr                        = data.aws_vpc.this.cidr_block
+  subnet_ids                      = var.private_subnet_ids
+  broker_host                     = module.broker.host
+  broker_port                     = module.broker.port
+  broker_cidr                     = data.aws_vpc.this.cidr_block
+  broker_admin_secret_arn         = var.broker_admin_secret_arn
+  control_plane_broker_secret_arn = var.control_plane_broker_secret_arn
+  database_url                    = module.database.database_url
+  database_secret_arn             = module.database.master_password_secret_arn
+  control_plane_role_arn          = module.iam.control_plane_role_arn
+  autoscaler_role_arn             = module.iam.autoscaler_role_arn
+  kms_key_arn                     = aws_kms_key.logs.arn
   settings = {
     FRAMEFLEET_REGION                       = var.region
     FRAMEFLEET_JOBS_QUEUE_URL               = module.queues.jobs_queue_url
@@ -127,9 +144,6 @@ module "service" {
     FRAMEFLEET_AUTOSCALER__FLEET_ID         = var.name
     FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE  = module.workers.launch_template_name
     FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATES = jsonencode(module.workers.family_launch_templates)
-    FRAMEFLEET_MQTT__HOST                   = var.broker_host
-    FRAMEFLEET_MQTT__PORT                   = "8883"
-    FRAMEFLEET_MQTT__TLS                    = "true"
     FRAMEFLEET_COSTS__SENDER                = var.report_sender
     FRAMEFLEET_COSTS__FINANCE_RECIPIENTS    = jsonencode(var.finance_recipients)
   }

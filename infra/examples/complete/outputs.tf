@@ -37,3 +37,8 @@ output "alarm_topic_arn" {
   value       = module.alarms.topic_arn
   description = "Where the alarms go."
 }
+
+output "broker_load_balancer" {
+  value       = module.broker.load_balancer_dns_name
+  description = "Point broker_domain here if broker_zone_id was not given."
+}

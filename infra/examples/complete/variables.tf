@@ -53,20 +53,35 @@ variable "warm_models" {
   description = "Models each worker fetches into its cache at boot."
 }
 
-variable "broker_host" {
+variable "broker_image" {
   type        = string
-  description = "The MQTT broker's address as the workers reach it."
+  description = "The broker image: infra/mosquitto's Dockerfile, pushed to ECR."
 }
 
-variable "broker_cidr" {
+variable "broker_domain" {
   type        = string
-  description = "The broker's address range (the workers' egress rule to it)."
+  description = "The broker's host name (for example mqtt.framefleet.example.com): its certificate's name."
 }
 
-variable "broker_password_parameter_name" {
+variable "broker_certificate_arn" {
   type        = string
-  default     = "/framefleet/broker/worker-password"
-  description = "An SSM SecureString parameter with the workers' MQTT password (create it first)."
+  description = "An ACM certificate for broker_domain (the load balancer ends TLS with it)."
+}
+
+variable "broker_zone_id" {
+  type        = string
+  default     = null
+  description = "Route 53 zone for broker_domain's alias record (null: make the record yourself)."
+}
+
+variable "broker_admin_secret_arn" {
+  type        = string
+  description = "Secrets Manager secret with the broker admin's (the autoscaler's) password (create it first)."
+}
+
+variable "control_plane_broker_secret_arn" {
+  type        = string
+  description = "Secrets Manager secret with the control plane's broker password (create it first)."
 }
 
 variable "report_sender" {

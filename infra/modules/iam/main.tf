@@ -130,6 +130,13 @@ data "aws_iam_policy_document" "autoscaler" {
     }
   }
   statement {
+    # autoscaler/credentials/ssm.py: each instance's broker password, tagged with its ARN
+    # (AddTagsToResource: SSM checks it for the tags PutParameter carries).
+    sid       = "WorkerBrokerPasswords"
+    actions   = ["ssm:PutParameter", "ssm:GetParameter", "ssm:DeleteParameter", "ssm:AddTagsToResource"]
+    resources = ["arn:aws:ssm:*:${var.account_id}:parameter${var.worker_credentials_path}/*"]
+  }
+  statement {
     sid       = "SpotServiceLinkedRoles" # created once per account by EC2 Fleet and Spot
     actions   = ["iam:CreateServiceLinkedRole"]
     resources = ["*"]

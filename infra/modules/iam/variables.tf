@@ -8,6 +8,12 @@ variable "account_id" {
   description = "The AWS account the fleet runs in (for resource ARNs)."
 }
 
+variable "worker_credentials_path" {
+  type        = string
+  default     = "/framefleet/workers"
+  description = "SSM path under which the autoscaler drops each instance's broker password (autoscaler.worker_credentials_path)."
+}
+
 variable "fleet_id" {
   type        = string
   default     = "framefleet"

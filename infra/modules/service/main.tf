@@ -53,7 +53,7 @@ resource "aws_vpc_security_group_egress_rule" "broker" {
   cidr_ipv4         = var.broker_cidr
 }
 
-# The execution role: pull the image, write logs, read the database password.
+# The execution role: pull the image, write logs, read the database and broker passwords.
 data "aws_iam_policy_document" "assume_ecs_task" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -77,14 +77,14 @@ resource "aws_iam_role_policy_attachment" "execution" {
 
 data "aws_iam_policy_document" "secrets" {
   statement {
-    sid       = "DatabasePassword"
+    sid       = "DatabaseAndBrokerPasswords"
     actions   = ["secretsmanager:GetSecretValue"]
-    resources = [var.database_secret_arn]
+    resources = [var.database_secret_arn, var.broker_admin_secret_arn, var.control_plane_broker_secret_arn]
   }
 }
 
 resource "aws_iam_role_policy" "secrets" {
-  name   = "${var.name}-database-secret"
+  name   = "${var.name}-service-secrets"
   role   = aws_iam_role.execution.id
   policy = data.aws_iam_policy_document.secrets.json
 }
@@ -95,11 +95,26 @@ locals {
       command   = ["serve"]
       task_role = var.control_plane_role_arn
       port_env  = "FRAMEFLEET_METRICS_PORT"
+      secrets   = { FRAMEFLEET_MQTT__PASSWORD = var.control_plane_broker_secret_arn }
+      env = {
+        FRAMEFLEET_MQTT__HOST = var.broker_host
+        FRAMEFLEET_MQTT__PORT = tostring(var.broker_port)
+        FRAMEFLEET_MQTT__TLS  = "true"
+      }
     }
+    # The broker's admin: it makes each worker's account, and keeps the control plane's.
     autoscaler = {
       command   = ["autoscaler", "run"]
       task_role = var.autoscaler_role_arn
       port_env  = "FRAMEFLEET_AUTOSCALER__METRICS_PORT"
+      secrets = {
+        FRAMEFLEET_AUTOSCALER__BROKER_ADMIN__PASSWORD               = var.broker_admin_secret_arn
+        FRAMEFLEET_AUTOSCALER__BROKER_ADMIN__CONTROL_PLANE_PASSWORD = var.control_plane_broker_secret_arn
+      }
+      env = {
+        FRAMEFLEET_AUTOSCALER__BROKER_ADMIN__HOST = var.broker_host
+        FRAMEFLEET_AUTOSCALER__BROKER_ADMIN__PORT = tostring(var.broker_port)
+      }
     }
   }
 }
@@ -119,15 +134,15 @@ resource "aws_ecs_task_definition" "this" {
     command                = each.value.command
     essential              = true
     readonlyRootFilesystem = true
-    environment = [for name, value in merge(var.settings, {
+    environment = [for name, value in merge(var.settings, each.value.env, {
       (each.value.port_env)   = tostring(var.metrics_port)
       FRAMEFLEET_HEALTH_PORT  = tostring(var.metrics_port)
       FRAMEFLEET_DATABASE_URL = var.database_url
     }) : { name = name, value = value }]
-    secrets = [{
-      name      = "FRAMEFLEET_DATABASE_PASSWORD"
-      valueFrom = "${var.database_secret_arn}:password::"
-    }]
+    secrets = concat(
+      [{ name = "FRAMEFLEET_DATABASE_PASSWORD", valueFrom = "${var.database_secret_arn}:password::" }],
+      [for name, arn in each.value.secrets : { name = name, valueFrom = arn }],
+    )
     logConfiguration = {
       logDriver = "awslogs"
       options = {

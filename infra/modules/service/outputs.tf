@@ -12,3 +12,8 @@ output "log_group" {
   value       = aws_cloudwatch_log_group.this.name
   description = "Where both processes log."
 }
+
+output "cluster_arn" {
+  value       = aws_ecs_cluster.this.arn
+  description = "The ECS cluster (the broker runs in it too)."
+}

@@ -28,6 +28,11 @@ variable "subnet_ids" {
   description = "Private subnets with a route to the AWS APIs (NAT or VPC endpoints)."
 }
 
+variable "broker_host" {
+  type        = string
+  description = "The broker's host name (TLS, its certificate's name)."
+}
+
 variable "broker_cidr" {
   type        = string
   description = "The MQTT broker's address range."
@@ -47,6 +52,16 @@ variable "database_url" {
 variable "database_secret_arn" {
   type        = string
   description = "The Secrets Manager secret with the database password (JSON key `password`)."
+}
+
+variable "broker_admin_secret_arn" {
+  type        = string
+  description = "Secrets Manager secret: the broker admin's password (the autoscaler's; the broker module's admin_secret_arn)."
+}
+
+variable "control_plane_broker_secret_arn" {
+  type        = string
+  description = "Secrets Manager secret: the control plane's broker password (the autoscaler sets it on the broker)."
 }
 
 variable "control_plane_role_arn" {

@@ -22,7 +22,7 @@ resource "aws_iam_role" "worker" {
 }
 
 # What the agent calls (worker_ami/agent/object_store.py, model_cache.py, checkpoint.py) and
-# what its user data reads: the bucket's objects and the broker password parameter.
+# what its user data reads: the bucket's objects and the instance's own broker password.
 data "aws_iam_policy_document" "worker" {
   statement {
     sid       = "ListTheBucket"
@@ -40,9 +40,16 @@ data "aws_iam_policy_document" "worker" {
     resources = ["${var.bucket_arn}/*"]
   }
   statement {
-    sid       = "BrokerPassword"
+    # The autoscaler tags each password with its instance's ARN; an instance reads only the
+    # parameter whose tag is its own ARN, so no worker can log in as another.
+    sid       = "OwnBrokerPassword"
     actions   = ["ssm:GetParameter"]
-    resources = [var.broker_password_parameter_arn]
+    resources = ["arn:aws:ssm:${var.region}:${var.account_id}:parameter${var.credentials_path}/*"]
+    condition {
+      test     = "StringEquals"
+      variable = "aws:ResourceTag/framefleet-instance"
+      values   = ["$${ec2:SourceInstanceARN}"]
+    }
   }
 }
 
@@ -122,7 +129,7 @@ resource "aws_launch_template" "worker" {
     broker_host             = var.broker_host
     broker_port             = var.broker_port
     broker_tls              = var.broker_tls
-    broker_password_param   = var.broker_password_parameter_name
+    credentials_path        = var.credentials_path
     checkpoint_bucket       = var.bucket
     model_registry          = var.model_registry_uri
     warm_models             = join(" ", var.warm_models)

@@ -85,14 +85,15 @@ variable "broker_cidr" {
   description = "The broker's address range, for the workers' only non-HTTPS egress rule."
 }
 
-variable "broker_password_parameter_name" {
+variable "account_id" {
   type        = string
-  description = "SSM SecureString parameter holding the workers' MQTT password."
+  description = "The AWS account the workers run in (for the password parameters' ARN)."
 }
 
-variable "broker_password_parameter_arn" {
+variable "credentials_path" {
   type        = string
-  description = "That parameter's ARN, for the worker role."
+  default     = "/framefleet/workers"
+  description = "SSM path of the per-instance broker passwords the autoscaler drops (autoscaler.worker_credentials_path)."
 }
 
 variable "max_checkpoint_interval_seconds" {
