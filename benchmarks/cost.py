@@ -63,7 +63,7 @@ def main() -> None:
             config = StudyConfig(job_fraction=fraction, starts_per_zone=args.starts,
                                  multi_zone_starts=args.starts)  # fmt: skip
             summaries, _ = run_study(trace, config, multi_zone=multi_zone)
-            where = "all 9 zones" if multi_zone else "one zone"
+            where = f"all {len(trace.zones)} zones" if multi_zone else "one zone"
             title = f"(a) 48 h job, job fraction {fraction}, {where}"
             console.print(
                 study_table(f"{title} ({time.perf_counter() - started:.0f} s)", summaries)

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from autoscaler.market.trace_format import trace_json_schema
 from framefleet.autoscaler_cli import add_commands as add_autoscaler_commands
 from framefleet.autoscaler_cli import run_command as run_autoscaler_command
 from framefleet.control_plane import build_store, control_plane
@@ -77,8 +78,10 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("dead-letters", help="show the dead-letter queue (without consuming it)")
 
-    schema = commands.add_parser("schema", help="print or write the job JSON Schema")
+    schema = commands.add_parser("schema", help="print or write a JSON Schema")
     schema.add_argument("--output", type=Path)
+    schema.add_argument("--of", choices=["job", "trace"], default="job",
+                        help="the job message, or one zone file of a spot trace")  # fmt: skip
 
     db = commands.add_parser("db", help="database maintenance")
     db.add_argument("action", choices=["upgrade"])
@@ -239,7 +242,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         asyncio.run(_serve(settings))
     elif args.command == "schema":
-        text = json.dumps(job_json_schema(), indent=2, sort_keys=True) + "\n"
+        document = job_json_schema() if args.of == "job" else trace_json_schema()
+        text = json.dumps(document, indent=2, sort_keys=True) + "\n"
         if args.output:
             args.output.write_text(text)
         else:

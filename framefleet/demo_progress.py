@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autoscaler.ec2.ports import ObservedInstance
-from autoscaler.market.trace import ON_DEMAND_PRICES, Trace
+from autoscaler.market.trace import Trace
 from framefleet.demo_report import interruptions
 from kernel.clock import ReplayClock
 from kernel.job_record import JobRecord
@@ -36,7 +36,7 @@ class Progress:
 
 
 def price_now(instance: ObservedInstance, trace: Trace, replay: ReplayClock) -> float:
-    on_demand = ON_DEMAND_PRICES.get(instance.pool.instance_type, 0.0)
+    on_demand = trace.on_demand_price(instance.pool.instance_type) or 0.0
     zone = trace.zones.get(instance.pool.availability_zone)
     if instance.pool.market is Market.ON_DEMAND or zone is None:
         return on_demand

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import LaunchRequest, ObservedInstance
-from autoscaler.market.trace import ON_DEMAND_PRICES, Trace
+from autoscaler.market.trace import Trace
 from autoscaler.pools import Pool
 from kernel.clock import Clock
 from kernel.market import Market
@@ -90,7 +90,7 @@ class SimulatedEc2(FakeEc2):
 
     def price(self, pool: Pool, at: datetime) -> float:
         if pool.market is Market.ON_DEMAND:
-            return ON_DEMAND_PRICES[pool.instance_type]
+            return self.trace.zones[pool.availability_zone].on_demand_price
         return self.trace.zones[pool.availability_zone].prices[self.trace.tick(at)]
 
     def notices_for(self, tick: int) -> list[SimInstance]:

@@ -5,8 +5,8 @@ idle, on a spot instance in some zone, or on on-demand. Starting an instance (an
 another zone) costs `changeover` ticks of paid time without progress. A spot instance is lost
 when its zone's availability is 0 (a two-minute notice is far shorter than a tick, so progress
 made so far is kept, as in the paper). Prices are the trace's spot price per tick and the fixed
-on-demand price. Policies see only the past and the present tick; the omniscient optimum
-(`omniscient.py`) sees everything.
+on-demand price. Policies are handed only the past and the present tick (`Market.until`); the
+omniscient optimum (`omniscient.py`) sees everything.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ class Market:
     zones: tuple[str, ...]
     available: npt.NDArray[np.int8]  # [zone, tick]
     price: npt.NDArray[np.float64]  # [zone, tick]
+
+    def until(self, tick: int) -> Market:
+        """What a live system has seen by `tick`: the policies get this, never the future."""
+        return Market(self.zones, self.available[:, : tick + 1], self.price[:, : tick + 1])
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ def simulate(policy: Policy, setup: Setup, market: Market) -> Outcome:
         t = state.tick
         if state.mode is Mode.SPOT and market.available[state.zone, t] == 0:
             state.mode = Mode.IDLE  # preempted: the instance is gone
-        action = policy.act(state, setup, market)
+        action = policy.act(state, setup, market.until(t))
         if action.mode is Mode.SPOT and market.available[action.zone, t] == 0:
             action = Action(Mode.IDLE)  # no capacity: the launch fails
         if action.mode is not state.mode or (
@@ -142,6 +146,34 @@ class Greedy:
         return Action(Mode.IDLE)
 
 
+def cheapest_open_zone(zones: list[int], market: Market, tick: int) -> int | None:
+    open_zones = [z for z in zones if market.available[z, tick]]
+    return min(open_zones, key=lambda z: (market.price[z, tick], z)) if open_zones else None
+
+
+def spot_anywhere(state: JobState, zones: list[int], market: Market) -> Action | None:
+    """A job free to move: keep a running spot instance while its zone lasts, else (re)launch
+    in the cheapest zone with capacity (SkyPilot's managed jobs); None when no zone has any."""
+    if state.mode is Mode.SPOT and market.available[state.zone, state.tick]:
+        return Action(Mode.SPOT, state.zone)
+    zone = cheapest_open_zone(zones, market, state.tick)
+    return None if zone is None else Action(Mode.SPOT, zone)
+
+
+class GreedyAnyZone:
+    """Greedy free to move across `zones`: spot in the cheapest zone with capacity on every
+    (re)launch, each move one changeover; idle when no zone has any; the same safety net."""
+
+    def __init__(self, zones: list[int]) -> None:
+        self.zones = zones
+        self.name = f"greedy ({len(zones)} zones)"
+
+    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+        if state.mode is Mode.ON_DEMAND or must_go_on_demand(state, setup):
+            return Action(Mode.ON_DEMAND)
+        return spot_anywhere(state, self.zones, market) or Action(Mode.IDLE)
+
+
 class UniformProgress:
     """Wu et al.'s Uniform Progress: spot when available; when not, on-demand only if the job
     is behind uniform progress (work x elapsed / deadline); with hysteresis, on-demand is kept
@@ -162,3 +194,23 @@ class UniformProgress:
         if market.available[self.zone, state.tick]:
             return Action(Mode.SPOT, self.zone)
         return Action(Mode.ON_DEMAND) if behind else Action(Mode.IDLE)
+
+
+class UniformProgressAnyZone:
+    """Uniform Progress with "spot available" meaning some zone of `zones` has capacity, and
+    spot taken where Greedy across zones would take it."""
+
+    def __init__(self, zones: list[int]) -> None:
+        self.zones = zones
+        self.name = f"uniform progress ({len(zones)} zones)"
+
+    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+        if must_go_on_demand(state, setup):
+            return Action(Mode.ON_DEMAND)
+        expected = setup.work * (state.tick + 1) / setup.deadline
+        if state.mode is Mode.ON_DEMAND and state.done < expected + setup.changeover:
+            return Action(Mode.ON_DEMAND)  # hysteresis
+        spot = spot_anywhere(state, self.zones, market)
+        if spot is not None:
+            return spot
+        return Action(Mode.ON_DEMAND) if state.done < expected else Action(Mode.IDLE)

@@ -36,9 +36,10 @@ DOWN = Pool("p3.2xlarge", "us-east-1c", Market.SPOT)
 
 def trace() -> Trace:
     return Trace(START, GAP, {
-        "us-east-1a": ZoneTrace("us-east-1a", "p3.2xlarge", (1, 1, 0, 0, 1, 1), (1.0,) * 6),
+        "us-east-1a": ZoneTrace("us-east-1a", "p3.2xlarge", (1, 1, 0, 0, 1, 1), (1.0,) * 6,
+                                3.06, 1),
         "us-east-1c": ZoneTrace("us-east-1c", "p3.2xlarge", (0, 1, 1, 1, 1, 1),
-                                (2.0, 2.0, 4.0, 4.0, 4.0, 4.0)),
+                                (2.0, 2.0, 4.0, 4.0, 4.0, 4.0), 3.06, 1),
     })  # fmt: skip
 
 

@@ -1,10 +1,8 @@
 """A market replayed from real traces (../shared/traces): per-zone spot availability and the
-real spot price per tick, plus the on-demand price. Time comes from the injected clock, and a
-reader only ever sees the past: `snapshot` at time t uses ticks up to t, never after.
+real spot price per tick, plus each pool's on-demand price. Time comes from the injected clock,
+and a reader only ever sees the past: `snapshot` at time t uses ticks up to t, never after.
 
-Trace format (skypilot-org/spot-traces): `{zone}_{type}.json` = {"metadata": {"gap_seconds": N},
-"data": [1|0, ...]} with 1 = a spot instance could be had (a slice adds `"start"`, ISO 8601);
-`spot_prices.json` = {"{zone}_v100_1": [USD/hour per tick]}.
+The format and its checks: `trace_format.py` (and docs/trace-format.schema.json).
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
+from autoscaler.market.trace_format import gpus_of, on_demand_price, read_zone_file, spot_series
 from autoscaler.pools import Pool
 from kernel.clock import Clock
 from kernel.errors import ConfigurationError
@@ -26,15 +25,16 @@ from kernel.market import Market
 
 # The availability traces start on the day their folder names (2023-02-15).
 DEFAULT_START = datetime(2023, 2, 15, tzinfo=UTC)
-ON_DEMAND_PRICES = {"p3.2xlarge": 3.06}
 
 
 @dataclass(frozen=True)
 class ZoneTrace:
     zone: str
     instance_type: str
-    available: tuple[int, ...]
+    available: tuple[int, ...]  # 1: spot capacity at that tick, 0: none
     prices: tuple[float, ...]  # USD/hour per tick, same length
+    on_demand_price: float  # USD/hour
+    gpus: int  # per instance
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,10 @@ class Trace:
     @property
     def ticks(self) -> int:
         return min(len(z.available) for z in self.zones.values())
+
+    def on_demand_price(self, instance_type: str) -> float | None:
+        zones = [z for z in self.zones.values() if z.instance_type == instance_type]
+        return zones[0].on_demand_price if zones else None
 
     @property
     def end(self) -> datetime:
@@ -67,31 +71,42 @@ class Trace:
 
 
 def load_trace(folder: Path, start: datetime = DEFAULT_START) -> Trace:
+    """Every zone file in `folder`, checked together (`trace_format`): a trace that cannot be
+    replayed as it is raises ConfigurationError saying what is missing."""
     if not folder.is_dir():
         raise ConfigurationError(f"no trace folder at {folder}")
     price_file = folder / "spot_prices.json"
-    prices: dict[str, list[float]] = (
+    shared: dict[str, list[float]] = (
         json.loads(price_file.read_text()) if price_file.exists() else {}
     )
     zones: dict[str, ZoneTrace] = {}
-    gap: int | None = None
+    gaps: dict[str, int] = {}
     for path in sorted(folder.glob("*_*.json")):
         if path.name == "spot_prices.json":
             continue
-        zone, instance_type = path.stem.split("_", 1)
-        body = json.loads(path.read_text())
-        gap = int(body["metadata"]["gap_seconds"])
-        if "start" in body["metadata"]:  # a slice says where it begins
-            start = datetime.fromisoformat(body["metadata"]["start"])
-        available = tuple(int(v) for v in body["data"])
-        family = "v100" if instance_type.startswith("p3.") else instance_type.split(".")[0]
-        series = prices.get(f"{zone}_{family}_1") or body.get("prices")
-        if not series:
-            raise ConfigurationError(f"no spot prices for {zone} in {folder}")
-        zones[zone] = ZoneTrace(zone, instance_type, available, tuple(float(p) for p in series))
-    if not zones or gap is None:
+        zone, named_type = path.stem.split("_", 1)
+        zone_file = read_zone_file(path)
+        meta = zone_file.metadata
+        instance_type = meta.instance_type or named_type
+        gaps[path.name] = meta.gap_seconds
+        if meta.start is not None:  # a slice says where it begins
+            start = meta.start if meta.start.tzinfo else meta.start.replace(tzinfo=UTC)
+        zones[zone] = ZoneTrace(
+            zone, instance_type, tuple(1 if v > 0 else 0 for v in zone_file.data),
+            tuple(spot_series(zone, instance_type, zone_file, shared, path.name)),
+            on_demand_price(zone, instance_type, zone_file, path.name),
+            gpus_of(instance_type, zone_file, path.name),
+        )  # fmt: skip
+    if not zones:
         raise ConfigurationError(f"no availability traces (<zone>_<type>.json) in {folder}")
-    return Trace(start, timedelta(seconds=gap), zones)
+    if len(set(gaps.values())) > 1:
+        raise ConfigurationError(f"zones with different tick spacings in {folder}: {gaps}")
+    lengths = {z.zone: len(z.available) for z in zones.values()}
+    if len(set(lengths.values())) > 1:
+        raise ConfigurationError(
+            f"zones of different lengths in {folder} (ticks): {lengths}; cut them to one length"
+        )
+    return Trace(start, timedelta(seconds=next(iter(gaps.values()))), zones)
 
 
 class TraceMarket:
@@ -138,9 +153,7 @@ class TraceMarket:
             if zone is None or zone.instance_type != pool.instance_type:
                 continue
             if pool.market is Market.ON_DEMAND:
-                price = ON_DEMAND_PRICES.get(pool.instance_type)
-                if price is not None:
-                    quotes[pool] = PoolQuote(pool, price, 0.0)
+                quotes[pool] = PoolQuote(pool, zone.on_demand_price, 0.0)
                 continue
             up = zone.available[tick] == 1
             quotes[pool] = PoolQuote(

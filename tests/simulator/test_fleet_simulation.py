@@ -14,7 +14,7 @@ import autoscaler.policy
 import simulator.workers
 import worker_ami.agent.checkpoint_policy
 from autoscaler.loop import AutoscalerLoop
-from autoscaler.market.trace import ON_DEMAND_PRICES, load_trace
+from autoscaler.market.trace import load_trace
 from framefleet.cli import run
 from kernel.errors import ConfigurationError
 from kernel.job_state import JobState
@@ -50,7 +50,7 @@ async def test_the_product_runs_the_fleet_meets_every_deadline_and_pays_less(
     ours = await simulation.run()
     assert (ours.misses, ours.unfinished, ours.finished_twice) == (0, 0, 0)
     # On-demand only would pay at least the compute itself at the on-demand price.
-    on_demand_floor = ON_DEMAND_PRICES["p3.2xlarge"] * sum(j.compute_hours for j in jobs)
+    on_demand_floor = trace.zones["us-east-1a"].on_demand_price * sum(j.compute_hours for j in jobs)
     assert ours.cost < 0.6 * on_demand_floor
     assert ours.spot_hours > ours.on_demand_hours
     # Every job went through the store to the end, once.
@@ -102,7 +102,9 @@ def test_framefleet_simulate_replays_a_trace_and_a_jobs_file(
             "--json", str(out), "--chart", str(chart)]  # fmt: skip
     assert run(argv) == 0
     rows = {row["policy"]: row for row in json.loads(out.read_text())}
-    assert set(rows) == {"framefleet", "on-demand only", "greedy", "uniform progress"}
+    assert set(rows) == {"framefleet", "on-demand only", "greedy (any zone, as SkyPilot)",
+                         "uniform progress (any zone)", "greedy (home zone)",
+                         "uniform progress (home zone)"}  # fmt: skip
     assert rows["framefleet"]["misses"] == 0
     assert rows["framefleet"]["cost"] < rows["on-demand only"]["cost"]
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

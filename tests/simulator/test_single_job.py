@@ -12,11 +12,16 @@ from autoscaler.market.trace import load_trace
 from simulator.framefleet_policy import FrameFleetPolicy
 from simulator.omniscient import omniscient
 from simulator.single_job import (
+    Action,
     Greedy,
+    GreedyAnyZone,
+    JobState,
     Market,
     OnDemandOnly,
+    Policy,
     Setup,
     UniformProgress,
+    UniformProgressAnyZone,
     simulate,
 )
 from simulator.study import StudyConfig, market_from, run_study, setup_for
@@ -46,9 +51,58 @@ def test_no_policy_beats_the_omniscient_optimum() -> None:
             outcome = simulate(policy, setup, market)
             assert outcome.met_deadline, policy.name  # the safety net holds
             assert one_zone.cost <= outcome.cost + 1e-9, policy.name
-        moving = simulate(FrameFleetPolicy([0, 1, 2]), setup, market)
-        assert moving.met_deadline
-        assert every_zone.cost <= moving.cost + 1e-9
+        for mover in (FrameFleetPolicy([0, 1, 2]), GreedyAnyZone([0, 1, 2]),
+                      UniformProgressAnyZone([0, 1, 2])):  # fmt: skip
+            moving = simulate(mover, setup, market)
+            assert moving.met_deadline, mover.name
+            assert every_zone.cost <= moving.cost + 1e-9, mover.name
+
+
+class Recorder:
+    """Wraps a policy and writes down what it decided at each tick."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy, self.name = policy, policy.name
+        self.decisions: list[tuple[int, Action]] = []
+
+    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+        action = self.policy.act(state, setup, market)
+        self.decisions.append((state.tick, action))
+        return action
+
+
+def every_policy() -> list[Policy]:
+    zones = [0, 1, 2]
+    return [
+        OnDemandOnly(), Greedy(0), UniformProgress(0), FrameFleetPolicy([0]),
+        GreedyAnyZone(zones), UniformProgressAnyZone(zones), FrameFleetPolicy(zones),
+    ]  # fmt: skip
+
+
+def test_no_policy_reads_the_future() -> None:
+    """Rewriting the trace after a tick changes no decision up to that tick; and a policy is
+    handed nothing past the present tick to read."""
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        setup, market = random_case(rng)
+        cut = int(rng.integers(1, setup.deadline - 1))
+        future = market.available.copy()
+        future[:, cut + 1 :] = rng.random(future[:, cut + 1 :].shape) < 0.5
+        prices = market.price.copy()
+        prices[:, cut + 1 :] = rng.uniform(0.1, 3.0, prices[:, cut + 1 :].shape)
+        rewritten = Market(market.zones, future.astype(np.int8), prices)
+        # Fresh policies for each run: one that learns must not carry the first run over.
+        for policy, twin in zip(every_policy(), every_policy(), strict=True):
+            first, second = Recorder(policy), Recorder(twin)
+            simulate(first, setup, market)
+            simulate(second, setup, rewritten)
+            assert [d for d in first.decisions if d[0] <= cut] == [
+                d for d in second.decisions if d[0] <= cut
+            ], policy.name
+    seen = market.until(3)
+    assert seen.available.shape[1] == 4
+    with pytest.raises(IndexError):
+        _ = seen.available[0, 4]
 
 
 def test_the_optimum_replays_into_hours_that_match_its_cost() -> None:
