@@ -8,6 +8,7 @@ from rich.table import Table
 
 from simulator.results import FleetResult
 from simulator.study import PolicySummary
+from simulator.targets import Target
 
 
 def study_table(title: str, summaries: list[PolicySummary]) -> Table:
@@ -37,6 +38,16 @@ def fleet_table(title: str, results: list[FleetResult]) -> Table:
             f"{r.spot_hours:,.1f}", str(r.misses), str(r.unfinished), str(r.interruptions),
             str(r.launches),
         )  # fmt: skip
+    return table
+
+
+def target_table(targets: list[Target]) -> Table:
+    table = Table(title="issue 16's targets")
+    for column in ("setting", "target", "measured", "status"):
+        table.add_column(column, overflow="fold")
+    for t in targets:
+        status = "met" if t.met else f"missed, short by {t.short_by}"
+        table.add_row(t.setting, t.goal, t.measured, status)
     return table
 
 

@@ -41,10 +41,19 @@ class Market:
     zones: tuple[str, ...]
     available: npt.NDArray[np.int8]  # [zone, tick]
     price: npt.NDArray[np.float64]  # [zone, tick]
+    # The capacity before the job's start (what a live system has recorded), [zone, tick].
+    history: npt.NDArray[np.int8] | None = None
 
     def until(self, tick: int) -> Market:
         """What a live system has seen by `tick`: the policies get this, never the future."""
-        return Market(self.zones, self.available[:, : tick + 1], self.price[:, : tick + 1])
+        return Market(self.zones, self.available[:, : tick + 1], self.price[:, : tick + 1],
+                      self.history)  # fmt: skip
+
+    def seen(self, zone: int) -> npt.NDArray[np.int8]:
+        """The zone's capacity series so far, its history first."""
+        if self.history is None:
+            return np.asarray(self.available[zone], dtype=np.int8)
+        return np.concatenate((self.history[zone], self.available[zone])).astype(np.int8)
 
 
 @dataclass(frozen=True)

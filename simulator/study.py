@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from autoscaler.market.trace import Trace
 from kernel.errors import ConfigurationError
 from simulator.framefleet_policy import FrameFleetPolicy
+from simulator.model_policy import ModelPolicy
 from simulator.omniscient import omniscient
 from simulator.single_job import (
     Greedy,
@@ -73,13 +75,17 @@ def setup_for(trace: Trace, config: StudyConfig) -> Setup:
     )
 
 
-def market_from(trace: Trace, start: int, length: int) -> Market:
+def market_from(trace: Trace, start: int, length: int, history_ticks: int = 3000) -> Market:
+    """The trace from `start` for `length` ticks, and up to `history_ticks` before it (the
+    record a live system has when the job arrives)."""
     zones = sorted(trace.zones)
     available = np.array(
         [trace.zones[z].available[start : start + length] for z in zones], dtype=np.int8
     )
     price = np.array([trace.zones[z].prices[start : start + length] for z in zones])
-    return Market(tuple(zones), available, price)
+    first = max(0, start - history_ticks)
+    history = np.array([trace.zones[z].available[first:start] for z in zones], dtype=np.int8)
+    return Market(tuple(zones), available, price, history.reshape(len(zones), start - first))
 
 
 Runner = Callable[[Setup, Market], Outcome]
@@ -95,6 +101,7 @@ def single_zone_policies(zone: int) -> dict[str, Runner]:
         "greedy": online(Greedy(zone)),
         "uniform progress": online(UniformProgress(zone)),
         "framefleet (1 zone)": online(FrameFleetPolicy([zone], "framefleet (1 zone)")),
+        "framefleet planner (1 zone)": online(ModelPolicy([zone])),
         "omniscient (1 zone)": lambda setup, market: omniscient(setup, market, [zone]),
     }
 
@@ -105,7 +112,7 @@ def multi_zone_policies(zones: int) -> dict[str, Runner]:
     label = f"({zones} zones)"
     policies: list[Policy] = [
         OnDemandOnly(), GreedyAnyZone(everywhere), UniformProgressAnyZone(everywhere),
-        FrameFleetPolicy(everywhere, f"framefleet {label}"),
+        FrameFleetPolicy(everywhere, f"framefleet {label}"), ModelPolicy(everywhere),
     ]  # fmt: skip
     runners = {policy.name: online(policy) for policy in policies}
     runners[f"omniscient {label}"] = lambda s, m: omniscient(s, m)
@@ -116,26 +123,52 @@ def optimum_name(zones: int | None) -> str:
     return "omniscient (1 zone)" if zones is None else f"omniscient ({zones} zones)"
 
 
+Case = tuple[int | None, int]  # (the zone, or None for all zones; the start tick)
+_shared: tuple[Trace, Setup] | None = None
+
+
+def _share(trace: Trace, setup: Setup) -> None:
+    global _shared
+    _shared = (trace, setup)
+
+
+def run_case(case: Case) -> dict[str, Outcome]:
+    """Every policy of the setting on one slice of the trace (in a worker process)."""
+    assert _shared is not None
+    trace, setup = _shared
+    zone, start = case
+    market = market_from(trace, start, setup.deadline)
+    runners = multi_zone_policies(len(trace.zones)) if zone is None else single_zone_policies(zone)
+    return {name: runner(setup, market) for name, runner in runners.items()}
+
+
 def run_study(
-    trace: Trace, config: StudyConfig, multi_zone: bool = False
+    trace: Trace, config: StudyConfig, multi_zone: bool = False, workers: int = 1
 ) -> tuple[list[PolicySummary], dict[str, list[Outcome]]]:
     setup = setup_for(trace, config)
     rng = np.random.default_rng(config.seed)
     last_start = trace.ticks - setup.deadline
-    outcomes: dict[str, list[Outcome]] = defaultdict(list)
+    cases: list[Case]
     if multi_zone:
-        for start in rng.integers(0, last_start, config.multi_zone_starts):
-            market = market_from(trace, int(start), setup.deadline)
-            for name, runner in multi_zone_policies(len(trace.zones)).items():
-                outcomes[name].append(runner(setup, market))
+        cases = [(None, int(s)) for s in rng.integers(0, last_start, config.multi_zone_starts)]
         optimum = optimum_name(len(trace.zones))
     else:
-        for zone in range(len(trace.zones)):
-            for start in rng.integers(0, last_start, config.starts_per_zone):
-                market = market_from(trace, int(start), setup.deadline)
-                for name, runner in single_zone_policies(zone).items():
-                    outcomes[name].append(runner(setup, market))
+        cases = [
+            (zone, int(s))
+            for zone in range(len(trace.zones))
+            for s in rng.integers(0, last_start, config.starts_per_zone)
+        ]
         optimum = optimum_name(None)
+    if workers > 1:
+        with ProcessPoolExecutor(workers, initializer=_share, initargs=(trace, setup)) as pool:
+            results = list(pool.map(run_case, cases, chunksize=4))
+    else:
+        _share(trace, setup)
+        results = [run_case(case) for case in cases]
+    outcomes: dict[str, list[Outcome]] = defaultdict(list)
+    for result in results:
+        for name, outcome in result.items():
+            outcomes[name].append(outcome)
     return summarize(outcomes, optimum), dict(outcomes)
 
 

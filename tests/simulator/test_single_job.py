@@ -10,6 +10,7 @@ import pytest
 
 from autoscaler.market.trace import load_trace
 from simulator.framefleet_policy import FrameFleetPolicy
+from simulator.model_policy import ModelPolicy
 from simulator.omniscient import omniscient
 from simulator.single_job import (
     Action,
@@ -47,12 +48,13 @@ def test_no_policy_beats_the_omniscient_optimum() -> None:
         every_zone = omniscient(setup, market)
         assert every_zone.cost <= one_zone.cost + 1e-9
         assert one_zone.met_deadline
-        for policy in (OnDemandOnly(), Greedy(0), UniformProgress(0), FrameFleetPolicy([0])):
+        for policy in (OnDemandOnly(), Greedy(0), UniformProgress(0), FrameFleetPolicy([0]),
+                       ModelPolicy([0])):  # fmt: skip
             outcome = simulate(policy, setup, market)
             assert outcome.met_deadline, policy.name  # the safety net holds
             assert one_zone.cost <= outcome.cost + 1e-9, policy.name
         for mover in (FrameFleetPolicy([0, 1, 2]), GreedyAnyZone([0, 1, 2]),
-                      UniformProgressAnyZone([0, 1, 2])):  # fmt: skip
+                      UniformProgressAnyZone([0, 1, 2]), ModelPolicy([0, 1, 2])):  # fmt: skip
             moving = simulate(mover, setup, market)
             assert moving.met_deadline, mover.name
             assert every_zone.cost <= moving.cost + 1e-9, mover.name
@@ -76,6 +78,7 @@ def every_policy() -> list[Policy]:
     return [
         OnDemandOnly(), Greedy(0), UniformProgress(0), FrameFleetPolicy([0]),
         GreedyAnyZone(zones), UniformProgressAnyZone(zones), FrameFleetPolicy(zones),
+        ModelPolicy([0]), ModelPolicy(zones),
     ]  # fmt: skip
 
 

@@ -1,0 +1,231 @@
+"""Which market a job with a deadline should use, as the expected-cost optimum under a model of
+spot capacity learned from the past (pure).
+
+The model: the capacity of the job's spot pool is a two-state Markov chain (up, down) per tick,
+its two switching probabilities estimated from the pool's history; spot and on-demand cost
+their current prices. Under that model the exact optimum is a dynamic program over (ticks
+left, work left, the instance the job holds, its start-up ticks left, capacity now), the
+stochastic twin of the omniscient optimum (simulator/omniscient.py): the same moves, with the
+next tick's capacity an expectation instead of a known fact. Two properties follow:
+- no lookahead: it reads only the history it is given;
+- the deadline is kept: a move whose worst case (spot lost at the next tick) cannot finish on
+  on-demand in time has an infinite expected cost, so the program never takes it.
+
+One solution answers every (tick, work done, instance, capacity state) of a job: `SpotPlanner`
+keeps it and solves again on a cadence, as the model learns, or when prices move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+
+# Infeasible (the deadline missed) is a cost no finite plan reaches; finite, so that an
+# expectation over states with probability 0 stays a number (inf * 0 is not).
+INF = 1e18
+# Pseudo-counts that keep a short or one-sided history from claiming certainty: as if each
+# state had been seen to last `PRIOR_TICKS` ticks once.
+PRIOR_TICKS = 40.0
+
+
+class Hold(IntEnum):
+    """What the job holds (or takes) this tick."""
+
+    IDLE = 0
+    ON_DEMAND = 1
+    SPOT = 2
+
+
+# The ages (ticks since capacity last changed) that share a switching rate: capacity that has
+# held for long tends to hold on (the traces' runs are heavy-tailed), which a memoryless
+# chain cannot say. Powers of two up to about two days of 195 s ticks.
+AGE_EDGES = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# How many ticks of a bucket's own record outweigh the pool's overall rate in it.
+BUCKET_PRIOR_TICKS = 10.0
+
+
+@dataclass(frozen=True)
+class CapacityModel:
+    """A semi-Markov model of a pool's spot capacity: states (up or down, age bucket), each
+    with its own chance of switching at the next tick."""
+
+    transition: npt.NDArray[np.float64]  # [state now, state next]
+    up: npt.NDArray[np.bool_]  # [state]
+    edges: tuple[int, ...] = AGE_EDGES
+
+    @classmethod
+    def markov(cls, up_to_down: float, down_to_up: float) -> CapacityModel:
+        """The memoryless two-state chain (one age bucket)."""
+        transition = np.array([[1 - down_to_up, down_to_up], [up_to_down, 1 - up_to_down]])
+        return cls(transition, np.array([False, True]), (0,))
+
+    @classmethod
+    def estimate(
+        cls, history: Sequence[int] | npt.NDArray[np.int8], edges: tuple[int, ...] = AGE_EDGES
+    ) -> CapacityModel:
+        """From a 0/1 series (the past only): each (state, age bucket)'s switching rate, drawn
+        toward the state's overall rate where the record is thin."""
+        series = np.asarray(history, dtype=np.int8)
+        buckets = len(edges)
+        switches = np.zeros((2, buckets))
+        exposure = np.zeros((2, buckets))
+        if series.size >= 2:
+            ages = run_ages(series)
+            state, bucket = series[:-1], np.searchsorted(edges, ages[:-1], side="right") - 1
+            np.add.at(exposure, (state, bucket), 1.0)
+            np.add.at(switches, (state, bucket), (series[1:] != series[:-1]).astype(float))
+        overall = (switches.sum(axis=1) + 1) / (exposure.sum(axis=1) + PRIOR_TICKS)
+        rate = (switches + BUCKET_PRIOR_TICKS * overall[:, None]) / (exposure + BUCKET_PRIOR_TICKS)
+        widths = np.diff(np.append(np.asarray(edges, dtype=float), np.inf))
+        transition = np.zeros((2 * buckets, 2 * buckets))
+        for s in (0, 1):
+            for b in range(buckets):
+                here = s * buckets + b
+                older = 1.0 / widths[b]  # the chance a staying run moves to the next bucket
+                transition[here, (1 - s) * buckets] += rate[s, b]
+                if b + 1 < buckets:
+                    transition[here, here + 1] += (1 - rate[s, b]) * older
+                transition[here, here] += (1 - rate[s, b]) * (1 - older)
+        up = np.repeat(np.array([False, True]), buckets)
+        return cls(transition, up, edges)
+
+    def state_of(self, history: Sequence[int] | npt.NDArray[np.int8]) -> int:
+        """The model state the series ends in (up or down, and for how long)."""
+        series = np.asarray(history, dtype=np.int8)
+        age = int(run_ages(series)[-1])
+        bucket = int(np.searchsorted(self.edges, age, side="right") - 1)
+        return int(series[-1]) * len(self.edges) + bucket
+
+    @property
+    def states(self) -> int:
+        return int(self.up.size)
+
+
+def run_ages(series: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
+    """For each tick, how many ticks before it the series has held its value."""
+    starts = np.flatnonzero(np.diff(series, prepend=np.int8(1 - series[0])) != 0)
+    run_start = np.repeat(starts, np.diff(np.append(starts, series.size)))
+    return np.arange(series.size) - run_start
+
+
+@dataclass(frozen=True)
+class Problem:
+    work: int  # ticks of compute
+    deadline: int  # ticks
+    changeover: int  # start-up ticks without progress
+    spot_cost: float  # USD per tick
+    on_demand_cost: float  # USD per tick
+    model: CapacityModel
+
+
+class Solution:
+    """choice[t][hold, startup_left, done, capacity]: 0 idle, 1 on-demand, 2 spot (a kept
+    instance or a fresh one: the same hold as before means keep it)."""
+
+    def __init__(self, problem: Problem, first_tick: int = 0) -> None:
+        self.problem, self.first_tick = problem, first_tick
+        self.choices, self.expected_cost = _solve(problem, first_tick)
+
+    def choose(self, tick: int, done: int, hold: Hold, startup_left: int, capacity: int) -> Hold:
+        """`capacity`: the model state now (`CapacityModel.state_of`)."""
+        p = self.problem
+        if done >= p.work or tick >= p.deadline:
+            return Hold.IDLE
+        if tick < self.first_tick:
+            raise ValueError(f"solved from tick {self.first_tick}, asked for {tick}")
+        if hold is Hold.SPOT and not p.model.up[capacity]:
+            hold, startup_left = Hold.IDLE, 0  # its capacity went: the instance with it
+        r = min(startup_left, max(0, p.changeover - 1))
+        return Hold(int(self.choices[tick - self.first_tick, hold, r, done, capacity]))
+
+
+def _solve(problem: Problem, first_tick: int) -> tuple[npt.NDArray[np.int8], float]:
+    p = problem
+    warm = max(1, p.changeover)
+    states, down = p.model.states, ~p.model.up
+    cost = {Hold.IDLE: 0.0, Hold.ON_DEMAND: p.on_demand_cost, Hold.SPOT: p.spot_cost}
+    # value[hold, r, done, capacity] from the start of the next tick; done == work costs 0.
+    value = np.full((3, warm, p.work + 1, states), INF)
+    value[:, :, p.work, :] = 0.0
+    choices = np.zeros((p.deadline - first_tick, 3, warm, p.work + 1, states), dtype=np.int8)
+    for t in range(p.deadline - 1, first_tick - 1, -1):
+        # expected[hold, r, done, capacity now]: E over the next tick's capacity; a spot
+        # instance is lost with its capacity.
+        spot_next = value[Hold.SPOT].copy()
+        spot_next[:, :, down] = value[Hold.IDLE, 0][None, :, down]
+        nexts = np.stack([value[Hold.IDLE], value[Hold.ON_DEMAND], spot_next])
+        expected = (nexts.reshape(-1, states) @ p.model.transition.T).reshape(nexts.shape)
+        new_value = np.empty_like(value)
+        new_choice = np.empty((3, warm, p.work + 1, states), dtype=np.int8)
+        # A fresh instance of each kind (its start-up first; spot only where there is
+        # capacity), or none: [done, capacity now].
+        fresh_best = expected[Hold.IDLE, 0].copy()
+        fresh_choice = np.zeros_like(fresh_best, dtype=np.int8)
+        for hold in (Hold.ON_DEMAND, Hold.SPOT):
+            option = cost[hold] + _advance(expected[hold], p.changeover, warm)
+            if hold is Hold.SPOT:
+                option[:, down] = INF
+            better = option < fresh_best
+            fresh_best = np.where(better, option, fresh_best)
+            fresh_choice = np.where(better, np.int8(hold), fresh_choice)
+        new_value[Hold.IDLE] = fresh_best
+        new_choice[Hold.IDLE] = fresh_choice
+        for hold in (Hold.ON_DEMAND, Hold.SPOT):
+            for r in range(warm):
+                keep = cost[hold] + _advance(expected[hold], r, warm)
+                if hold is Hold.SPOT:
+                    keep[:, down] = INF
+                better = keep < fresh_best
+                new_value[hold, r] = np.where(better, keep, fresh_best)
+                new_choice[hold, r] = np.where(better, np.int8(hold), fresh_choice)
+        new_value[:, :, p.work, :] = 0.0
+        value = new_value
+        choices[t - first_tick] = new_choice
+    start = float(value[Hold.IDLE, 0, 0, -1])
+    return choices, start if start < INF / 2 else float("inf")
+
+
+def _advance(
+    expected: npt.NDArray[np.float64], startup_left: int, warm: int
+) -> npt.NDArray[np.float64]:
+    """expected[r, done, capacity] -> the expected value after a tick on an instance with
+    `startup_left` start-up ticks to go before this one (0: this tick makes progress)."""
+    if startup_left > 0:
+        kept: npt.NDArray[np.float64] = expected[min(startup_left, warm) - 1]
+        return kept
+    shifted = np.empty(expected.shape[1:])
+    shifted[:-1] = expected[0, 1:]
+    shifted[-1] = 0.0
+    return shifted
+
+
+@dataclass
+class SpotPlanner:
+    """Keeps one solution per job: solves again when `resolve_ticks` have passed since the
+    last solution (the model has had time to learn), or at once when a price has moved by
+    more than `price_tolerance` (relative) or the job itself changed."""
+
+    resolve_ticks: int = 110  # about six hours of 195 s ticks
+    price_tolerance: float = 0.25
+    solution: Solution | None = None
+
+    def solution_for(self, problem: Problem, tick: int) -> Solution:
+        current = self.solution
+        if (
+            current is None
+            or tick - current.first_tick >= self.resolve_ticks
+            or _moved(current.problem, problem, self.price_tolerance)
+        ):
+            current = self.solution = Solution(problem, tick)
+        return current
+
+
+def _moved(old: Problem, new: Problem, tolerance: float) -> bool:
+    if (old.work, old.deadline, old.changeover) != (new.work, new.deadline, new.changeover):
+        return True
+    pairs = [(old.spot_cost, new.spot_cost), (old.on_demand_cost, new.on_demand_cost)]
+    return any(abs(a - b) > tolerance * max(a, b) for a, b in pairs)
