@@ -24,9 +24,12 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
+from kernel.errors import ConfigurationError
+
 # Infeasible (the deadline missed) is a cost no finite plan reaches; finite, so that an
 # expectation over states with probability 0 stays a number (inf * 0 is not).
 INF = 1e18
+MAX_CHOICE_BYTES = 2 * 2**30
 # Pseudo-counts that keep a short or one-sided history from claiming certainty: as if each
 # state had been seen to last `PRIOR_TICKS` ticks once.
 PRIOR_TICKS = 40.0
@@ -147,6 +150,12 @@ def _solve(problem: Problem, first_tick: int) -> tuple[npt.NDArray[np.int8], flo
     p = problem
     warm = max(1, p.changeover)
     states, down = p.model.states, ~p.model.up
+    needed = (p.deadline - first_tick) * 3 * warm * (p.work + 1) * states
+    if needed > MAX_CHOICE_BYTES:
+        raise ConfigurationError(
+            f"planning this job needs {needed / 2**30:.1f} GiB of decisions (over "
+            f"{MAX_CHOICE_BYTES / 2**30:.0f} GiB): plan on coarser ticks"
+        )
     cost = {Hold.IDLE: 0.0, Hold.ON_DEMAND: p.on_demand_cost, Hold.SPOT: p.spot_cost}
     # value[hold, r, done, capacity] from the start of the next tick; done == work costs 0.
     value = np.full((3, warm, p.work + 1, states), INF)

@@ -11,9 +11,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from kernel.errors import ConfigurationError
 from simulator.single_job import Market, Outcome, Setup
 
 INF = float("inf")
+MAX_CHOICE_BYTES = 4 * 2**30
 Vector = npt.NDArray[np.float64]
 
 
@@ -23,11 +25,20 @@ def omniscient(setup: Setup, market: Market, zones: Sequence[int] | None = None)
     kinds = 2 + len(allowed)
     warm = max(1, setup.changeover)  # start-up ticks left: 0..warm-1
     work, horizon = setup.work, setup.deadline
+    # One byte per (tick, instance, start-up left, work done): say so before trying to take
+    # more than the machine should give (a 48 h job on 32 s ticks across 9 zones needs 18 GB).
+    needed = horizon * kinds * warm * (work + 1)
+    if needed > MAX_CHOICE_BYTES:
+        raise ConfigurationError(
+            f"the omniscient optimum of this job needs {needed / 2**30:.1f} GiB of decisions "
+            f"(over the {MAX_CHOICE_BYTES / 2**30:.0f} GiB limit): use coarser ticks, fewer "
+            f"zones or a shorter job"
+        )
     # value[kind, r, p]: cheapest cost from the start of tick t, given the instance kept from
     # the tick before (kind, r start-up ticks still to go) and p ticks of work done.
     value = np.full((kinds, warm, work + 1), INF)
     value[:, :, work] = 0.0
-    choices = np.zeros((horizon, kinds, warm, work + 1), dtype=np.int16)
+    choices = np.zeros((horizon, kinds, warm, work + 1), dtype=np.int8)
     for t in range(horizon - 1, -1, -1):
         costs = [0.0, setup.on_demand_price * setup.tick_hours] + [
             float(market.price[z, t]) * setup.tick_hours for z in allowed
@@ -35,14 +46,14 @@ def omniscient(setup: Setup, market: Market, zones: Sequence[int] | None = None)
         usable = [True, True] + [bool(market.available[z, t]) for z in allowed]
         # A fresh instance of each kind, started at this tick (index kind * warm for choices).
         best = value[0, 0].copy()  # idle
-        best_choice = np.zeros(work + 1, dtype=np.int16)
+        best_choice = np.zeros(work + 1, dtype=np.int8)
         for kind in range(1, kinds):
             if not usable[kind]:
                 continue
             fresh = costs[kind] + _after(value, kind, setup.changeover)
             better = fresh < best
             best = np.where(better, fresh, best)
-            best_choice = np.where(better, np.int16(kind), best_choice)
+            best_choice = np.where(better, np.int8(kind), best_choice)
         new_value = np.empty_like(value)
         for kind in range(kinds):
             for r in range(warm):
@@ -53,7 +64,7 @@ def omniscient(setup: Setup, market: Market, zones: Sequence[int] | None = None)
                 keep = costs[kind] + _after(value, kind, r)
                 better = keep < best
                 new_value[kind, r] = np.where(better, keep, best)
-                choices[t, kind, r] = np.where(better, np.int16(-kind), best_choice)
+                choices[t, kind, r] = np.where(better, np.int8(-kind), best_choice)
         new_value[:, :, work] = 0.0
         value = new_value
     return _replay(setup, market, allowed, choices, float(value[0, 0, 0]))
@@ -75,7 +86,7 @@ def _replay(
     setup: Setup,
     market: Market,
     allowed: list[int],
-    choices: npt.NDArray[np.int16],
+    choices: npt.NDArray[np.int8],
     cost: float,
 ) -> Outcome:
     if cost == INF:

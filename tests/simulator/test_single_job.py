@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from autoscaler.market.trace import load_trace
+from kernel.errors import ConfigurationError
 from simulator.framefleet_policy import FrameFleetPolicy
 from simulator.model_policy import ModelPolicy
 from simulator.omniscient import omniscient
@@ -148,3 +149,14 @@ def test_the_study_runs_every_policy_on_the_same_trace_slices() -> None:
     assert all(len(runs) == 6 for runs in outcomes.values())
     assert all(s.mean_cost >= by_name["omniscient (1 zone)"].mean_cost - 1e-9 for s in summaries)
     assert by_name["on-demand only"].cost_vs_on_demand == 1.0
+
+
+def test_an_optimum_too_big_for_the_machine_says_so_before_trying() -> None:
+    """A 48 h job on 32 s ticks across nine zones would need 18 GB of decisions."""
+    ticks = 6750
+    setup = Setup(work=5400, deadline=ticks, changeover=23, tick_hours=32 / 3600,
+                  on_demand_price=3.06)  # fmt: skip
+    market = Market(tuple(f"z{i}" for i in range(9)), np.ones((9, ticks), dtype=np.int8),
+                    np.ones((9, ticks)))  # fmt: skip
+    with pytest.raises(ConfigurationError, match="GiB"):
+        omniscient(setup, market)
