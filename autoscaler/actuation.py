@@ -41,7 +41,7 @@ class Actuator:
             request = LaunchRequest(
                 self._fleet_id,
                 launch.pool.market,
-                (launch.pool,),
+                (launch.pool, *launch.alternatives),
                 1,
                 client_token(self._fleet_id, launch, window),
                 launch.reason,

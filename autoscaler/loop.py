@@ -130,7 +130,10 @@ class AutoscalerLoop:
                 launched = seen(instance for _, instance in done.launched)
                 await asyncio.to_thread(self.record.record_instances_seen, launched)
             for launch, instance in done.launched:
-                self.book.bought(instance, launch.price_per_hour, now)
+                # EC2 may have taken one of the launch's alternatives: that pool's price.
+                quote = state.market.quote(instance.pool)
+                price = quote.price_per_hour if quote is not None else launch.price_per_hour
+                self.book.bought(instance, price, now)
                 self.reconciler.ledger[instance.instance_id] = instance
                 covered.update(launch.job_ids)
                 # Its GPUs are spoken for by the jobs it was bought for (left out above).

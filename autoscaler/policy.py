@@ -202,7 +202,7 @@ class _Round:
                 Wait(job.job_id, "no pool fits this job (VRAM, GPU families, prices)")
             )
             return
-        quote, why_pool = picked
+        quote, why_pool, alternatives = picked
         self.budget_block = self._over_budget(quote)
         if self.budget_block is not None:
             self.waits.append(Wait(job.job_id, self.budget_block))
@@ -212,7 +212,8 @@ class _Round:
             self.spot_pools[quote.pool] += 1
         self.launches.append(
             Launch(quote.pool, quote.price_per_hour, (job.job_id,),
-                   f"job {job.job_id} (priority {job.priority}): {choice.reason}; {why_pool}")
+                   f"job {job.job_id} (priority {job.priority}): {choice.reason}; {why_pool}",
+                   alternatives)
         )  # fmt: skip
 
     def _free_slot(self, job: JobDemand, on_instance: str | None = None) -> _FreeSlots | None:
@@ -270,7 +271,8 @@ def _pick_pool(
     job: JobDemand,
     market: Market,
     spot_pools: Counter[Pool],
-) -> tuple[PoolQuote, str] | None:
+) -> tuple[PoolQuote, str, tuple[Pool, ...]] | None:
+    """The pool, why, and (for spot) the pools as good as it that EC2 may take instead."""
     ranked = sorted(
         _candidates(state, settings, job, market),
         key=lambda q: (cost_per_step(q, job, model, settings), q.pool),
@@ -278,27 +280,29 @@ def _pick_pool(
     if not ranked:
         return None
     if market is Market.ON_DEMAND:
-        return ranked[0], _explain(ranked[0], job, model, settings, "cheapest on-demand per step")
+        why = _explain(ranked[0], job, model, settings, "cheapest on-demand per step")
+        return ranked[0], why, ()
     fleet = sum(spot_pools.values()) + 1
     cap = max(1, math.floor(settings.max_pool_share * fleet))
     # Spreading is insurance against one pool failing at once; it is not worth paying much
     # more per step for (a pricier pool is often the riskier one too).
     ceiling = cost_per_step(ranked[0], job, model, settings) * (1 + settings.max_spread_premium)
-    for quote in ranked:
-        if cost_per_step(quote, job, model, settings) > ceiling:
-            break
-        if spot_pools[quote.pool] + 1 <= cap:
-            share = f"{settings.max_pool_share:.0%}"
-            why = (
-                "cheapest spot per step"
-                if quote is ranked[0]
-                else f"cheapest spot pool under the {share} spread cap"
-            )
-            return quote, _explain(quote, job, model, settings, why)
-    # Every pool worth spreading to is at its share: the least loaded of them.
     near = [q for q in ranked if cost_per_step(q, job, model, settings) <= ceiling]
-    emptiest = min(near, key=lambda q: spot_pools[q.pool])
-    return emptiest, _explain(emptiest, job, model, settings, "least-loaded spot pool")
+    open_near = [q for q in near if spot_pools[q.pool] + 1 <= cap]
+    if open_near:
+        quote = open_near[0]
+        share = f"{settings.max_pool_share:.0%}"
+        why = (
+            "cheapest spot per step"
+            if quote is ranked[0]
+            else f"cheapest spot pool under the {share} spread cap"
+        )
+    else:
+        # Every pool worth spreading to is at its share: the least loaded of them.
+        quote = min(near, key=lambda q: spot_pools[q.pool])
+        why = "least-loaded spot pool"
+    others = tuple(q.pool for q in open_near if q is not quote)[: settings.max_alternatives]
+    return quote, _explain(quote, job, model, settings, why), others
 
 
 def _explain(

@@ -64,6 +64,8 @@ class PurchaseSettings:
     # the best pool's.
     max_spread_premium: float = 0.10
     max_launches: int = 100  # per plan
+    # Equally good spot pools a launch offers CreateFleet besides its own (0: one override).
+    max_alternatives: int = 4
     idle_timeout: timedelta = timedelta(minutes=10)
     warm_minimum: int = 0
 
@@ -85,6 +87,9 @@ class Launch:
     price_per_hour: float
     job_ids: tuple[str, ...]
     reason: str
+    # Spot pools as good as `pool` (within the spread premium, under the spread cap), which
+    # CreateFleet's price-capacity-optimized may take instead when it judges them deeper.
+    alternatives: tuple[Pool, ...] = ()
 
 
 @dataclass(frozen=True)

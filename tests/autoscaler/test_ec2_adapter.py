@@ -12,6 +12,7 @@ import aioboto3
 import pytest
 from types_aiobotocore_ec2.client import EC2Client
 
+from autoscaler.actuation import Actuator
 from autoscaler.ec2.adapter import Ec2FleetAdapter
 from autoscaler.ec2.ports import FLEET_TAG, MARKET_TAG, REASON_TAG, LaunchRequest
 from autoscaler.market.advisor import SpotAdvisor
@@ -20,6 +21,7 @@ from autoscaler.market.live import LiveMarket
 from autoscaler.market.on_demand import fallback_price
 from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
+from autoscaler.snapshot import Launch, Plan
 from kernel.clock import FakeClock
 from kernel.market import Market
 
@@ -165,3 +167,23 @@ async def test_a_gpu_family_with_a_template_of_its_own_launches_from_it(
         launched[pool.instance_type] = described["Reservations"][0]["Instances"][0]["ImageId"]
     assert launched["g6e.xlarge"] == images[1]
     assert launched["g5.xlarge"] != images[1]
+
+
+async def test_a_spot_launch_offers_create_fleet_every_equally_good_pool(ec2: EC2Client) -> None:
+    """The actuator sends the plan's pool and its alternatives as CreateFleet overrides, and
+    EC2 starts the instance from them."""
+    adapter = await adapter_with_template(ec2)
+    others = (Pool("g6e.xlarge", "us-east-1c", Market.SPOT),
+              Pool("g6.xlarge", "us-east-1a", Market.SPOT))  # fmt: skip
+    launch = Launch(SPOT, 0.7, ("j1",), "job j1: spot", others)
+    clock = FakeClock(datetime(2026, 6, 1, tzinfo=UTC))
+    done = await Actuator(adapter, CapacityMemory(clock), "overrides", clock).execute(
+        Plan(launches=(launch,))
+    )
+    ((_, instance),) = done.launched
+    # EC2 starts it in one of the overrides; moto's CreateFleet may pair one override's type
+    # with another's zone, so only that much is checked here.
+    offered = (SPOT, *others)
+    assert instance.pool.instance_type in {p.instance_type for p in offered}
+    assert instance.pool.availability_zone in {p.availability_zone for p in offered}
+    assert [i.instance_id for i in await adapter.describe("overrides")] == [instance.instance_id]

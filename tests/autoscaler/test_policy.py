@@ -229,3 +229,17 @@ def test_a_spot_instance_almost_booted_still_counts_for_a_tight_job() -> None:
     decided = plan(state, SETTINGS, ThroughputModel())
     assert decided.placed == (("tight", "i-nearly"),)
     assert decided.launches == ()
+
+
+def test_a_spot_launch_offers_ec2_the_pools_as_good_as_its_own() -> None:
+    """CreateFleet's price-capacity-optimized gets something to choose from: the pools within
+    the spread premium (not one that costs much more), the chosen pool first; on-demand gets
+    its one pool."""
+    dear = PoolQuote(pool("d"), 0.90, 0.002)  # 29% above the cheapest
+    quotes = market(SPOT_A, SPOT_B, SPOT_C, dear, ON_DEMAND)
+    (spot,) = decide(job(), quotes=quotes).launches
+    assert spot.pool == SPOT_A.pool
+    assert spot.alternatives == (SPOT_B.pool, SPOT_C.pool)
+    (on_demand,) = decide(job(deadline_in=timedelta(hours=1.0)), quotes=quotes).launches
+    assert on_demand.pool.market is Market.ON_DEMAND
+    assert on_demand.alternatives == ()
