@@ -10,6 +10,10 @@
     purchase policy against on-demand only, Greedy relaunching in any zone (SkyPilot's managed
     jobs), Uniform Progress across zones, and the paper's home-zone variants.
 
+(c) the single-job setting on synthetic markets with known structure (`simulator/synthetic.py`:
+    periodic outages, long droughts, price spikes, flapping zones), job fraction 0.8,
+    `--synthetic-starts` per zone, every policy with the parameters it has for the real traces.
+
 Prints the tables and a line per target (met, or short by how much), and writes
 benchmarks/results/cost.json and cost.png.
 """
@@ -32,6 +36,7 @@ from simulator.fleet import compare_fleet
 from simulator.report import chart, fleet_table, study_table, target_table
 from simulator.results import FleetResult
 from simulator.study import PolicySummary, StudyConfig, run_study
+from simulator.synthetic import MARKETS, synthetic_trace
 from simulator.targets import Target, fleet_targets, study_target
 from simulator.workload import daily_poisson
 
@@ -56,7 +61,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=220, help="jobs in the fleet setting (b)")
     parser.add_argument("--seeds", type=int, default=5, help="fleet workloads in (b)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                        help="processes for (a)")  # fmt: skip
+                        help="processes for (a) and (c)")  # fmt: skip
+    parser.add_argument("--synthetic-starts", type=int, default=10,
+                        help="start times per zone in (c)")  # fmt: skip
     args = parser.parse_args()
     console = Console(width=150)
     trace = load_trace(args.traces)
@@ -82,6 +89,16 @@ def main() -> None:
             ours = f"framefleet planner {label or '(1 zone)'}"
             targets.append(study_target(title, summaries, ours, baselines))
             studies[title] = summaries
+            results[title] = [asdict(s) for s in summaries]
+    for kind in MARKETS:
+        for multi_zone in (False, True):
+            config = StudyConfig(job_fraction=0.8, starts_per_zone=args.synthetic_starts,
+                                 multi_zone_starts=3 * args.synthetic_starts)  # fmt: skip
+            summaries, _ = run_study(synthetic_trace(kind), config, multi_zone, workers)
+            title = f"(c) synthetic: {kind}, job fraction 0.8, " + (
+                "all 3 zones" if multi_zone else "one zone"
+            )
+            console.print(study_table(title, summaries))
             results[title] = [asdict(s) for s in summaries]
     seeds = range(1, args.seeds + 1)
     # Each week is its own simulation (its own clock and database): one process per core.
