@@ -20,7 +20,8 @@ import aiomqtt
 
 from autoscaler.credentials.ports import CredentialError
 from kernel.mqtt_link import LinkSettings, tls_context
-from kernel.worker_protocol import TOPIC_PREFIX, WORKER_ID_PATTERN, Channel, topic
+from kernel.outside_text import printable
+from kernel.worker_protocol import TOPIC_PREFIX, Channel, topic
 
 CONTROL = "$CONTROL/dynamic-security/v1"
 ROLE_PREFIX = "framefleet-worker-"
@@ -110,7 +111,8 @@ class DynsecAccounts:
             for answer in answers:
                 error = answer.get("error")
                 if error and not any(s in str(error).lower() for s in SETTLED):
-                    raise CredentialError(f"broker refused {answer.get('command')}: {error}")
+                    what = printable(f"{answer.get('command')}: {error}", 200)
+                    raise CredentialError(f"broker refused {what}")
 
     async def _send(self, commands: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One request on the control topic and its response, matched by correlation data."""
@@ -148,5 +150,6 @@ def _answers(payload: Any, correlation: str) -> list[dict[str, Any]] | None:
 
 
 def _check(worker_id: str) -> None:
-    if not WORKER_ACCOUNT.match(worker_id) or not re.match(WORKER_ID_PATTERN, worker_id):
-        raise CredentialError(f"not an instance id: {worker_id!r}")
+    """An instance id is also a valid worker id (one topic level, no wildcards)."""
+    if not WORKER_ACCOUNT.match(worker_id):
+        raise CredentialError(f"not an instance id: {printable(worker_id, 80)}")

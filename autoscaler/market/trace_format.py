@@ -94,7 +94,10 @@ def spot_series(zone: str, instance_type: str, zone_file: ZoneFile,
             raise ConfigurationError(
                 f"{name}: {len(series)} spot prices for {len(zone_file.data)} ticks"
             )
-        return list(series)
+        # spot_prices.json is not parsed by the model: its values are checked here.
+        if not all(isinstance(p, int | float) and p > 0 for p in series):
+            raise ConfigurationError(f"{name}: spot prices must be numbers above 0")
+        return [float(p) for p in series]
     if zone_file.metadata.spot_price is not None:
         return [zone_file.metadata.spot_price] * len(zone_file.data)
     raise ConfigurationError(

@@ -80,3 +80,12 @@ def test_the_published_schema_is_current_and_the_shipped_traces_follow_it() -> N
     assert SCHEMA_FILE.read_text() == generated, "run `make schema` and commit the schema"
     for path in SHIPPED.glob("us-*.json"):
         jsonschema.validate(json.loads(path.read_text()), trace_json_schema())
+
+
+def test_a_shared_price_file_is_checked_as_the_zone_files_are(tmp_path: Path) -> None:
+    write_zone(tmp_path, "us-east-1a_p3.2xlarge", [1, 0])
+    (tmp_path / "spot_prices.json").write_text(json.dumps({"us-east-1a_p3.2xlarge": [0.9, -1]}))
+    with pytest.raises(ConfigurationError, match="above 0"):
+        load_trace(tmp_path)
+    (tmp_path / "spot_prices.json").write_text(json.dumps({"us-east-1a_p3.2xlarge": [0.9, 1]}))
+    assert load_trace(tmp_path).zones["us-east-1a"].prices == (0.9, 1.0)
