@@ -18,11 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from autoscaler.catalog import CATALOG, InstanceKind
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import LaunchRequest, ObservedInstance
 from autoscaler.market.trace import Trace
 from autoscaler.pools import Pool
 from kernel.clock import Clock
+from kernel.errors import ConfigurationError
 from kernel.market import Market
 from orchestrator.interruptions.events import SPOT_WARNING
 
@@ -151,3 +153,23 @@ class SimulatedEc2(FakeEc2):
         self.bill(self._clock.now())
         instance.ended_at = self._clock.now()
         self.instances.pop(instance.instance_id, None)
+
+
+def instance_kind(trace: Trace) -> InstanceKind:
+    """The one instance type the fleet simulator buys: the trace's. It says plainly what it
+    cannot replay instead of replaying it wrongly."""
+    types = sorted({zone.instance_type for zone in trace.zones.values()})
+    if len(types) != 1:
+        raise ConfigurationError(f"the fleet simulator replays one instance type, not {types}")
+    kind = CATALOG.get(types[0])
+    if kind is None:
+        raise ConfigurationError(
+            f"{types[0]} is not in the instance catalog (autoscaler/catalog.py): its GPU family "
+            f"and memory are unknown, so no job could be placed on it"
+        )
+    if kind.gpus != 1:
+        raise ConfigurationError(
+            f"{types[0]} has {kind.gpus} GPUs; the fleet simulator runs one job per instance, "
+            f"so it would price each job as the whole instance: replay a one-GPU type"
+        )
+    return kind

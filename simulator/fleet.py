@@ -49,7 +49,7 @@ from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsL
 from orchestrator.store.engine import make_engine
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
-from simulator.cloud import SimulatedEc2
+from simulator.cloud import SimulatedEc2, instance_kind
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
 from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy
 from simulator.results import FleetResult
@@ -57,7 +57,6 @@ from simulator.workers import SimulatedWorker, WorkerModel
 from simulator.workload import SimJob
 
 FLEET_ID = "simulated"
-INSTANCE_TYPE = "p3.2xlarge"  # the V100 traces'
 SHAPE = WorkShape("simulated/video", 64, 64, 9)
 MAX_STEPS = 1000  # a job spec's limit
 TEAMS = ("research", "marketing", "studio")  # cost tags, so the ledger has teams to report
@@ -89,11 +88,11 @@ def setup_for_changeover(changeover_hours: float) -> FleetSetup:
                       worker=worker)  # fmt: skip
 
 
-def purchase_settings(setup: FleetSetup) -> PurchaseSettings:
+def purchase_settings(setup: FleetSetup, instance_type: str = "p3.2xlarge") -> PurchaseSettings:
     if setup.purchase is not None:
         return setup.purchase
     return PurchaseSettings(
-        candidate_types=(INSTANCE_TYPE,),
+        candidate_types=(instance_type,),
         budget_per_hour=1e9,
         budget_per_day=1e9,
         boot_seconds=setup.boot_seconds,
@@ -118,7 +117,10 @@ class FleetSimulation:
         self.clock = FakeClock(trace.start + trace.gap * start_tick)
         longest = max(j.compute_hours for j in jobs)
         step = max(setup.worker.step_seconds, math.ceil(longest * 3600 / MAX_STEPS))
-        self.worker_model = WorkerModel(**{**setup.worker.__dict__, "step_seconds": step})
+        kind = instance_kind(trace)
+        self.worker_model = WorkerModel(**{**setup.worker.__dict__, "step_seconds": step,
+                                           "family": kind.family.value,
+                                           "vram_gib": kind.vram_gib})  # fmt: skip
         self.store = JobStore(make_engine(f"sqlite:///{database}"), self.clock)
         self.store.upgrade()
         self.ledger = CostLedger(self.store, self.clock)
@@ -140,7 +142,7 @@ class FleetSimulation:
         self.cloud = SimulatedEc2(trace, self.clock, setup.boot_seconds, setup.silent_share)
         self.market = TraceMarket(trace, self.clock)
         capacity = CapacityMemory(self.clock)
-        settings = purchase_settings(setup)
+        settings = purchase_settings(setup, kind.instance_type)
         if not policy.risk_aware:
             settings = replace(settings, max_pool_share=1.0)
         self.autoscaler = AutoscalerLoop(

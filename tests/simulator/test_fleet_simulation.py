@@ -19,7 +19,7 @@ from framefleet.cli import run
 from kernel.errors import ConfigurationError
 from kernel.job_state import JobState
 from orchestrator.control.service import ControlPlaneService
-from simulator.fleet import FleetSimulation, setup_for_changeover
+from simulator.fleet import FleetSimulation, run_fleet, setup_for_changeover
 from simulator.workload import SimJob, daily_poisson, dump_jobs, load_jobs
 
 TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
@@ -109,3 +109,28 @@ def test_framefleet_simulate_replays_a_trace_and_a_jobs_file(
     assert rows["framefleet"]["cost"] < rows["on-demand only"]["cost"]
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "would have cost" in capsys.readouterr().out
+
+
+def retyped_trace(folder: Path, instance_type: str, price_factor: float) -> Path:
+    """The V100 slice's capacity as another type's, at prices scaled to it."""
+    folder.mkdir()
+    shared = json.loads((TRACES / "spot_prices.json").read_text())
+    for path in TRACES.glob("us-*.json"):
+        zone = path.stem.split("_")[0]
+        body = json.loads(path.read_text())
+        body["prices"] = [p * price_factor for p in shared[f"{zone}_v100_1"]]
+        (folder / f"{zone}_{instance_type}.json").write_text(json.dumps(body))
+    return folder
+
+
+async def test_a_trace_of_another_type_is_replayed_as_that_type(tmp_path: Path) -> None:
+    """A g5 trace buys g5 instances at g5 prices for A10G jobs; an 8-GPU trace, which the
+    simulator cannot price per job, is refused with the reason instead of launching nothing."""
+    trace = load_trace(retyped_trace(tmp_path / "g5", "g5.xlarge", 0.4))
+    result = await run_fleet(trace, small_workload()[:3], setup_for_changeover(0.2), 100)
+    assert (result.misses, result.unfinished) == (0, 0)
+    assert result.launches > 0
+    assert result.cost < 1.006 * (result.on_demand_hours + result.spot_hours)  # g5 prices
+    h100 = load_trace(retyped_trace(tmp_path / "p5", "p5.48xlarge", 14))
+    with pytest.raises(ConfigurationError, match="8 GPUs"):
+        await run_fleet(h100, small_workload()[:3], setup_for_changeover(0.2), 100)
