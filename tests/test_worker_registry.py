@@ -102,3 +102,21 @@ def test_workers_long_gone_are_forgotten() -> None:
     clock.advance(1)
     registry.sweep()
     assert registry.health("w1") is None
+
+
+def test_a_heartbeat_sent_after_the_last_will_brings_an_offline_worker_back() -> None:
+    """A broker restart can deliver a worker's retained will after it has reconnected: its
+    next heartbeat shows the connection is back. One sent before the will does not."""
+    clock = FakeClock()
+    registry = WorkerRegistry(clock, timedelta(seconds=15), timedelta(seconds=60))
+    registry.on_hello(hello("w1"))
+    will_time = clock.now()
+    clock.advance(5)
+    stale = Heartbeat(worker_id="w1", sent_at=will_time - timedelta(seconds=1), sequence=1)
+    registry.on_status(Status(worker_id="w1", sent_at=will_time, online=False))
+    assert registry.health("w1") is WorkerHealth.OFFLINE
+    registry.on_heartbeat(stale)
+    assert registry.health("w1") is WorkerHealth.OFFLINE
+    registry.on_heartbeat(Heartbeat(worker_id="w1", sent_at=clock.now(), sequence=2))
+    assert registry.health("w1") is WorkerHealth.ALIVE
+    assert registry.history("w1")[-1].reason == "heartbeat after its last will"

@@ -73,6 +73,12 @@ class WorkerRegistry:
         now = self._clock.now()
         if record.health in {WorkerHealth.SUSPECT, WorkerHealth.LOST}:
             record = transition(record, WorkerHealth.ALIVE, now, "heartbeat")
+        elif (
+            record.health is WorkerHealth.OFFLINE
+            and record.will_sent_at is not None
+            and heartbeat.sent_at > record.will_sent_at
+        ):
+            record = transition(record, WorkerHealth.ALIVE, now, "heartbeat after its last will")
         self._workers[heartbeat.worker_id] = replace(
             record, last_seen=now, heartbeat_sequence=heartbeat.sequence
         )
@@ -81,6 +87,9 @@ class WorkerRegistry:
     def on_status(self, status: Status) -> None:
         if not status.online:
             self.mark(status.worker_id, WorkerHealth.OFFLINE, "status offline (last will)")
+            record = self._workers.get(status.worker_id)
+            if record is not None:
+                self._workers[status.worker_id] = replace(record, will_sent_at=status.sent_at)
 
     def mark(self, worker_id: str, health: WorkerHealth, reason: str) -> None:
         record = self._workers.get(worker_id)

@@ -4,8 +4,10 @@ recent history (when and why each change happened, what an operator asks first).
 alive --(no heartbeat for suspect_after)--> suspect --(lost_after)--> lost; a heartbeat brings
 a suspect or lost worker back. Any worker may go offline (last will), be interrupted (a spot
 warning), drain (a rebalance, or it says it accepts no more) or be lost (its instance is gone).
-Only a new hello brings an offline, interrupted or draining worker back: heartbeats cannot.
-Only alive workers accept new work.
+A heartbeat sent after the last will brings an offline worker back: its connection is back (a
+broker restart can deliver a retained will after the worker has reconnected, and a worker kept
+offline by it would never get work again). Only a new hello brings an interrupted or draining
+worker back. Only alive workers accept new work.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ TRANSITIONS: dict[WorkerHealth, frozenset[WorkerHealth]] = {
     WorkerHealth.ALIVE: frozenset({WorkerHealth.SUSPECT, *_ANYONE_MAY}),
     WorkerHealth.SUSPECT: frozenset({WorkerHealth.ALIVE, *_ANYONE_MAY}),
     WorkerHealth.LOST: frozenset({WorkerHealth.ALIVE, *_ANYONE_MAY}),
-    WorkerHealth.OFFLINE: frozenset(_ANYONE_MAY),
+    WorkerHealth.OFFLINE: frozenset({WorkerHealth.ALIVE, *_ANYONE_MAY}),
     WorkerHealth.INTERRUPTED: frozenset(_ANYONE_MAY),
     WorkerHealth.DRAINING: frozenset(_ANYONE_MAY),
 }
@@ -62,6 +64,7 @@ class WorkerRecord:
     last_seen: datetime
     heartbeat_sequence: int = -1
     history: tuple[HealthChange, ...] = ()
+    will_sent_at: datetime | None = None  # of the last will that took it offline
 
 
 def registered(hello: Hello, at: datetime, previous: WorkerRecord | None) -> WorkerRecord:
