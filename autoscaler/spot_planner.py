@@ -224,13 +224,19 @@ class SpotPlanner:
 
     def solution_for(self, problem: Problem, tick: int) -> Solution:
         current = self.solution
-        if (
+        if current is None or self.due(problem, tick):
+            current = self.solution = Solution(problem, tick)
+        return current
+
+    def due(self, problem: Problem, tick: int) -> bool:
+        """Whether `problem` at `tick` needs a new solution (its model aside: a caller may
+        learn a fresh one only when it does)."""
+        current = self.solution
+        return (
             current is None
             or tick - current.first_tick >= self.resolve_ticks
             or _moved(current.problem, problem, self.price_tolerance)
-        ):
-            current = self.solution = Solution(problem, tick)
-        return current
+        )
 
 
 def _moved(old: Problem, new: Problem, tolerance: float) -> bool:

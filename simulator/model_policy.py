@@ -6,6 +6,7 @@ the job has seen since); across zones it models the cheapest zone with capacity.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -34,12 +35,16 @@ class ModelPolicy:
         t = state.tick
         zone = self._zone(state, market)
         series = self._capacity(market)[-LOOKBACK_TICKS:]
-        model = CapacityModel.estimate(series, MODEL_EDGES)
+        # The model is learned again only when the planner solves again.
+        kept = self.planner.solution
         problem = Problem(
             setup.work, setup.deadline, setup.changeover,
             float(market.price[zone, t]) * setup.tick_hours,
-            setup.on_demand_price * setup.tick_hours, model,
+            setup.on_demand_price * setup.tick_hours,
+            kept.problem.model if kept else CapacityModel.estimate(series, MODEL_EDGES),
         )  # fmt: skip
+        if kept is not None and self.planner.due(problem, t):
+            problem = replace(problem, model=CapacityModel.estimate(series, MODEL_EDGES))
         solution = self.planner.solution_for(problem, t)
         capacity = solution.problem.model.state_of(series)
         # Moving to another zone is a fresh start, not a kept instance.

@@ -72,20 +72,21 @@ module "workers" {
 }
 
 module "broker" {
-  source           = "../../modules/broker"
-  name             = var.name
-  region           = var.region
-  image            = var.broker_image
-  vpc_id           = var.vpc_id
-  vpc_cidr         = data.aws_vpc.this.cidr_block
-  subnet_ids       = var.private_subnet_ids
-  cluster_arn      = module.service.cluster_arn
-  log_group        = module.service.log_group
-  kms_key_arn      = aws_kms_key.logs.arn
-  certificate_arn  = var.broker_certificate_arn
-  domain_name      = var.broker_domain
-  zone_id          = var.broker_zone_id
-  admin_secret_arn = var.broker_admin_secret_arn
+  source             = "../../modules/broker"
+  name               = var.name
+  region             = var.region
+  image              = var.broker_image
+  vpc_id             = var.vpc_id
+  vpc_cidr           = data.aws_vpc.this.cidr_block
+  subnet_ids         = var.private_subnet_ids
+  cluster_arn        = module.service.cluster_arn
+  log_group          = module.service.log_group
+  kms_key_arn        = aws_kms_key.logs.arn
+  certificate_arn    = var.broker_certificate_arn
+  domain_name        = var.broker_domain
+  zone_id            = var.broker_zone_id
+  admin_secret_arn   = var.broker_admin_secret_arn
+  execution_role_arn = module.service.execution_role_arn
 }
 
 module "iam" {

@@ -133,31 +133,6 @@ data "aws_iam_policy_document" "assume_ecs_task" {
   }
 }
 
-resource "aws_iam_role" "execution" {
-  name               = "${var.name}-broker-execution"
-  assume_role_policy = data.aws_iam_policy_document.assume_ecs_task.json
-  tags               = var.tags
-}
-
-resource "aws_iam_role_policy_attachment" "execution" {
-  role       = aws_iam_role.execution.name
-  policy_arn = "arn:aws:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy"
-}
-
-data "aws_iam_policy_document" "admin_secret" {
-  statement {
-    sid       = "AdminPasswordOnFirstStart"
-    actions   = ["secretsmanager:GetSecretValue"]
-    resources = [var.admin_secret_arn]
-  }
-}
-
-resource "aws_iam_role_policy" "admin_secret" {
-  name   = "${var.name}-broker-admin-secret"
-  role   = aws_iam_role.execution.id
-  policy = data.aws_iam_policy_document.admin_secret.json
-}
-
 # The task's own role: mount and write its access point, nothing else.
 resource "aws_iam_role" "task" {
   name               = "${var.name}-broker"
@@ -190,7 +165,7 @@ resource "aws_ecs_task_definition" "broker" {
   network_mode             = "awsvpc"
   cpu                      = var.cpu
   memory                   = var.memory
-  execution_role_arn       = aws_iam_role.execution.arn
+  execution_role_arn       = var.execution_role_arn
   task_role_arn            = aws_iam_role.task.arn
   volume {
     name = "data"

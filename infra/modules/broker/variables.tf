@@ -59,6 +59,11 @@ variable "zone_id" {
   description = "Route 53 zone in which to point domain_name at the load balancer (null: point it yourself)."
 }
 
+variable "execution_role_arn" {
+  type        = string
+  description = "The ECS execution role that pulls the image, writes the logs and reads admin_secret_arn (the service module's, which injects the same secret into the autoscaler)."
+}
+
 variable "admin_secret_arn" {
   type        = string
   description = "Secrets Manager secret: the broker admin's password, read on the first start only."

@@ -17,3 +17,8 @@ output "cluster_arn" {
   value       = aws_ecs_cluster.this.arn
   description = "The ECS cluster (the broker runs in it too)."
 }
+
+output "execution_role_arn" {
+  value       = aws_iam_role.execution.arn
+  description = "The execution role (image pull, logs, the database and broker secrets); the broker task runs with it too."
+}
