@@ -2,11 +2,14 @@
 each with its reason; never past the dollar budget.
 
 1. Queued jobs take free GPUs already in the fleet first (most urgent first).
-2. Each job left picks a market (`deadline.choose_market`) and then the pool with the lowest
-   expected cost per denoising step: price per GPU x (1 + expected rework from the pool's
-   interruption rate) x seconds per step on that GPU. Spot is spread so that no pool holds
-   more than `max_pool_share` of the spot fleet; pools unavailable (capacity errors, recent
-   interruptions, no capacity in the trace) are skipped.
+2. Each job left picks a market (`deadline.choose_market`). It takes a free GPU of an instance
+   this plan already buys (first fit, in urgency order), else it opens a launch: the pool with
+   the lowest expected cost per denoising step of the jobs that instance would carry, price /
+   GPUs the queue fills x (1 + expected rework from the pool's interruption rate) x seconds per
+   step on that GPU. So four queued one-GPU jobs buy one 4-GPU instance when that is cheaper
+   per job, and one job alone never pays for GPUs nobody will use. Spot is spread so that no
+   pool holds more than `max_pool_share` of the spot fleet; pools unavailable (capacity
+   errors, recent interruptions, no capacity in the trace) are skipped.
 3. A launch that would pass $/hour or $/day stops all launching; that job and the less urgent
    ones wait with the reason.
 4. Idle instances past the idle timeout are terminated down to the warm minimum; an instance
@@ -24,6 +27,7 @@ from datetime import datetime, timedelta
 from autoscaler.catalog import InstanceKind, kind_of
 from autoscaler.deadline import MarketChoice, MarketRule, choose_market
 from autoscaler.market.quotes import PoolQuote
+from autoscaler.pool_choice import candidates, fits, pick_pool, spot_zone_allowed
 from autoscaler.pools import Pool
 from autoscaler.snapshot import (
     InstanceView,
@@ -46,27 +50,48 @@ class _FreeSlots:
     free: int
 
 
-def _fits(job: JobDemand, kind: InstanceKind) -> bool:
-    return kind.vram_gib >= job.min_vram_gib and (not job.families or kind.family in job.families)
+@dataclass
+class _Opening:
+    """A launch this plan makes, with the GPUs it has left for the jobs that follow."""
+
+    quote: PoolQuote
+    kind: InstanceKind
+    reason: str
+    alternatives: tuple[Pool, ...]
+    jobs: list[JobDemand]
+
+    @property
+    def free(self) -> int:
+        return self.kind.gpus - len(self.jobs)
+
+    def takes(self, job: JobDemand, market: Market) -> bool:
+        """A free GPU of an on-demand launch serves any job; of a spot one, a job that may
+        run on spot there."""
+        pool = self.quote.pool
+        spot_ok = market is Market.SPOT and spot_zone_allowed(job, pool)
+        return (
+            self.free > 0 and fits(job, self.kind) and (pool.market is Market.ON_DEMAND or spot_ok)
+        )
+
+    def launch(self) -> Launch:
+        """What EC2 is asked for: the pools EC2 may take instead must carry every job too."""
+        jobs = self.jobs
+        alternatives = tuple(
+            p for p in self.alternatives
+            if kind_of(p.instance_type).gpus >= len(jobs)
+            and all(fits(j, kind_of(p.instance_type)) and spot_zone_allowed(j, p) for j in jobs)
+        )  # fmt: skip
+        reason = self.reason
+        if len(jobs) > 1:
+            others = ", ".join(j.job_id for j in jobs[1:])
+            reason += f"; its other GPUs for {others}"
+        return Launch(self.quote.pool, self.quote.price_per_hour,
+                      tuple(j.job_id for j in jobs), reason, alternatives)  # fmt: skip
 
 
 def _urgency(job: JobDemand) -> tuple[int, float, float, str]:
     deadline = job.deadline.timestamp() if job.deadline else math.inf
     return (-job.priority, deadline, job.submitted_at.timestamp(), job.job_id)
-
-
-def cost_per_step(
-    quote: PoolQuote, job: JobDemand, model: ThroughputModel, settings: PurchaseSettings
-) -> float:
-    kind = kind_of(quote.pool.instance_type)
-    at_risk_hours = (
-        settings.boot_seconds
-        + settings.model_load_seconds
-        + settings.checkpoint_interval_seconds / 2
-    ) / 3600
-    rework = quote.interruptions_per_hour * at_risk_hours
-    step = model.seconds_per_step(job.shape, kind.family) / 3600
-    return quote.price_per_hour / kind.gpus * (1 + rework) * step
 
 
 def _market_allows(
@@ -102,7 +127,7 @@ def _fastest_on_demand(
     """The job's remaining work in seconds on the fastest on-demand pool that fits it."""
     return min(
         (model.seconds(job.shape, kind_of(q.pool.instance_type).family, job.steps_left)
-         for q in _candidates(state, settings, job, Market.ON_DEMAND)),
+         for q in candidates(state, settings, job, Market.ON_DEMAND)),
         default=math.inf,
     )  # fmt: skip
 
@@ -128,13 +153,13 @@ def plan(
         choices={j.job_id: rule(j, state.now, fastest[j.job_id], settings) for j in queue},
     )  # fmt: skip
     kept = planning.keep_reserved(queue)
-    for job in queue:
-        if job.job_id not in kept:
-            planning.serve(job)
+    planning.unserved = [job for job in queue if job.job_id not in kept]
+    while planning.unserved:
+        planning.serve(planning.unserved.pop(0))
     terminations = _scale_in(state, settings, planning.placed)
     return Plan(
-        tuple(planning.launches), tuple(terminations), tuple(planning.waits),
-        tuple(planning.placed),
+        tuple(o.launch() for o in planning.openings), tuple(terminations),
+        tuple(planning.waits), tuple(planning.placed),
     )  # fmt: skip
 
 
@@ -152,7 +177,8 @@ class _Round:
     spot_pools: Counter[Pool]
     fastest: dict[str, float]
     choices: dict[str, MarketChoice]
-    launches: list[Launch] = field(default_factory=list)
+    openings: list[_Opening] = field(default_factory=list)
+    unserved: list[JobDemand] = field(default_factory=list)  # after the one being served
     waits: list[Wait] = field(default_factory=list)
     placed: list[tuple[str, str]] = field(default_factory=list)
     budget_block: str | None = None
@@ -171,22 +197,26 @@ class _Round:
         return kept
 
     def serve(self, job: JobDemand) -> None:
-        """A free GPU that fits, else a launch on the chosen market, else a wait and why."""
+        """A free GPU that fits, else one of a launch this plan makes, else a launch of its own
+        on the chosen market, else a wait and why."""
         slot = self._free_slot(job)
         if slot is not None:
             self._place(job, slot)
             return
+        choice = self.choices[job.job_id]
+        opening = next((o for o in self.openings if o.takes(job, choice.market)), None)
+        if opening is not None:
+            opening.jobs.append(job)
+            return
         if self.budget_block is not None:
             self.waits.append(Wait(job.job_id, self.budget_block))
             return
-        if len(self.launches) >= self.settings.max_launches:
+        if len(self.openings) >= self.settings.max_launches:
             limit = self.settings.max_launches
             self.waits.append(Wait(job.job_id, f"launch limit of {limit} per plan"))
             return
-        choice = self.choices[job.job_id]
-        picked = _pick_pool(
-            self.state, self.settings, self.model, job, choice.market, self.spot_pools
-        )
+        picked = pick_pool(self.state, self.settings, self.model, job, choice.market,
+                           self.spot_pools, lambda quote: self._sharing(job, quote))  # fmt: skip
         if picked is None and choice.market is Market.SPOT:
             # Slack is worth more than an early on-demand start: wait for spot; the safety
             # net sends the job to on-demand once one more interruption would be too many.
@@ -202,7 +232,7 @@ class _Round:
                 Wait(job.job_id, "no pool fits this job (VRAM, GPU families, prices)")
             )
             return
-        quote, why_pool, alternatives = picked
+        quote = picked.quote
         self.budget_block = self._over_budget(quote)
         if self.budget_block is not None:
             self.waits.append(Wait(job.job_id, self.budget_block))
@@ -210,11 +240,24 @@ class _Round:
         self.hourly += quote.price_per_hour
         if quote.pool.market is Market.SPOT:
             self.spot_pools[quote.pool] += 1
-        self.launches.append(
-            Launch(quote.pool, quote.price_per_hour, (job.job_id,),
-                   f"job {job.job_id} (priority {job.priority}): {choice.reason}; {why_pool}",
-                   alternatives)
+        self.openings.append(
+            _Opening(quote, kind_of(quote.pool.instance_type),
+                     f"job {job.job_id} (priority {job.priority}): {choice.reason}; {picked.why}",
+                     picked.alternatives, [job])
         )  # fmt: skip
+
+    def _sharing(self, job: JobDemand, quote: PoolQuote) -> int:
+        """The GPUs of an instance from `quote` that `job` and the queue after it would fill:
+        on spot, the jobs that would take spot there; on on-demand, the jobs that need it
+        (a spot job may still fill a GPU left over, but is not bought one)."""
+        kind = kind_of(quote.pool.instance_type)
+        market = quote.pool.market
+        fellows = sum(
+            1 for other in self.unserved
+            if self.choices[other.job_id].market is market and fits(other, kind)
+            and spot_zone_allowed(other, quote.pool)
+        )  # fmt: skip
+        return min(kind.gpus, 1 + fellows)
 
     def _free_slot(self, job: JobDemand, on_instance: str | None = None) -> _FreeSlots | None:
         market = self.choices[job.job_id].market
@@ -222,7 +265,7 @@ class _Round:
             if (
                 slot.free > 0
                 and (on_instance is None or slot.instance.instance_id == on_instance)
-                and _fits(job, slot.kind)
+                and fits(job, slot.kind)
                 and _market_allows(job, slot.instance, market, self.state.now,
                                    self.fastest[job.job_id], self.settings, self.rule)
             ):  # fmt: skip
@@ -247,73 +290,6 @@ class _Round:
                 f"${settings.budget_per_day:.2f}/day"
             )
         return None
-
-
-def _candidates(
-    state: PlanInput, settings: PurchaseSettings, job: JobDemand, market: Market
-) -> list[PoolQuote]:
-    return [
-        q
-        for q in state.market.quotes.values()
-        if q.pool.market is market
-        and q.pool.instance_type in settings.candidate_types
-        and q.available
-        and _fits(job, kind_of(q.pool.instance_type))
-        and not (market is Market.SPOT and job.spot_zones
-                 and q.pool.availability_zone not in job.spot_zones)
-    ]  # fmt: skip
-
-
-def _pick_pool(
-    state: PlanInput,
-    settings: PurchaseSettings,
-    model: ThroughputModel,
-    job: JobDemand,
-    market: Market,
-    spot_pools: Counter[Pool],
-) -> tuple[PoolQuote, str, tuple[Pool, ...]] | None:
-    """The pool, why, and (for spot) the pools as good as it that EC2 may take instead."""
-    ranked = sorted(
-        _candidates(state, settings, job, market),
-        key=lambda q: (cost_per_step(q, job, model, settings), q.pool),
-    )
-    if not ranked:
-        return None
-    if market is Market.ON_DEMAND:
-        why = _explain(ranked[0], job, model, settings, "cheapest on-demand per step")
-        return ranked[0], why, ()
-    fleet = sum(spot_pools.values()) + 1
-    cap = max(1, math.floor(settings.max_pool_share * fleet))
-    # Spreading is insurance against one pool failing at once; it is not worth paying much
-    # more per step for (a pricier pool is often the riskier one too).
-    ceiling = cost_per_step(ranked[0], job, model, settings) * (1 + settings.max_spread_premium)
-    near = [q for q in ranked if cost_per_step(q, job, model, settings) <= ceiling]
-    open_near = [q for q in near if spot_pools[q.pool] + 1 <= cap]
-    if open_near:
-        quote = open_near[0]
-        share = f"{settings.max_pool_share:.0%}"
-        why = (
-            "cheapest spot per step"
-            if quote is ranked[0]
-            else f"cheapest spot pool under the {share} spread cap"
-        )
-    else:
-        # Every pool worth spreading to is at its share: the least loaded of them.
-        quote = min(near, key=lambda q: spot_pools[q.pool])
-        why = "least-loaded spot pool"
-    others = tuple(q.pool for q in open_near if q is not quote)[: settings.max_alternatives]
-    return quote, _explain(quote, job, model, settings, why), others
-
-
-def _explain(
-    quote: PoolQuote, job: JobDemand, model: ThroughputModel, settings: PurchaseSettings, why: str
-) -> str:
-    per_hour_of_job = cost_per_step(quote, job, model, settings) * job.steps_left
-    return (
-        f"{why}: {quote.pool} at ${quote.price_per_hour:.3f}/h, "
-        f"{quote.interruptions_per_hour * 24:.2f} interruptions/day, "
-        f"expected ${per_hour_of_job:.2f} for the remaining {job.steps_left} steps"
-    )
 
 
 def _scale_in(

@@ -243,3 +243,58 @@ def test_a_spot_launch_offers_ec2_the_pools_as_good_as_its_own() -> None:
     (on_demand,) = decide(job(deadline_in=timedelta(hours=1.0)), quotes=quotes).launches
     assert on_demand.pool.market is Market.ON_DEMAND
     assert on_demand.alternatives == ()
+
+
+# Packing: g6e.12xlarge has four L40S GPUs; these prices make it cheaper per GPU than four
+# g6e.xlarge (spot $0.70 each) only when all four GPUs are used.
+QUAD = "g6e.12xlarge"
+QUAD_SETTINGS = replace(SETTINGS, candidate_types=(TYPE, QUAD))
+
+
+def quad(zone: str, price: float, market: Market = Market.SPOT) -> PoolQuote:
+    return PoolQuote(Pool(QUAD, f"us-east-1{zone}", market), price, 0.002)
+
+
+def decide_packed(*jobs: JobDemand, quotes: MarketSnapshot) -> Plan:
+    return plan(PlanInput(NOW, jobs, (), quotes), QUAD_SETTINGS, ThroughputModel())
+
+
+def test_four_queued_jobs_buy_one_four_gpu_instance_when_cheaper_per_job() -> None:
+    quotes = market(SPOT_A, quad("a", 2.40), quad("b", 2.50), ON_DEMAND)
+    (launch,) = decide_packed(*(job(f"j{n}") for n in range(4)), quotes=quotes).launches
+    assert launch.pool.instance_type == QUAD
+    assert launch.job_ids == ("j0", "j1", "j2", "j3")  # in urgency order, one GPU each
+    assert "its other GPUs for j1, j2, j3" in launch.reason
+    # EC2 may take the other 4-GPU pool, never a 1-GPU one that would carry one job.
+    assert launch.alternatives == (quad("b", 2.50).pool,)
+
+
+def test_one_job_alone_does_not_pay_for_gpus_nobody_uses() -> None:
+    quotes = market(SPOT_A, quad("a", 2.40), ON_DEMAND)
+    (launch,) = decide_packed(job("alone"), quotes=quotes).launches
+    assert launch.pool == SPOT_A.pool
+    # Two jobs fill half of it ($1.20 a job): two 1-GPU instances are cheaper.
+    two = decide_packed(job("a"), job("b"), quotes=quotes).launches
+    assert [launch.pool.instance_type for launch in two] == [TYPE, TYPE]
+
+
+def test_five_jobs_fill_the_four_gpu_instance_and_the_fifth_gets_its_own() -> None:
+    quotes = market(SPOT_A, quad("a", 2.40), ON_DEMAND)
+    launches = decide_packed(*(job(f"j{n}") for n in range(5)), quotes=quotes).launches
+    assert [(launch.pool.instance_type, launch.job_ids) for launch in launches] == [
+        (QUAD, ("j0", "j1", "j2", "j3")),
+        (TYPE, ("j4",)),
+    ]
+
+
+def test_a_spot_job_fills_a_gpu_left_over_on_an_on_demand_launch() -> None:
+    """The on-demand instance is sized for the jobs that need on-demand; a GPU it has left is
+    already paid for, so a spot job takes it instead of buying spot."""
+    quotes = market(SPOT_A, ON_DEMAND, quad("a", 5.40, Market.ON_DEMAND))  # $1.80 a job
+    tight = [job(f"tight{n}", deadline_in=timedelta(hours=1), priority=9) for n in range(3)]
+    decided = decide_packed(*tight, job("relaxed", priority=1), quotes=quotes)
+    (launch,) = decided.launches
+    assert launch.pool.market is Market.ON_DEMAND
+    assert launch.pool.instance_type == QUAD
+    assert launch.job_ids == ("tight0", "tight1", "tight2", "relaxed")
+    assert launch.alternatives == ()

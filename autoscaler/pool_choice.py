@@ -1,0 +1,128 @@
+"""Which pool a launch buys from (pure): the lowest expected cost per denoising step of the
+jobs it will carry, spot spread over the pools as good as the best, and the pools EC2 may take
+instead."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from autoscaler.catalog import InstanceKind, kind_of
+from autoscaler.market.quotes import PoolQuote
+from autoscaler.pools import Pool
+from autoscaler.snapshot import JobDemand, PlanInput, PurchaseSettings
+from autoscaler.throughput import ThroughputModel
+from kernel.market import Market
+
+# How many of an instance's GPUs the queue would fill if that instance were bought now.
+Sharing = Callable[[PoolQuote], int]
+
+
+def fits(job: JobDemand, kind: InstanceKind) -> bool:
+    return kind.vram_gib >= job.min_vram_gib and (not job.families or kind.family in job.families)
+
+
+def spot_zone_allowed(job: JobDemand, pool: Pool) -> bool:
+    return (
+        pool.market is Market.ON_DEMAND
+        or not job.spot_zones
+        or (pool.availability_zone in job.spot_zones)
+    )
+
+
+def cost_per_step(
+    quote: PoolQuote,
+    job: JobDemand,
+    model: ThroughputModel,
+    settings: PurchaseSettings,
+    sharing: int | None = None,
+) -> float:
+    """The instance's price split over the GPUs that will be used (`sharing` jobs; all its
+    GPUs when not given), with the expected rework an interruption costs, per step."""
+    kind = kind_of(quote.pool.instance_type)
+    used = kind.gpus if sharing is None else max(1, min(kind.gpus, sharing))
+    at_risk_hours = (
+        settings.boot_seconds
+        + settings.model_load_seconds
+        + settings.checkpoint_interval_seconds / 2
+    ) / 3600
+    rework = quote.interruptions_per_hour * at_risk_hours
+    step = model.seconds_per_step(job.shape, kind.family) / 3600
+    return quote.price_per_hour / used * (1 + rework) * step
+
+
+def candidates(
+    state: PlanInput, settings: PurchaseSettings, job: JobDemand, market: Market
+) -> list[PoolQuote]:
+    return [
+        q
+        for q in state.market.quotes.values()
+        if q.pool.market is market
+        and q.pool.instance_type in settings.candidate_types
+        and q.available
+        and fits(job, kind_of(q.pool.instance_type))
+        and spot_zone_allowed(job, q.pool)
+    ]
+
+
+@dataclass(frozen=True)
+class PoolPick:
+    quote: PoolQuote
+    why: str
+    # Spot pools as good as the chosen one, which CreateFleet may take instead.
+    alternatives: tuple[Pool, ...]
+
+
+def pick_pool(
+    state: PlanInput,
+    settings: PurchaseSettings,
+    model: ThroughputModel,
+    job: JobDemand,
+    market: Market,
+    spot_pools: Counter[Pool],
+    sharing: Sharing = lambda quote: 1,
+) -> PoolPick | None:
+    """The pool for a launch that starts with `job`, and why. Each pool is judged by its cost
+    per step for the jobs it would carry, so one 8-GPU instance wins over eight 1-GPU ones only
+    when eight jobs are there to fill it and it is cheaper per job."""
+
+    def cost(quote: PoolQuote) -> float:
+        return cost_per_step(quote, job, model, settings, sharing(quote))
+
+    ranked = sorted(candidates(state, settings, job, market), key=lambda q: (cost(q), q.pool))
+    if not ranked:
+        return None
+    if market is Market.ON_DEMAND:
+        return PoolPick(ranked[0], explain(ranked[0], job, cost(ranked[0]), "cheapest on-demand"
+                                           " per step"), ())  # fmt: skip
+    fleet = sum(spot_pools.values()) + 1
+    cap = max(1, math.floor(settings.max_pool_share * fleet))
+    # Spreading is insurance against one pool failing at once; it is not worth paying much
+    # more per step for (a pricier pool is often the riskier one too).
+    ceiling = cost(ranked[0]) * (1 + settings.max_spread_premium)
+    near = [q for q in ranked if cost(q) <= ceiling]
+    open_near = [q for q in near if spot_pools[q.pool] + 1 <= cap]
+    if open_near:
+        quote = open_near[0]
+        share = f"{settings.max_pool_share:.0%}"
+        why = (
+            "cheapest spot per step"
+            if quote is ranked[0]
+            else f"cheapest spot pool under the {share} spread cap"
+        )
+    else:
+        # Every pool worth spreading to is at its share: the least loaded of them.
+        quote = min(near, key=lambda q: spot_pools[q.pool])
+        why = "least-loaded spot pool"
+    others = tuple(q.pool for q in open_near if q is not quote)[: settings.max_alternatives]
+    return PoolPick(quote, explain(quote, job, cost(quote), why), others)
+
+
+def explain(quote: PoolQuote, job: JobDemand, per_step: float, why: str) -> str:
+    return (
+        f"{why}: {quote.pool} at ${quote.price_per_hour:.3f}/h, "
+        f"{quote.interruptions_per_hour * 24:.2f} interruptions/day, "
+        f"expected ${per_step * job.steps_left:.2f} for the remaining {job.steps_left} steps"
+    )
