@@ -26,7 +26,8 @@ from orchestrator.costs.focus import focus_rows, write_csv
 from orchestrator.costs.money import cents, usd
 from orchestrator.costs.report import Period
 from orchestrator.costs.reporting import Reporter, ReportSettings
-from simulator.fleet import FleetSetup, FleetSimulation, setup_for_changeover
+from simulator.fleet import FleetSimulation
+from simulator.fleet_setup import FleetSetup, setup_for_changeover
 from simulator.workload import daily_poisson
 
 # The first 8.1 days of ../shared/traces/aws-v100-availability-2023-02-15, all nine zones.

@@ -27,6 +27,7 @@ from kernel.clock import Clock
 from kernel.errors import ConfigurationError
 from kernel.market import Market
 from orchestrator.interruptions.events import SPOT_WARNING
+from simulator.companions import Companions
 
 
 @dataclass
@@ -56,10 +57,12 @@ class SimulatedEc2(FakeEc2):
     no_capacity = "no spot capacity in the trace now"
 
     def __init__(
-        self, trace: Trace, clock: Clock, boot_seconds: float, silent_share: float = 0.0
-    ) -> None:
+        self, trace: Trace, clock: Clock, boot_seconds: float, silent_share: float = 0.0,
+        companions: Companions | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(clock)
         self.trace = trace
+        self._companions = companions
         self._boot = timedelta(seconds=boot_seconds)
         self._silent_share = silent_share
         self.records: dict[str, SimInstance] = {}  # every instance ever launched
@@ -91,6 +94,9 @@ class SimulatedEc2(FakeEc2):
                 instance.billed_until = until
 
     def price(self, pool: Pool, at: datetime) -> float:
+        base = self._companions.base(pool) if self._companions is not None else None
+        if base is not None and self._companions is not None:
+            return self._companions.price(pool, self.price(base, at))
         if pool.market is Market.ON_DEMAND:
             return self.trace.zones[pool.availability_zone].on_demand_price
         return self.trace.zones[pool.availability_zone].prices[self.trace.tick(at)]
@@ -166,10 +172,5 @@ def instance_kind(trace: Trace) -> InstanceKind:
         raise ConfigurationError(
             f"{types[0]} is not in the instance catalog (autoscaler/catalog.py): its GPU family "
             f"and memory are unknown, so no job could be placed on it"
-        )
-    if kind.gpus != 1:
-        raise ConfigurationError(
-            f"{types[0]} has {kind.gpus} GPUs; the fleet simulator runs one job per instance, "
-            f"so it would price each job as the whole instance: replay a one-GPU type"
         )
     return kind

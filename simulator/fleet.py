@@ -20,17 +20,17 @@ import asyncio
 import math
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from autoscaler.actuation import Actuator
+from autoscaler.catalog import kind_of
 from autoscaler.demand import StoreDemand
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import Trace, TraceMarket
 from autoscaler.reconcile import Reconciler
-from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
 from kernel.clock import FakeClock
 from kernel.errors import FrameFleetError
@@ -50,8 +50,10 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimulatedEc2, instance_kind
+from simulator.companions import WithCompanions, companions_for, no_companions
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
 from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy
+from simulator.fleet_setup import FleetSetup, purchase_settings, setup_for_changeover
 from simulator.results import FleetResult
 from simulator.workers import SimulatedWorker, WorkerModel
 from simulator.workload import SimJob
@@ -68,41 +70,6 @@ MAX_ROUNDS_PER_ADVANCE = 100_000  # far above any real tick: more means the simu
 
 class SimulationStuck(FrameFleetError):
     pass
-
-
-@dataclass(frozen=True)
-class FleetSetup:
-    boot_seconds: float = 600.0  # launch to agent ready
-    worker: WorkerModel = field(default_factory=WorkerModel)
-    silent_share: float = 0.1  # interruptions without a usable notice
-    # About one autoscaler round: an idle GPU costs more kept warm than a changeover saves
-    # at this workload's arrival rate (measured: 10 minutes cost 12% more, and a miss).
-    idle_timeout: timedelta = timedelta(minutes=3)
-    purchase: PurchaseSettings | None = None  # default: `purchase_settings(self)`
-
-
-def setup_for_changeover(changeover_hours: float) -> FleetSetup:
-    """A start-up of `changeover_hours`: two minutes of model load, the rest boot."""
-    worker = WorkerModel()
-    return FleetSetup(boot_seconds=max(0.0, changeover_hours * 3600 - worker.model_load_seconds),
-                      worker=worker)  # fmt: skip
-
-
-def purchase_settings(setup: FleetSetup, instance_type: str = "p3.2xlarge") -> PurchaseSettings:
-    if setup.purchase is not None:
-        return setup.purchase
-    return PurchaseSettings(
-        candidate_types=(instance_type,),
-        budget_per_hour=1e9,
-        budget_per_day=1e9,
-        boot_seconds=setup.boot_seconds,
-        model_load_seconds=setup.worker.model_load_seconds,
-        # What an interruption may lose at most: a notice leaves time to checkpoint, but one
-        # without a usable notice loses what the worker did since its last periodic one.
-        checkpoint_interval_seconds=setup.worker.max_checkpoint_interval_seconds,
-        idle_timeout=setup.idle_timeout,
-        max_launches=10_000,
-    )
 
 
 class FleetSimulation:
@@ -139,14 +106,17 @@ class FleetSimulation:
         self.interruptions = InterruptionsLoop(
             self.queue, KeptDeadLetters(), self.control, self.clock, InterruptionSettings(region="")
         )
-        self.cloud = SimulatedEc2(trace, self.clock, setup.boot_seconds, setup.silent_share)
+        companions = companions_for(trace) if setup.multi_gpu else no_companions(trace)
+        self.cloud = SimulatedEc2(trace, self.clock, setup.boot_seconds, setup.silent_share,
+                                  companions)  # fmt: skip
         self.market = TraceMarket(trace, self.clock)
+        market = WithCompanions(self.market, companions)
         capacity = CapacityMemory(self.clock)
-        settings = purchase_settings(setup, kind.instance_type)
+        settings = purchase_settings(setup, (kind.instance_type, *companions.types))
         if not policy.risk_aware:
             settings = replace(settings, max_pool_share=1.0)
         self.autoscaler = AutoscalerLoop(
-            market=self.market if policy.risk_aware else PricesOnly(self.market),
+            market=market if policy.risk_aware else PricesOnly(market),
             actuator=Actuator(self.cloud, capacity, FLEET_ID, self.clock),
             reconciler=Reconciler(self.cloud, FLEET_ID, self.clock),
             demand=HomeZones(self.store, trace) if policy.home_zone else StoreDemand(self.store),
@@ -239,7 +209,7 @@ class FleetSimulation:
             for worker in self.workers.values():
                 if not worker.said_hello:
                     moment = min(moment, max(now, worker.instance.ready_at))
-                elif worker.job is not None:
+                elif worker.jobs:
                     ahead = max(1e-3, worker.seconds_to_next_event())
                     moment = min(moment, now + timedelta(seconds=ahead))
             if self._arrivals:
@@ -295,10 +265,11 @@ class FleetSimulation:
             self._gone(instance_id)  # terminated by the autoscaler (scale-in)
         for instance_id, instance in live.items():
             if instance_id not in self.workers:
+                gpus = kind_of(instance.pool.instance_type).gpus
+                mtbi = self._mtbi(instance.pool.availability_zone, instance.pool.market)
                 self.workers[instance_id] = SimulatedWorker(
-                    instance, self.worker_model, self._mtbi(instance.pool.availability_zone,
-                                                            instance.pool.market),
-                    self._send, self._finished,
+                    instance, replace(self.worker_model, gpus=gpus), mtbi, self._send,
+                    self._finished,
                 )  # fmt: skip
 
     def _gone(self, instance_id: str) -> None:

@@ -57,12 +57,14 @@ class WorkerModel:
     max_checkpoint_interval_seconds: float = 120.0
     family: str = "v100"
     vram_gib: float = 16.0
+    gpus: int = 1  # per instance; each GPU runs its own job
 
 
 @dataclass
 class _Attempt:
     spec: JobSpec
     attempt: int
+    gpu: int
     done_seconds: float  # GPU time of denoising done (resumed from the checkpoint's step)
     stall_seconds: float  # model load or a checkpoint write still in progress
     writing_step: int | None = None  # the step a periodic checkpoint in progress saves
@@ -81,8 +83,8 @@ class SimulatedWorker:
     finished: Callable[[str, datetime], None]  # the simulation's ledger of completions
     said_hello: bool = False
     accepting: bool = True
-    job: _Attempt | None = None
-    loaded_models: set[str] = field(default_factory=set)
+    jobs: dict[int, _Attempt] = field(default_factory=dict)  # by GPU index
+    loaded_models: set[tuple[int, str]] = field(default_factory=set)  # (GPU, model)
     recent: list[WorkerEvent] = field(default_factory=list)
     _sequence: itertools.count[int] = field(default_factory=itertools.count)
     _events: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -112,17 +114,18 @@ class SimulatedWorker:
                 worker_id=self.worker_id, sent_at=now, instance_id=self.worker_id,
                 instance_type=pool.instance_type, availability_zone=pool.availability_zone,
                 market=pool.market,
-                gpus=(GpuInfo(index=0, family=self.model.family, vram_gib=self.model.vram_gib),),
+                gpus=tuple(GpuInfo(index=i, family=self.model.family, vram_gib=self.model.vram_gib)
+                           for i in range(self.model.gpus)),
                 agent_version="simulated",
             ).model_dump_json(),
         )  # fmt: skip
 
     def heartbeat(self, now: datetime) -> None:
-        jobs: tuple[JobProgress, ...] = ()
-        if self.job is not None:
-            job = self.job
-            jobs = (JobProgress(job_id=job.spec.job_id, attempt=job.attempt, gpu_index=0,
-                                step=self._step(job), total_steps=job.spec.steps),)  # fmt: skip
+        jobs = tuple(
+            JobProgress(job_id=job.spec.job_id, attempt=job.attempt, gpu_index=job.gpu,
+                        step=self._step(job), total_steps=job.spec.steps)
+            for job in self.jobs.values()
+        )  # fmt: skip
         beat = Heartbeat(
             worker_id=self.worker_id, sent_at=now, sequence=next(self._sequence), jobs=jobs,
             recent=tuple(self.recent[-RECENT_OUTCOMES:]), accepting=self.accepting,
@@ -138,15 +141,15 @@ class SimulatedWorker:
         if command.command_id in self._seen_commands:
             return  # a re-send: acted on once already
         self._seen_commands.add(command.command_id)
-        job = self.job
-        current = job is not None and (job.spec.job_id, job.attempt) == (
-            command.job_id, command.attempt)  # fmt: skip
-        if command.kind is CommandKind.ASSIGN and command.spec is not None and not current:
+        current = next((job for job in self.jobs.values()
+                        if (job.spec.job_id, job.attempt) == (command.job_id, command.attempt)),
+                       None)  # fmt: skip
+        if command.kind is CommandKind.ASSIGN and command.spec is not None and current is None:
             self._assign(command, now)
-        elif command.kind is CommandKind.CHECKPOINT_NOW and current:
-            self._stop_with_checkpoint(now)
-        elif command.kind is CommandKind.CANCEL and current:
-            self.job = None
+        elif command.kind is CommandKind.CHECKPOINT_NOW and current is not None:
+            self._stop_with_checkpoint(current, now)
+        elif command.kind is CommandKind.CANCEL and current is not None:
+            del self.jobs[current.gpu]
         elif command.kind is CommandKind.DRAIN:
             self.accepting = False
 
@@ -154,23 +157,28 @@ class SimulatedWorker:
         """The spot notice on IMDS: no new work, checkpoint now, report."""
         self.accepting = False
         self._event(now, EventKind.NOTICE_SEEN, notice="terminate")
-        if self.job is not None:
-            self._stop_with_checkpoint(now)
+        for job in list(self.jobs.values()):
+            self._stop_with_checkpoint(job, now)
 
     # -- time passing --------------------------------------------------------------------------
 
     def seconds_to_next_event(self) -> float:
-        """GPU time until the running job finishes (inf when idle)."""
-        job = self.job
-        if job is None:
-            return math.inf
-        return job.stall_seconds + job.spec.steps * self.model.step_seconds - job.done_seconds
+        """Time until the first of its running jobs finishes (inf when idle)."""
+        return min(
+            (job.stall_seconds + job.spec.steps * self.model.step_seconds - job.done_seconds
+             for job in self.jobs.values()),
+            default=math.inf,
+        )  # fmt: skip
 
     def run(self, start: datetime, seconds: float) -> None:
-        """Work for `seconds` from `start`: model load, denoising, periodic checkpoints."""
+        """Work for `seconds` from `start` on every GPU: model load, denoising, periodic
+        checkpoints."""
+        for job in list(self.jobs.values()):
+            self._run_attempt(job, start, seconds)
+
+    def _run_attempt(self, job: _Attempt, start: datetime, seconds: float) -> None:
         elapsed = 0.0
-        while self.job is not None and seconds - elapsed > 1e-9:
-            job = self.job
+        while self.jobs.get(job.gpu) is job and seconds - elapsed > 1e-9:
             if job.stall_seconds > 0:
                 spent = min(job.stall_seconds, seconds - elapsed)
                 job.stall_seconds -= spent
@@ -210,30 +218,30 @@ class SimulatedWorker:
     def _assign(self, command: Command, now: datetime) -> None:
         assert command.spec is not None
         assert command.attempt is not None
-        if self.job is not None or not self.accepting:
-            why = "GPU 0 is busy" if self.job is not None else "draining after a notice"
+        gpu = command.gpu_index or 0
+        if gpu in self.jobs or gpu >= self.model.gpus or not self.accepting:
+            why = f"GPU {gpu} is busy or missing" if self.accepting else "draining after a notice"
             self._event(now, EventKind.FAILED, job_id=command.job_id, attempt=command.attempt,
                         failure_kind="refused", error=why)  # fmt: skip
             return
         spec = command.spec
-        load = 0.0 if spec.model in self.loaded_models else self.model.model_load_seconds
-        self.loaded_models.add(spec.model)
+        loaded = (gpu, spec.model) in self.loaded_models
+        load = 0.0 if loaded else self.model.model_load_seconds
+        self.loaded_models.add((gpu, spec.model))
         resumed = (command.resume_step or 0) * self.model.step_seconds
-        self.job = _Attempt(spec, command.attempt, resumed, load,
+        self.jobs[gpu] = _Attempt(spec, command.attempt, gpu, resumed, load,
                             last_checkpoint=command.resume_from,
                             last_step=command.resume_step or 0,
                             model_load_seconds=load)  # fmt: skip
         self._event(now, EventKind.STARTED, job_id=spec.job_id, attempt=command.attempt)
 
-    def _stop_with_checkpoint(self, now: datetime) -> None:
+    def _stop_with_checkpoint(self, job: _Attempt, now: datetime) -> None:
         """Checkpoint at the current step and stop (a notice leaves time for one write)."""
-        job = self.job
-        assert job is not None
         key, step = job.last_checkpoint, job.last_step
         if self.model.checkpoint_write_seconds <= self.model.notice_seconds:
             step = self._step(job)
             key = self._key(job, step)
-        self.job = None
+        del self.jobs[job.gpu]
         wrote = key != job.last_checkpoint
         self._event(now, EventKind.PREEMPTED, job_id=job.spec.job_id, attempt=job.attempt,
                     step=step, checkpoint=key, outcome=True,
@@ -251,7 +259,7 @@ class SimulatedWorker:
                     write_seconds=self.model.checkpoint_write_seconds)  # fmt: skip
 
     def _finish(self, job: _Attempt, at: datetime) -> None:
-        self.job = None
+        del self.jobs[job.gpu]
         self.finished(job.spec.job_id, at)
         self._event(at, EventKind.FINISHED, job_id=job.spec.job_id, attempt=job.attempt,
                     output=f"{job.spec.output}{job.spec.job_id}.mp4", outcome=True,

@@ -5,6 +5,7 @@ on the same trace by the same product; `framefleet simulate` replays a user's tr
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ from framefleet.cli import run
 from kernel.errors import ConfigurationError
 from kernel.job_state import JobState
 from orchestrator.control.service import ControlPlaneService
-from simulator.fleet import FleetSimulation, run_fleet, setup_for_changeover
+from simulator.fleet import FleetSimulation, run_fleet
+from simulator.fleet_setup import setup_for_changeover
 from simulator.workload import SimJob, daily_poisson, dump_jobs, load_jobs
 
 TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
@@ -124,13 +126,56 @@ def retyped_trace(folder: Path, instance_type: str, price_factor: float) -> Path
 
 
 async def test_a_trace_of_another_type_is_replayed_as_that_type(tmp_path: Path) -> None:
-    """A g5 trace buys g5 instances at g5 prices for A10G jobs; an 8-GPU trace, which the
-    simulator cannot price per job, is refused with the reason instead of launching nothing."""
+    """A g5 trace buys g5 instances at g5 prices for A10G jobs; an 8-GPU H100 trace buys 8-GPU
+    instances whose workers run a job on each GPU."""
     trace = load_trace(retyped_trace(tmp_path / "g5", "g5.xlarge", 0.4))
-    result = await run_fleet(trace, small_workload()[:3], setup_for_changeover(0.2), 100)
+    one_gpu_types = replace(setup_for_changeover(0.2), multi_gpu=False)
+    result = await run_fleet(trace, small_workload()[:3], one_gpu_types, 100)
     assert (result.misses, result.unfinished) == (0, 0)
     assert result.launches > 0
     assert result.cost < 1.006 * (result.on_demand_hours + result.spot_hours)  # g5 prices
     h100 = load_trace(retyped_trace(tmp_path / "p5", "p5.48xlarge", 14))
-    with pytest.raises(ConfigurationError, match="8 GPUs"):
-        await run_fleet(h100, small_workload()[:3], setup_for_changeover(0.2), 100)
+    simulation = FleetSimulation(h100, small_workload()[:3], setup_for_changeover(0.2), 100,
+                                 tmp_path / "jobs.db")  # fmt: skip
+    result = await simulation.run()
+    simulation.store.dispose()
+    assert (result.misses, result.unfinished, result.finished_twice) == (0, 0, 0)
+    assert {i.pool.instance_type for i in simulation.cloud.records.values()} == {"p5.48xlarge"}
+    assert result.cost < 55.04 * (result.on_demand_hours + result.spot_hours)  # p5 prices
+
+
+def steady_trace(folder: Path, zones: dict[str, float], ticks: int = 400) -> Path:
+    """p3.2xlarge spot always available in each zone at a constant price."""
+    folder.mkdir()
+    for zone, price in zones.items():
+        body = {"metadata": {"gap_seconds": 600}, "data": [1] * ticks, "prices": [price] * ticks}
+        (folder / f"{zone}_p3.2xlarge.json").write_text(json.dumps(body))
+    return folder
+
+
+async def test_four_jobs_that_arrive_together_share_one_four_gpu_instance(tmp_path: Path) -> None:
+    """In us-east-1 the advisor prices a spot p3.8xlarge at 2.8 times a p3.2xlarge (cheaper
+    per GPU): four jobs queued together buy one, each runs on its own GPU, and all finish once
+    with their own checkpoints. A fifth, later job alone buys a one-GPU instance."""
+    trace = load_trace(steady_trace(tmp_path / "trace", {"us-east-1a": 1.0, "us-east-1c": 1.1}))
+    jobs = [SimJob(f"together-{n}", 0.0, 1.0 + n / 10, None) for n in range(4)]
+    jobs.append(SimJob("alone", 5.0, 1.0, None))
+    simulation = FleetSimulation(trace, jobs, setup_for_changeover(0.2), 0, tmp_path / "j.db")
+    result = await simulation.run()
+    assert (result.misses, result.unfinished, result.finished_twice) == (0, 0, 0)
+    bought = sorted(
+        (i.observed.launched_at, i.pool.instance_type) for i in simulation.cloud.records.values()
+    )
+    assert [instance_type for _, instance_type in bought] == ["p3.8xlarge", "p3.2xlarge"]
+    assert simulation.store.count_by_state() == {JobState.SUCCEEDED: 5}
+    quad = next(
+        i for i in simulation.cloud.records.values() if i.pool.instance_type != "p3.2xlarge"
+    )
+    spans = simulation.store.attempts_on([quad.instance_id])
+    simulation.store.dispose()
+    assert {(s.job_id, s.outcome) for s in spans} == {(f"together-{n}", "succeeded")
+                                                      for n in range(4)}  # fmt: skip
+    assert sorted(s.gpu_index for s in spans) == [0, 1, 2, 3]
+    # Billed at the advisor-scaled spot price: 2.8 x $1.00 an hour.
+    hours = (quad.ended_at or quad.observed.launched_at) - quad.observed.launched_at
+    assert quad.cost == pytest.approx(2.8 * hours.total_seconds() / 3600, rel=1e-6)

@@ -18,7 +18,8 @@ from orchestrator.costs.money import SECONDS_PER_HOUR, apportion, cents, seconds
 from orchestrator.costs.pricing import PriceSchedule, billed_end, ebs_per_hour
 from orchestrator.costs.report import Period
 from orchestrator.costs.summary import summarize
-from simulator.fleet import FleetSimulation, setup_for_changeover
+from simulator.fleet import FleetSimulation
+from simulator.fleet_setup import setup_for_changeover
 from simulator.workload import daily_poisson
 
 # The first 8.1 days of ../shared/traces/aws-v100-availability-2023-02-15, all nine zones.
