@@ -25,7 +25,9 @@ class Actuation:
 def client_token(fleet_id: str, launch: Launch, window: str) -> str:
     """The same launch within the same window (a crash and retry) reuses its token, so EC2
     returns the instances it already started instead of starting more."""
-    key = f"{fleet_id}|{launch.pool}|{','.join(sorted(launch.job_ids))}|{window}"
+    # A launch for no job (pre-warming) is told apart from another by its reason.
+    what = ",".join(sorted(launch.job_ids)) or launch.reason
+    key = f"{fleet_id}|{launch.pool}|{what}|{window}"
     return f"ff-{uuid.uuid5(uuid.NAMESPACE_URL, key)}"
 
 

@@ -62,6 +62,10 @@ class DemandSource(Protocol):
         """(instance type, zone) -> interruptions per hour of its spot pool."""
         ...
 
+    def arrivals_since(self, since: datetime) -> list[datetime]:
+        """When the jobs accepted after `since` arrived (for the forecast)."""
+        ...
+
 
 @dataclass(frozen=True)
 class FinishedWork:
@@ -96,6 +100,8 @@ class JobSource(Protocol):
 
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None: ...
 
+    def arrivals_since(self, since: datetime, limit: int = ...) -> list[datetime]: ...
+
 
 class StoreDemand:
     def __init__(self, store: JobSource) -> None:
@@ -127,6 +133,9 @@ class StoreDemand:
 
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
         self._store.record_pool_rates(rates)
+
+    def arrivals_since(self, since: datetime) -> list[datetime]:
+        return self._store.arrivals_since(since)
 
     def finished_since(self, since: datetime) -> list[FinishedWork]:
         return [

@@ -29,6 +29,7 @@ from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.metrics import AutoscalerMetrics
 from autoscaler.policy import plan
 from autoscaler.pools import Pool
+from autoscaler.prewarm import ArrivalForecaster
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import (
     InstanceView,
@@ -103,6 +104,8 @@ class AutoscalerLoop:
     # Each listed instance's own broker account (None: the broker has no per-worker accounts,
     # as in the demo).
     credentials: WorkerCredentials | None = None
+    forecaster: ArrivalForecaster = field(default_factory=ArrivalForecaster)
+    latest_job: JobDemand | None = None  # what a pre-warmed GPU must fit
 
     def pools(self) -> list[Pool]:
         return [
@@ -114,6 +117,8 @@ class AutoscalerLoop:
         await self._finish_drains()
         await asyncio.to_thread(self.learn)
         queued = await asyncio.to_thread(self.demand.queued, self.clock.now())
+        if queued:
+            self.latest_job = max(queued, key=lambda j: (j.submitted_at, j.job_id))
         plans = []
         covered: set[str] = set()
         for _ in range(self.max_rounds):
@@ -324,7 +329,20 @@ class AutoscalerLoop:
         ids = [job.job_id for job in queued]
         reserved = await asyncio.to_thread(self.demand.reservations, now, ids)
         return PlanInput(now, tuple(queued), instances, market, spent_today=spent_today,
-                         reservations=reserved)  # fmt: skip
+                         reservations=reserved, expected_arrivals=await self._expected(now),
+                         typical_job=self.latest_job)  # fmt: skip
+
+    async def _expected(self, now: datetime) -> float:
+        """Jobs the forecast expects within a new instance's start-up (only read when
+        pre-warming is on: the fit is not free)."""
+        if self.settings.prewarm_wait_value_per_job_hour <= 0:
+            return 0.0
+        start = self.forecaster.due(now)
+        if start is not None:
+            since = start - self.forecaster.history
+            arrivals = await asyncio.to_thread(self.demand.arrivals_since, since)
+            await asyncio.to_thread(self.forecaster.fit, start, arrivals)
+        return self.forecaster.rate_per_hour * new_instance_startup(self.settings) / 3600
 
     def instance_views(self, busy: Mapping[str, int], market: MarketSnapshot) -> list[InstanceView]:
         now = self.clock.now()

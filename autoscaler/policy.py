@@ -21,14 +21,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from autoscaler.catalog import InstanceKind, kind_of
-from autoscaler.deadline import MarketChoice, MarketRule, choose_market
+from autoscaler.deadline import MarketChoice, MarketRule, choose_market, new_instance_startup
 from autoscaler.market.quotes import PoolQuote
 from autoscaler.pool_choice import candidates, fits, pick_pool, spot_zone_allowed
 from autoscaler.pools import Pool
+from autoscaler.prewarm import warm_gpus
 from autoscaler.snapshot import (
     InstanceView,
     JobDemand,
@@ -59,6 +60,7 @@ class _Opening:
     reason: str
     alternatives: tuple[Pool, ...]
     jobs: list[JobDemand]
+    typical: JobDemand | None = None  # what a pre-warmed instance, bought for no job, must fit
 
     @property
     def free(self) -> int:
@@ -75,18 +77,18 @@ class _Opening:
 
     def launch(self) -> Launch:
         """What EC2 is asked for: the pools EC2 may take instead must carry every job too."""
-        jobs = self.jobs
+        jobs = self.jobs or ([] if self.typical is None else [self.typical])
         alternatives = tuple(
             p for p in self.alternatives
             if kind_of(p.instance_type).gpus >= len(jobs)
             and all(fits(j, kind_of(p.instance_type)) and spot_zone_allowed(j, p) for j in jobs)
         )  # fmt: skip
         reason = self.reason
-        if len(jobs) > 1:
-            others = ", ".join(j.job_id for j in jobs[1:])
+        if len(self.jobs) > 1:
+            others = ", ".join(j.job_id for j in self.jobs[1:])
             reason += f"; its other GPUs for {others}"
         return Launch(self.quote.pool, self.quote.price_per_hour,
-                      tuple(j.job_id for j in jobs), reason, alternatives)  # fmt: skip
+                      tuple(j.job_id for j in self.jobs), reason, alternatives)  # fmt: skip
 
 
 def _urgency(job: JobDemand) -> tuple[int, float, float, str]:
@@ -156,7 +158,8 @@ def plan(
     planning.unserved = [job for job in queue if job.job_id not in kept]
     while planning.unserved:
         planning.serve(planning.unserved.pop(0))
-    terminations = _scale_in(state, settings, planning.placed)
+    warm = planning.prewarm()
+    terminations = _scale_in(state, settings, planning.placed, warm)
     return Plan(
         tuple(o.launch() for o in planning.openings), tuple(terminations),
         tuple(planning.waits), tuple(planning.placed),
@@ -246,6 +249,39 @@ class _Round:
                      picked.alternatives, [job])
         )  # fmt: skip
 
+    def prewarm(self) -> int:
+        """Spot GPUs bought for no job yet, up to what the forecast makes worth keeping warm
+        (`autoscaler/prewarm.py`) counting the free ones that fit the latest job; returns that
+        count, which scale-in keeps."""
+        typical, settings = self.state.typical_job, self.settings
+        if typical is None or settings.prewarm_wait_value_per_job_hour <= 0:
+            return 0
+        probe = replace(typical, job_id="pre-warm", steps_done=0)
+        picked = pick_pool(self.state, settings, self.model, probe, Market.SPOT, self.spot_pools)
+        if picked is None:
+            return 0
+        kind = kind_of(picked.quote.pool.instance_type)
+        window = new_instance_startup(settings) / 3600
+        wanted = warm_gpus(self.state.expected_arrivals, window, settings.boot_seconds / 3600,
+                           picked.quote.price_per_hour / kind.gpus,
+                           settings.prewarm_wait_value_per_job_hour)  # fmt: skip
+        free = sum(s.free for s in self.slots if fits(typical, s.kind))
+        free += sum(o.free for o in self.openings if fits(typical, o.kind))
+        for number in range(free + 1, wanted + 1, kind.gpus):
+            if len(self.openings) >= settings.max_launches:
+                break
+            self.budget_block = self.budget_block or self._over_budget(picked.quote)
+            if self.budget_block is not None:
+                break
+            self.hourly += picked.quote.price_per_hour
+            self.spot_pools[picked.quote.pool] += 1
+            why = (f"pre-warm GPU {number} of {wanted}: "
+                   f"{self.state.expected_arrivals:.2f} jobs expected within {window * 60:.0f} "
+                   f"min; {picked.why}")  # fmt: skip
+            self.openings.append(_Opening(picked.quote, kind, why, picked.alternatives, [],
+                                          typical))  # fmt: skip
+        return wanted
+
     def _sharing(self, job: JobDemand, quote: PoolQuote) -> int:
         """The GPUs of an instance from `quote` that `job` and the queue after it would fill:
         on spot, the jobs that would take spot there; on on-demand, the jobs that need it
@@ -293,8 +329,9 @@ class _Round:
 
 
 def _scale_in(
-    state: PlanInput, settings: PurchaseSettings, placed: Iterable[tuple[str, str]]
-) -> list[Terminate]:
+    state: PlanInput, settings: PurchaseSettings, placed: Iterable[tuple[str, str]],
+    warm_gpus: int = 0,
+) -> list[Terminate]:  # fmt: skip
     used = {instance_id for _, instance_id in placed}
     keep = settings.warm_minimum
     remaining = len(state.instances)
@@ -303,9 +340,12 @@ def _scale_in(
         (i for i in state.instances if i.busy_gpus == 0 and i.instance_id not in used),
         key=lambda i: (-i.price_per_hour, i.instance_id),  # the dearest go first
     )
+    idle_gpus = sum(i.gpus for i in idle)
     for instance in idle:
         if instance.unsaved_work or remaining <= keep:
             continue
+        if idle_gpus - instance.gpus < warm_gpus:
+            continue  # kept warm for the jobs the forecast expects
         since = instance.idle_since or instance.launched_at
         idle_for = state.now - since
         if idle_for < settings.idle_timeout:
@@ -315,4 +355,5 @@ def _scale_in(
         reason = f"idle {minutes:.0f} min (timeout {timeout:.0f}), no queued job fits it"
         terminations.append(Terminate(instance.instance_id, f"{reason}; warm minimum {keep}"))
         remaining -= 1
+        idle_gpus -= instance.gpus
     return terminations

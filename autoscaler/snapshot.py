@@ -68,6 +68,10 @@ class PurchaseSettings:
     max_alternatives: int = 4
     idle_timeout: timedelta = timedelta(minutes=10)
     warm_minimum: int = 0
+    # What an hour of a job's waiting for a boot is worth (USD): with a forecast of arrivals,
+    # idle spot GPUs are kept or bought ahead of the jobs when the waiting they save is worth
+    # more than their idle time (`autoscaler/prewarm.py`). 0: never.
+    prewarm_wait_value_per_job_hour: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,10 @@ class PlanInput:
     spent_today: float = 0.0  # USD so far today
     # job -> the instance an earlier round bought or picked for it (still booting, or free).
     reservations: Mapping[str, str] = field(default_factory=dict)
+    # Jobs the forecast expects within one new instance's start-up, and the latest job seen
+    # (what a pre-warmed GPU must fit).
+    expected_arrivals: float = 0.0
+    typical_job: JobDemand | None = None
 
 
 @dataclass(frozen=True)

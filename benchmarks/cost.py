@@ -44,14 +44,14 @@ DEFAULT_TRACES = Path(__file__).parent.parent.parent / "shared" / "traces" / (
     "aws-v100-availability-2023-02-15")  # fmt: skip
 
 
-def _week_start(seed: int) -> float:
+def week_start(seed: int) -> float:
     return 24.0 * (seed - 1) * 3  # a different stretch of the trace per workload
 
 
 def _fleet_week(job: tuple[Path, int, int]) -> list[FleetResult]:
     traces, count, seed = job
     logging.basicConfig(level=logging.ERROR)  # the loops' per-decision logs are for operators
-    return compare_fleet(load_trace(traces), daily_poisson(count, 7, seed), 0.2, _week_start(seed))
+    return compare_fleet(load_trace(traces), daily_poisson(count, 7, seed), 0.2, week_start(seed))
 
 
 def main() -> None:
@@ -64,6 +64,8 @@ def main() -> None:
                         help="processes for (a) and (c)")  # fmt: skip
     parser.add_argument("--synthetic-starts", type=int, default=10,
                         help="start times per zone in (c)")  # fmt: skip
+    parser.add_argument("--sections", default="abc",
+                        help="which of (a), (b), (c) to run, e.g. 'b' (default: all)")  # fmt: skip
     args = parser.parse_args()
     console = Console(width=150)
     trace = load_trace(args.traces)
@@ -71,7 +73,7 @@ def main() -> None:
     targets: list[Target] = []
     workers = args.workers
     studies: dict[str, list[PolicySummary]] = {}
-    for fraction in (0.6, 0.8):
+    for fraction in (0.6, 0.8) if "a" in args.sections else ():
         for multi_zone in (False, True):
             started = time.perf_counter()
             config = StudyConfig(job_fraction=fraction, starts_per_zone=args.starts,
@@ -90,7 +92,7 @@ def main() -> None:
             targets.append(study_target(title, summaries, ours, baselines))
             studies[title] = summaries
             results[title] = [asdict(s) for s in summaries]
-    for kind in MARKETS:
+    for kind in MARKETS if "c" in args.sections else ():
         for multi_zone in (False, True):
             config = StudyConfig(job_fraction=0.8, starts_per_zone=args.synthetic_starts,
                                  multi_zone_starts=3 * args.synthetic_starts)  # fmt: skip
@@ -100,12 +102,12 @@ def main() -> None:
             )
             console.print(study_table(title, summaries))
             results[title] = [asdict(s) for s in summaries]
-    seeds = range(1, args.seeds + 1)
+    seeds = range(1, args.seeds + 1 if "b" in args.sections else 1)
     # Each week is its own simulation (its own clock and database): one process per core.
     with ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1)) as pool:
         weeks = list(pool.map(_fleet_week, [(args.traces, args.jobs, s) for s in seeds]))
     for seed, fleet in zip(seeds, weeks, strict=True):
-        start_hours = _week_start(seed)
+        start_hours = week_start(seed)
         console.print(fleet_table(f"(b) fleet: {args.jobs} jobs over 7 days from day "
                                   f"{start_hours / 24:.0f}, seed {seed}", fleet))  # fmt: skip
         results[f"(b) seed {seed}"] = [asdict(r) for r in fleet]
@@ -113,8 +115,10 @@ def main() -> None:
     console.print(target_table(targets))
     results["targets"] = [asdict(t) for t in targets]
     RESULTS_DIR.mkdir(exist_ok=True)
-    console.print(f"wrote {write_result('cost', results)}")
-    console.print(f"wrote {chart(studies, weeks[0], RESULTS_DIR / 'cost.png')}")
+    name = "cost" if args.sections == "abc" else f"cost-{args.sections}"
+    console.print(f"wrote {write_result(name, results)}")
+    if studies and weeks:
+        console.print(f"wrote {chart(studies, weeks[0], RESULTS_DIR / 'cost.png')}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+
 from autoscaler.actuation import Actuator
 from autoscaler.catalog import kind_of
 from autoscaler.demand import StoreDemand
@@ -196,7 +198,24 @@ class FleetSimulation:
             interruptions=sum(i.interrupted for i in self.cloud.records.values()),
             launches=len(self.cloud.records),
             finished_twice=self.finished_twice,
+            **self._start_delays(),
         )
+
+    def _start_delays(self) -> dict[str, float]:
+        """Mean, p50 and p95 of arrival -> first start, over the jobs that started (hours)."""
+        delays = []
+        for job in self.jobs:
+            starts = [s.started_at for s in self.store.attempts_of(job.job_id)]
+            if starts:
+                delays.append((min(starts) - self._arrival_at(job)).total_seconds() / 3600)
+        if not delays:
+            return {}
+        p50, p95 = np.percentile(delays, [50, 95])
+        return {
+            "start_delay_mean_hours": float(np.mean(delays)),
+            "start_delay_p50_hours": float(p50),
+            "start_delay_p95_hours": float(p95),
+        }
 
     # -- moving the clock ----------------------------------------------------------------------
 

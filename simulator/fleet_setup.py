@@ -21,6 +21,7 @@ class FleetSetup:
     purchase: PurchaseSettings | None = None  # default: `purchase_settings(self)`
     # Also buy the trace's family's multi-GPU types (simulator/companions.py).
     multi_gpu: bool = True
+    prewarm_wait_value_per_job_hour: float = 0.0  # the product's setting (0: off)
 
 
 def setup_for_changeover(changeover_hours: float) -> FleetSetup:
@@ -46,4 +47,5 @@ def purchase_settings(
         checkpoint_interval_seconds=setup.worker.max_checkpoint_interval_seconds,
         idle_timeout=setup.idle_timeout,
         max_launches=10_000,
+        prewarm_wait_value_per_job_hour=setup.prewarm_wait_value_per_job_hour,
     )

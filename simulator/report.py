@@ -29,7 +29,8 @@ def fleet_table(title: str, results: list[FleetResult]) -> Table:
     on_demand = next((r.cost for r in results if r.policy == "on-demand only"), None)
     table = Table(title=title)
     for column in ("policy", "total cost", "below on-demand", "on-demand h", "spot h",
-                   "deadline misses", "unfinished", "interruptions", "launches"):  # fmt: skip
+                   "deadline misses", "unfinished", "interruptions", "launches",
+                   "to start p50/p95 (min)"):  # fmt: skip
         table.add_column(column, justify="left" if column == "policy" else "right")
     for r in results:
         saving = f"{1 - r.cost / on_demand:.1%}" if on_demand else "-"
@@ -37,6 +38,7 @@ def fleet_table(title: str, results: list[FleetResult]) -> Table:
             r.policy, f"${r.cost:,.2f}", saving, f"{r.on_demand_hours:,.1f}",
             f"{r.spot_hours:,.1f}", str(r.misses), str(r.unfinished), str(r.interruptions),
             str(r.launches),
+            f"{r.start_delay_p50_hours * 60:.1f} / {r.start_delay_p95_hours * 60:.1f}",
         )  # fmt: skip
     return table
 

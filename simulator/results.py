@@ -16,3 +16,7 @@ class FleetResult:
     interruptions: int = 0  # spot instances reclaimed while the simulation ran
     launches: int = 0
     finished_twice: int = 0  # must stay 0: no job completes twice
+    # From a job's arrival to its first start on a GPU, over the jobs that started (hours).
+    start_delay_mean_hours: float = 0.0
+    start_delay_p50_hours: float = 0.0
+    start_delay_p95_hours: float = 0.0

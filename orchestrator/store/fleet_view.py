@@ -1,5 +1,5 @@
-"""What the metrics read of the jobs: the oldest queued job and the unfinished jobs whose
-deadline is near (small, indexed queries, run every metrics refresh)."""
+"""What the metrics and the autoscaler read of the jobs: the oldest queued job, the unfinished
+jobs whose deadline is near, and when jobs arrived (small, indexed queries)."""
 
 from __future__ import annotations
 
@@ -37,3 +37,14 @@ class FleetViewBook(StoreBase):
                 .limit(10_000)
             ).all()
         return [(job_id, utc(deadline)) for job_id, deadline in rows if deadline is not None]
+
+    def arrivals_since(self, since: datetime, limit: int = 50_000) -> list[datetime]:
+        """When each job accepted after `since` arrived, oldest first (the forecast's input)."""
+        with self._session() as session:
+            rows = session.exec(
+                select(JobRow.created_at)
+                .where(col(JobRow.created_at) > since)
+                .order_by(col(JobRow.created_at))
+                .limit(limit)
+            ).all()
+        return [utc(at) for at in rows]
