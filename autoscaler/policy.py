@@ -43,6 +43,8 @@ from autoscaler.snapshot import (
 from autoscaler.throughput import ThroughputModel
 from kernel.market import Market
 
+_Need = tuple[Market, float, frozenset[str], frozenset[str]]
+
 
 @dataclass
 class _FreeSlots:
@@ -155,9 +157,11 @@ def plan(
         choices={j.job_id: rule(j, state.now, fastest[j.job_id], settings) for j in queue},
     )  # fmt: skip
     kept = planning.keep_reserved(queue)
-    planning.unserved = [job for job in queue if job.job_id not in kept]
-    while planning.unserved:
-        planning.serve(planning.unserved.pop(0))
+    unserved = [job for job in queue if job.job_id not in kept]
+    planning.later = Counter(planning.needs(job) for job in unserved)
+    for job in unserved:
+        planning.later[planning.needs(job)] -= 1
+        planning.serve(job)
     warm = planning.prewarm()
     terminations = _scale_in(state, settings, planning.placed, warm)
     return Plan(
@@ -181,7 +185,10 @@ class _Round:
     fastest: dict[str, float]
     choices: dict[str, MarketChoice]
     openings: list[_Opening] = field(default_factory=list)
-    unserved: list[JobDemand] = field(default_factory=list)  # after the one being served
+    partial: list[_Opening] = field(default_factory=list)  # openings with GPUs left
+    # The jobs after the one being served, by what they need (their market, VRAM, families,
+    # spot zones): a count per kind of need keeps sizing a launch cheap with 10,000 queued.
+    later: Counter[_Need] = field(default_factory=Counter)
     waits: list[Wait] = field(default_factory=list)
     placed: list[tuple[str, str]] = field(default_factory=list)
     budget_block: str | None = None
@@ -207,9 +214,11 @@ class _Round:
             self._place(job, slot)
             return
         choice = self.choices[job.job_id]
-        opening = next((o for o in self.openings if o.takes(job, choice.market)), None)
+        opening = next((o for o in self.partial if o.takes(job, choice.market)), None)
         if opening is not None:
             opening.jobs.append(job)
+            if opening.free == 0:
+                self.partial.remove(opening)
             return
         if self.budget_block is not None:
             self.waits.append(Wait(job.job_id, self.budget_block))
@@ -243,7 +252,7 @@ class _Round:
         self.hourly += quote.price_per_hour
         if quote.pool.market is Market.SPOT:
             self.spot_pools[quote.pool] += 1
-        self.openings.append(
+        self._open(
             _Opening(quote, kind_of(quote.pool.instance_type),
                      f"job {job.job_id} (priority {job.priority}): {choice.reason}; {picked.why}",
                      picked.alternatives, [job])
@@ -278,20 +287,28 @@ class _Round:
             why = (f"pre-warm GPU {number} of {wanted}: "
                    f"{self.state.expected_arrivals:.2f} jobs expected within {window * 60:.0f} "
                    f"min; {picked.why}")  # fmt: skip
-            self.openings.append(_Opening(picked.quote, kind, why, picked.alternatives, [],
-                                          typical))  # fmt: skip
+            self._open(_Opening(picked.quote, kind, why, picked.alternatives, [], typical))
         return wanted
+
+    def _open(self, opening: _Opening) -> None:
+        self.openings.append(opening)
+        if opening.free > 0:
+            self.partial.append(opening)
+
+    def needs(self, job: JobDemand) -> _Need:
+        return (self.choices[job.job_id].market, job.min_vram_gib, job.families, job.spot_zones)
 
     def _sharing(self, job: JobDemand, quote: PoolQuote) -> int:
         """The GPUs of an instance from `quote` that `job` and the queue after it would fill:
         on spot, the jobs that would take spot there; on on-demand, the jobs that need it
         (a spot job may still fill a GPU left over, but is not bought one)."""
         kind = kind_of(quote.pool.instance_type)
-        market = quote.pool.market
+        pool = quote.pool
         fellows = sum(
-            1 for other in self.unserved
-            if self.choices[other.job_id].market is market and fits(other, kind)
-            and spot_zone_allowed(other, quote.pool)
+            count for (market, vram, families, zones), count in self.later.items()
+            if market is pool.market and kind.vram_gib >= vram
+            and (not families or kind.family in families)
+            and (market is Market.ON_DEMAND or not zones or pool.availability_zone in zones)
         )  # fmt: skip
         return min(kind.gpus, 1 + fellows)
 

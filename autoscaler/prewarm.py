@@ -16,8 +16,6 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from autoscaler.forecast import bucket_arrivals, forecast_arrivals
-
 MAX_WARM_GPUS = 64  # per round, whatever the forecast says: a bad fit must not buy a fleet
 
 
@@ -71,6 +69,9 @@ class ArrivalForecaster:
 
     def fit(self, start: datetime, arrivals: list[datetime]) -> float:
         """The rate for the interval that began at `start`, from arrivals before it."""
+        # Imported here: statsmodels takes seconds to import, which every plan would pay.
+        from autoscaler.forecast import bucket_arrivals, forecast_arrivals
+
         counts = bucket_arrivals(arrivals, start - self.history, start, self.interval)
         forecast = forecast_arrivals(counts, self.interval, self.interval)
         self.fitted_for = start

@@ -32,7 +32,9 @@ from rich.console import Console
 
 from autoscaler.market.trace import load_trace
 from benchmarks.common import RESULTS_DIR, write_result
+from simulator.companions import companions_for
 from simulator.fleet import compare_fleet
+from simulator.fleet_bound import fleet_lower_bound
 from simulator.report import chart, fleet_table, study_table, target_table
 from simulator.results import FleetResult
 from simulator.study import PolicySummary, StudyConfig, run_study
@@ -48,10 +50,15 @@ def week_start(seed: int) -> float:
     return 24.0 * (seed - 1) * 3  # a different stretch of the trace per workload
 
 
-def _fleet_week(job: tuple[Path, int, int]) -> list[FleetResult]:
+def _fleet_week(job: tuple[Path, int, int]) -> tuple[list[FleetResult], float]:
+    """Every policy's week, and the lower bound no policy can beat (`simulator/fleet_bound.py`)."""
     traces, count, seed = job
     logging.basicConfig(level=logging.ERROR)  # the loops' per-decision logs are for operators
-    return compare_fleet(load_trace(traces), daily_poisson(count, 7, seed), 0.2, week_start(seed))
+    trace, jobs = load_trace(traces), daily_poisson(count, 7, seed)
+    start = week_start(seed)
+    bound = fleet_lower_bound(trace, jobs, round(start * 3600 / trace.gap.total_seconds()),
+                              companions_for(trace))  # fmt: skip
+    return compare_fleet(trace, jobs, 0.2, start), bound
 
 
 def main() -> None:
@@ -105,13 +112,16 @@ def main() -> None:
     seeds = range(1, args.seeds + 1 if "b" in args.sections else 1)
     # Each week is its own simulation (its own clock and database): one process per core.
     with ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1)) as pool:
-        weeks = list(pool.map(_fleet_week, [(args.traces, args.jobs, s) for s in seeds]))
-    for seed, fleet in zip(seeds, weeks, strict=True):
+        runs = list(pool.map(_fleet_week, [(args.traces, args.jobs, s) for s in seeds]))
+    weeks = [fleet for fleet, _ in runs]
+    for seed, (fleet, bound) in zip(seeds, runs, strict=True):
         start_hours = week_start(seed)
         console.print(fleet_table(f"(b) fleet: {args.jobs} jobs over 7 days from day "
-                                  f"{start_hours / 24:.0f}, seed {seed}", fleet))  # fmt: skip
+                                  f"{start_hours / 24:.0f}, seed {seed}; no policy can pay less "
+                                  f"than ${bound:,.2f}", fleet))  # fmt: skip
         results[f"(b) seed {seed}"] = [asdict(r) for r in fleet]
-        targets.extend(fleet_targets(f"(b) fleet, seed {seed}", fleet))
+        results[f"(b) seed {seed} lower bound"] = bound
+        targets.extend(fleet_targets(f"(b) fleet, seed {seed}", fleet, bound))
     console.print(target_table(targets))
     results["targets"] = [asdict(t) for t in targets]
     RESULTS_DIR.mkdir(exist_ok=True)

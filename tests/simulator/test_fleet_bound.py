@@ -1,0 +1,38 @@
+"""The fleet lower bound is below what every policy pays, and prices per GPU at the cheapest
+of the trace's type and its multi-GPU companions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autoscaler.market.trace import load_trace
+from simulator.companions import companions_for, no_companions
+from simulator.fleet import run_fleet
+from simulator.fleet_bound import fleet_lower_bound, per_gpu_prices
+from simulator.fleet_policies import BASELINES, FRAMEFLEET
+from simulator.fleet_setup import setup_for_changeover
+from tests.simulator.test_fleet_simulation import TRACES, small_workload, steady_trace
+
+
+def test_per_gpu_prices_take_the_cheapest_type(tmp_path: Path) -> None:
+    trace = load_trace(steady_trace(tmp_path / "t", {"us-east-1a": 1.0, "us-west-2a": 1.0}))
+    cheapest = per_gpu_prices(trace, companions_for(trace))
+    # us-east-1: a p3.8xlarge is 2.8 times a p3.2xlarge for 4 GPUs; us-west-2: dearer per GPU.
+    assert cheapest.zones["us-east-1a"].prices[0] == pytest.approx(0.7)
+    assert cheapest.zones["us-west-2a"].prices[0] == pytest.approx(1.0)
+    assert per_gpu_prices(trace, no_companions(trace)).zones["us-east-1a"].prices[0] == 1.0
+
+
+async def test_no_policy_pays_less_than_the_bound() -> None:
+    trace = load_trace(TRACES)
+    jobs = small_workload()
+    bound = fleet_lower_bound(trace, jobs, 100, companions_for(trace))
+    assert bound > 0
+    greedy_any_zone = BASELINES[1]
+    for policy in (FRAMEFLEET, greedy_any_zone):
+        result = await run_fleet(trace, jobs, setup_for_changeover(0.2), 100, policy)
+        assert result.cost >= bound
+    # Without the companions' cheaper GPUs the bound can only rise.
+    assert fleet_lower_bound(trace, jobs, 100, no_companions(trace)) >= bound
