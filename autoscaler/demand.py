@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from autoscaler.snapshot import JobDemand
+from autoscaler.snapshot import JobDemand, RunningJob
 from autoscaler.throughput import WorkShape
 from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
@@ -64,6 +64,10 @@ class DemandSource(Protocol):
 
     def arrivals_since(self, since: datetime) -> list[datetime]:
         """When the jobs accepted after `since` arrived (for the forecast)."""
+        ...
+
+    def running(self) -> list[RunningJob]:
+        """The jobs on GPUs now, with their progress (steps of their last checkpoint)."""
         ...
 
 
@@ -136,6 +140,9 @@ class StoreDemand:
 
     def arrivals_since(self, since: datetime) -> list[datetime]:
         return self._store.arrivals_since(since)
+
+    def running(self) -> list[RunningJob]:
+        return [RunningJob(job_demand(p.job), p.worker_id) for p in self._store.placements()]
 
     def finished_since(self, since: datetime) -> list[FinishedWork]:
         return [

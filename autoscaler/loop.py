@@ -17,7 +17,6 @@ from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.deadline import (
     MarketRule,
     choose_market,
-    interruption_seconds,
     new_instance_startup,
 )
 from autoscaler.demand import DemandSource
@@ -31,23 +30,24 @@ from autoscaler.policy import plan
 from autoscaler.pools import Pool
 from autoscaler.prewarm import ArrivalForecaster
 from autoscaler.reconcile import Reconciler
+from autoscaler.reservations import reservations_for
 from autoscaler.snapshot import (
     InstanceView,
     JobDemand,
     Plan,
     PlanInput,
     PurchaseSettings,
+    RunningJob,
     Terminate,
 )
+from autoscaler.spot_return import ready_to_move, spot_launches
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
-from kernel.job_record import DrainKind, Reservation
+from kernel.job_record import DrainKind
 from kernel.market import Market
 
 log = logging.getLogger(__name__)
-# How long a reservation outlives the expected boot and model load.
-RESERVATION_GRACE = timedelta(minutes=10)
 RATES_REFRESH = timedelta(minutes=10)
 # How often the throughput model looks for newly finished jobs (a query each time).
 LEARN_EVERY = timedelta(minutes=1)
@@ -116,41 +116,76 @@ class AutoscalerLoop:
         busy = await self._sync_fleet()
         await self._finish_drains()
         await asyncio.to_thread(self.learn)
-        queued = await asyncio.to_thread(self.demand.queued, self.clock.now())
+        now = self.clock.now()
+        queued = await asyncio.to_thread(self.demand.queued, now)
         if queued:
             self.latest_job = max(queued, key=lambda j: (j.submitted_at, j.job_id))
+        running, moving = await self._moving_to_spot(now)
         plans = []
         covered: set[str] = set()
         for _ in range(self.max_rounds):
-            state = await self.plan_input(busy, [j for j in queued if j.job_id not in covered])
+            state = await self.plan_input(busy, [j for j in queued if j.job_id not in covered],
+                                          moving=moving)  # fmt: skip
             decided = plan(state, self.settings, self.model, self.market_rule)
             plans.append(decided)
             for wait in decided.waits:
                 log.info("job %s waits: %s", wait.job_id, wait.reason)
             # Scale-in goes through the control plane: it empties the instance first.
             await self._ask_to_drain(decided.terminations)
-            done: Actuation = await self.actuator.execute(replace(decided, terminations=()))
-            now = self.clock.now()
-            if self.record is not None and done.launched:
-                launched = seen(instance for _, instance in done.launched)
-                await asyncio.to_thread(self.record.record_instances_seen, launched)
-            for launch, instance in done.launched:
-                # EC2 may have taken one of the launch's alternatives: that pool's price.
-                quote = state.market.quote(instance.pool)
-                price = quote.price_per_hour if quote is not None else launch.price_per_hour
-                self.book.bought(instance, price, now)
-                self.reconciler.ledger[instance.instance_id] = instance
-                covered.update(launch.job_ids)
-                # Its GPUs are spoken for by the jobs it was bought for (left out above).
-                busy[instance.instance_id] += len(launch.job_ids)
+            done = await self._launch(state, replace(decided, terminations=()), busy)
+            covered.update(j for launch, _ in done.launched for j in launch.job_ids)
             if self.metrics is not None:
                 self.metrics.planned(state, decided, done, self.settings)
-            chosen = self._reservations(decided, done, state.queued)
-            await asyncio.to_thread(self.demand.reserve, chosen)
             if not done.failed:
                 break
+        if running and self.settings.return_to_spot:
+            await self._back_to_spot(state, running, moving, busy)
         await self._sync_credentials()
         return plans
+
+    async def _launch(self, state: PlanInput, decided: Plan, busy: Counter[str]) -> Actuation:
+        """Carry out the plan; book what it bought and reserve it for its jobs."""
+        done: Actuation = await self.actuator.execute(decided)
+        now = self.clock.now()
+        if self.record is not None and done.launched:
+            launched = seen(instance for _, instance in done.launched)
+            await asyncio.to_thread(self.record.record_instances_seen, launched)
+        for launch, instance in done.launched:
+            # EC2 may have taken one of the launch's alternatives: that pool's price.
+            quote = state.market.quote(instance.pool)
+            price = quote.price_per_hour if quote is not None else launch.price_per_hour
+            self.book.bought(instance, price, now)
+            self.reconciler.ledger[instance.instance_id] = instance
+            # Its GPUs are spoken for by the jobs it was bought for (left out above).
+            busy[instance.instance_id] += len(launch.job_ids)
+        jobs = [*state.queued, *(r.demand for r in state.running)]
+        chosen = reservations_for(decided, done, jobs, self.reconciler.ledger, self.settings,
+                                  self.model, now)  # fmt: skip
+        await asyncio.to_thread(self.demand.reserve, chosen)
+        return done
+
+    async def _moving_to_spot(self, now: datetime) -> tuple[list[RunningJob], dict[str, str]]:
+        """The running jobs, and instance -> job for the spot instances held for those of them
+        moving back to spot (no other job may take those GPUs, and scale-in leaves them)."""
+        if not self.settings.return_to_spot:
+            return [], {}
+        running = await asyncio.to_thread(self.demand.running)
+        ids = [job.demand.job_id for job in running]
+        held = await asyncio.to_thread(self.demand.reservations, now, ids)
+        return running, {instance_id: job_id for job_id, instance_id in held.items()}
+
+    async def _back_to_spot(self, state: PlanInput, running: Sequence[RunningJob],
+                            moving: Mapping[str, str], busy: Counter[str]) -> None:  # fmt: skip
+        """Jobs on on-demand whose spot instance has booted move there; others worth moving
+        get one (`autoscaler/spot_return.py`)."""
+        held = {job_id: instance_id for instance_id, job_id in moving.items()}
+        moves = ready_to_move(state, running, held, self.settings)
+        await self._ask_to_drain([Terminate(m.instance_id, m.reason) for m in moves])
+        waiting = [job for job in running if job.demand.job_id not in held]
+        launches = spot_launches(state, waiting, self.settings, self.model, self.market_rule)
+        if launches:
+            await self._launch(replace(state, running=tuple(running)),
+                               Plan(launches=tuple(launches)), busy)  # fmt: skip
 
     async def _sync_credentials(self) -> None:
         """After the launches, so a new instance's account is there while it boots. A broker
@@ -161,35 +196,6 @@ class AutoscalerLoop:
             await self.credentials.sync(self.reconciler.ledger)
         except FrameFleetError as error:
             log.warning("worker credentials not synced, retrying next round: %s", error)
-
-    def _reservations(
-        self, decided: Plan, done: Actuation, queued: Sequence[JobDemand]
-    ) -> list[Reservation]:
-        """What this round bought or picked for each job, for the control plane's scheduler:
-        the instance, held until it has had time to boot and load the model and a while more,
-        and the job's pace there, so the scheduler can keep it off spot GPUs once its deadline
-        could no longer take an interruption."""
-        settings = self.settings
-        jobs = {job.job_id: job for job in queued}
-        # Restarting on a free GPU (model load) plus one interruption, as choose_market counts.
-        margin = settings.model_load_seconds + interruption_seconds(settings)
-        expires = (
-            self.clock.now() + timedelta(seconds=new_instance_startup(settings)) + RESERVATION_GRACE
-        )
-        picked = [(job_id, instance_id) for job_id, instance_id in decided.placed]
-        picked += [(j, i.instance_id) for launch, i in done.launched for j in launch.job_ids]
-        reservations = []
-        for job_id, instance_id in picked:
-            instance = self.reconciler.ledger.get(instance_id)
-            job = jobs.get(job_id)
-            if instance is not None and job is not None:
-                on_demand = instance.pool.market is Market.ON_DEMAND
-                family = kind_of(instance.pool.instance_type).family
-                pace = self.model.seconds_per_step(job.shape, family)
-                reservations.append(
-                    Reservation(job_id, instance_id, on_demand, expires, pace, margin)
-                )
-        return reservations
 
     async def _sync_fleet(self) -> Counter[str]:
         """Reconcile with EC2; returns the busy GPUs per instance (a copy the caller may add
@@ -312,7 +318,11 @@ class AutoscalerLoop:
         return len(self.book.records)
 
     async def plan_input(
-        self, busy: Mapping[str, int], queued: Sequence[JobDemand], spent_today: float | None = None
+        self,
+        busy: Mapping[str, int],
+        queued: Sequence[JobDemand],
+        spent_today: float | None = None,
+        moving: Mapping[str, str] | None = None,
     ) -> PlanInput:
         """The policy's snapshot now: the market (capacity holds applied), the fleet, the
         queue, and today's spend (accrued unless given)."""
@@ -328,9 +338,11 @@ class AutoscalerLoop:
             spent_today = self.spend.accrue(now, sum(i.price_per_hour for i in instances))
         ids = [job.job_id for job in queued]
         reserved = await asyncio.to_thread(self.demand.reservations, now, ids)
-        return PlanInput(now, tuple(queued), instances, market, spent_today=spent_today,
-                         reservations=reserved, expected_arrivals=await self._expected(now),
-                         typical_job=self.latest_job)  # fmt: skip
+        return PlanInput(
+            now, tuple(queued), instances, market, spent_today=spent_today, reservations=reserved,
+            expected_arrivals=await self._expected(now), typical_job=self.latest_job,
+            moving_to_spot=dict(moving or {}),
+        )  # fmt: skip
 
     async def _expected(self, now: datetime) -> float:
         """Jobs the forecast expects within a new instance's start-up (only read when

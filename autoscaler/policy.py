@@ -149,7 +149,9 @@ def plan(
         settings,
         model,
         rule,
-        slots=[_FreeSlots(i, kind_of(i.pool.instance_type), i.gpus - i.busy_gpus)
+        # A GPU held for a job moving back to spot is not free for another.
+        slots=[_FreeSlots(i, kind_of(i.pool.instance_type),
+                          i.gpus - i.busy_gpus - (i.instance_id in state.moving_to_spot))
                for i in state.instances],
         hourly=sum(i.price_per_hour for i in state.instances),
         spot_pools=Counter(i.pool for i in state.instances if i.pool.market is Market.SPOT),
@@ -359,7 +361,11 @@ def _scale_in(
     )
     idle_gpus = sum(i.gpus for i in idle)
     for instance in idle:
-        if instance.unsaved_work or remaining <= keep:
+        if (
+            instance.unsaved_work
+            or remaining <= keep
+            or instance.instance_id in state.moving_to_spot
+        ):
             continue
         if idle_gpus - instance.gpus < warm_gpus:
             continue  # kept warm for the jobs the forecast expects

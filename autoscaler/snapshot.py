@@ -33,6 +33,12 @@ class JobDemand:
 
 
 @dataclass(frozen=True)
+class RunningJob:
+    demand: JobDemand  # steps done: its last durable checkpoint's
+    instance_id: str
+
+
+@dataclass(frozen=True)
 class InstanceView:
     instance_id: str
     pool: Pool
@@ -72,6 +78,10 @@ class PurchaseSettings:
     # idle spot GPUs are kept or bought ahead of the jobs when the waiting they save is worth
     # more than their idle time (`autoscaler/prewarm.py`). 0: never.
     prewarm_wait_value_per_job_hour: float = 0.0
+    # A job on on-demand moves back to spot when its deadline allows and the move saves more
+    # than this many hours of its on-demand GPU (`autoscaler/spot_return.py`).
+    return_to_spot: bool = True
+    return_to_spot_margin_hours: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,9 @@ class PlanInput:
     # (what a pre-warmed GPU must fit).
     expected_arrivals: float = 0.0
     typical_job: JobDemand | None = None
+    # Spot instance -> the running job moving there from on-demand: its GPU is spoken for.
+    moving_to_spot: Mapping[str, str] = field(default_factory=dict)
+    running: tuple[RunningJob, ...] = ()  # with their progress (for the reservations)
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,7 @@ class FleetSimulation:
         settings = purchase_settings(setup, (kind.instance_type, *companions.types))
         if not policy.risk_aware:
             settings = replace(settings, max_pool_share=1.0)
+        settings = replace(settings, return_to_spot=policy.back_to_spot)
         self.autoscaler = AutoscalerLoop(
             market=market if policy.risk_aware else PricesOnly(market),
             actuator=Actuator(self.cloud, capacity, FLEET_ID, self.clock),

@@ -35,6 +35,12 @@ class FleetPolicy:
     # The single-job policies run each job in one zone: its home zone is the cheapest with
     # spot capacity when the job arrives, and it uses spot only there.
     home_zone: bool = False
+    # A job on on-demand moves back to spot when that pays (the product); SkyPilot's managed
+    # jobs and the paper's policies keep it there to its end.
+    back_to_spot: bool = False
+
+
+FRAMEFLEET = FleetPolicy("framefleet", back_to_spot=True)
 
 
 def on_demand_only(
@@ -76,8 +82,6 @@ def uniform_progress(
         return MarketChoice(Market.ON_DEMAND, "behind uniform progress", net.slack_seconds)
     return net
 
-
-FRAMEFLEET = FleetPolicy("framefleet")
 BASELINES = (
     FleetPolicy("on-demand only", on_demand_only, risk_aware=False, home_zone=True),
     FleetPolicy("greedy (any zone, as SkyPilot)", greedy, risk_aware=False),

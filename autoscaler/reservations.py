@@ -1,0 +1,48 @@
+"""What a round bought or picked for each job, written for the control plane's scheduler."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+from autoscaler.actuation import Actuation
+from autoscaler.catalog import kind_of
+from autoscaler.deadline import interruption_seconds, new_instance_startup
+from autoscaler.ec2.ports import ObservedInstance
+from autoscaler.snapshot import JobDemand, Plan, PurchaseSettings
+from autoscaler.throughput import ThroughputModel
+from kernel.job_record import Reservation
+from kernel.market import Market
+
+# How long a reservation outlives the expected boot and model load.
+RESERVATION_GRACE = timedelta(minutes=10)
+
+
+def reservations_for(
+    decided: Plan,
+    done: Actuation,
+    jobs: Sequence[JobDemand],
+    instances: Mapping[str, ObservedInstance],
+    settings: PurchaseSettings,
+    model: ThroughputModel,
+    now: datetime,
+) -> list[Reservation]:
+    """For each job placed or launched for: the instance, held until it has had time to boot
+    and load the model and a while more, and the job's pace there, so the scheduler can keep it
+    off spot GPUs once its deadline could no longer take an interruption."""
+    by_id = {job.job_id: job for job in jobs}
+    # Restarting on a free GPU (model load) plus one interruption, as choose_market counts.
+    margin = settings.model_load_seconds + interruption_seconds(settings)
+    expires = now + timedelta(seconds=new_instance_startup(settings)) + RESERVATION_GRACE
+    picked = [(job_id, instance_id) for job_id, instance_id in decided.placed]
+    picked += [(j, i.instance_id) for launch, i in done.launched for j in launch.job_ids]
+    reservations = []
+    for job_id, instance_id in picked:
+        instance = instances.get(instance_id)
+        job = by_id.get(job_id)
+        if instance is not None and job is not None:
+            on_demand = instance.pool.market is Market.ON_DEMAND
+            family = kind_of(instance.pool.instance_type).family
+            pace = model.seconds_per_step(job.shape, family)
+            reservations.append(Reservation(job_id, instance_id, on_demand, expires, pace, margin))
+    return reservations
