@@ -14,11 +14,12 @@ import pytest
 from autoscaler.actuation import Actuator
 from autoscaler.demand import StoreDemand, job_demand
 from autoscaler.ec2.fake import FakeEc2
-from autoscaler.ec2.ports import REASON_TAG
+from autoscaler.ec2.ports import REASON_TAG, LaunchRequest
 from autoscaler.loop import LEARN_EVERY, AutoscalerLoop, Spend
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import TraceMarket, load_trace
+from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
 from autoscaler.throughput import ThroughputModel
@@ -232,3 +233,46 @@ async def test_a_rebalanced_instance_is_replaced_now_and_terminated_once_empty(
     queued_store.mark_drained([instance])
     await loop.once()
     assert instance not in ec2.instances
+
+
+async def test_a_job_on_on_demand_moves_back_to_spot_once_its_spot_instance_has_booted(
+    sqlite_url: str, trace_clock: FakeClock
+) -> None:
+    """A job without a deadline runs on an on-demand instance (a free GPU it was given): the
+    loop buys it a spot instance and holds it for the job, and once that has booted asks the
+    control plane to drain the on-demand one, so the job resumes on spot."""
+    engine = make_engine(sqlite_url)
+    upgrade_to_head(engine)
+    store = JobStore(engine, trace_clock)
+    spec = parse_job(job_dict("long", steps=1000), now=None)
+    store.accept_batch([Submission(spec, "m-long")])
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(store, trace_clock, ec2)
+    # Five hours of work on a V100: 18 s a step.
+    shape = job_demand(store.get("long")).shape
+    loop.model = ThroughputModel(priors={"v100": 18.0 / shape.megapixel_frames})
+    on_demand = Pool("p3.2xlarge", sorted(load_trace(TRACES).zones)[0], Market.ON_DEMAND)
+    request = LaunchRequest("test-fleet", Market.ON_DEMAND, (on_demand,), 1, "t-od", "test", ())
+    (instance,) = (await ec2.launch(request)).instances
+    for target in (JobState.ASSIGNED, JobState.RUNNING):
+        record = store.get("long")
+        store.transition("long", target, expected_version=record.version, actor="test",
+                         reason="placed", worker_id=instance.instance_id)  # fmt: skip
+
+    await loop.once()
+    spot = [i for i in ec2.instances.values() if i.pool.market is Market.SPOT]
+    assert len(spot) == 1
+    assert "job long back to spot from on-demand" in spot[0].tags[REASON_TAG]
+    held = store.reservations(["long"])["long"]
+    assert held.instance_id == spot[0].instance_id
+    assert not held.on_demand
+    assert store.drain_requests() == {}  # the job runs on while its spot instance boots
+
+    await loop.once()  # nothing new: one spot instance per move
+    assert len(ec2.instances) == 2
+    trace_clock.advance(loop.settings.boot_seconds)
+    await loop.once()
+    (drain,) = store.drain_requests().items()
+    assert drain[0] == instance.instance_id
+    assert f"moves to spot instance {spot[0].instance_id}" in drain[1].reason
+    store.dispose()
