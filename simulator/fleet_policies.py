@@ -82,6 +82,7 @@ def uniform_progress(
         return MarketChoice(Market.ON_DEMAND, "behind uniform progress", net.slack_seconds)
     return net
 
+
 BASELINES = (
     FleetPolicy("on-demand only", on_demand_only, risk_aware=False, home_zone=True),
     FleetPolicy("greedy (any zone, as SkyPilot)", greedy, risk_aware=False),
