@@ -167,11 +167,16 @@ class AutoscalerLoop:
     async def _moving_to_spot(self, now: datetime) -> tuple[list[RunningJob], dict[str, str]]:
         """The running jobs, and instance -> job for the spot instances held for those of them
         moving back to spot (no other job may take those GPUs, and scale-in leaves them)."""
-        if not self.settings.return_to_spot:
-            return [], {}
-        running = await asyncio.to_thread(self.demand.running)
-        ids = [job.demand.job_id for job in running]
-        held = await asyncio.to_thread(self.demand.reservations, now, ids)
+        on_demand = (i.pool.market is Market.ON_DEMAND for i in self.reconciler.ledger.values())
+        if not self.settings.return_to_spot or not any(on_demand):
+            return [], {}  # no job runs on on-demand: nothing to read
+
+        def read() -> tuple[list[RunningJob], dict[str, str]]:
+            running = self.demand.running()
+            held = self.demand.reservations(now, [job.demand.job_id for job in running])
+            return running, held
+
+        running, held = await asyncio.to_thread(read)
         return running, {instance_id: job_id for job_id, instance_id in held.items()}
 
     async def _back_to_spot(self, state: PlanInput, running: Sequence[RunningJob],

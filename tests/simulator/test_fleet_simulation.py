@@ -20,7 +20,9 @@ from framefleet.cli import run
 from kernel.errors import ConfigurationError
 from kernel.job_state import JobState
 from orchestrator.control.service import ControlPlaneService
+from simulator.companions import companions_for
 from simulator.fleet import FleetSimulation, run_fleet
+from simulator.fleet_bound import fleet_lower_bound
 from simulator.fleet_setup import setup_for_changeover
 from simulator.workload import SimJob, daily_poisson, dump_jobs, load_jobs
 
@@ -109,6 +111,11 @@ def test_framefleet_simulate_replays_a_trace_and_a_jobs_file(
                          "uniform progress (home zone)"}  # fmt: skip
     assert rows["framefleet"]["misses"] == 0
     assert rows["framefleet"]["cost"] < rows["on-demand only"]["cost"]
+    # No policy pays less than the lower bound of simulator/fleet_bound.py.
+    trace = load_trace(TRACES)
+    start = round(6 * 3600 / trace.gap.total_seconds())
+    bound = fleet_lower_bound(trace, small_workload()[:3], start, companions_for(trace))
+    assert 0 < bound <= min(row["cost"] for row in rows.values())
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "would have cost" in capsys.readouterr().out
 
