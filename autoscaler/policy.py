@@ -12,8 +12,11 @@ each with its reason; never past the dollar budget.
    errors, recent interruptions, no capacity in the trace) are skipped.
 3. A launch that would pass $/hour or $/day stops all launching; that job and the less urgent
    ones wait with the reason.
-4. Idle instances past the idle timeout are terminated down to the warm minimum; an instance
-   with unsaved work never is.
+4. Spot GPUs are pre-warmed for the jobs the forecast expects when the waiting they save is
+   worth their idle time (`prewarm.py`; off unless a value of waiting is set).
+5. Idle instances past the idle timeout are terminated down to the warm minimum and the
+   pre-warmed count; an instance with unsaved work, or held for a job moving back to spot
+   (`spot_return.py`), never is.
 """
 
 from __future__ import annotations

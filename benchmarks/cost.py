@@ -14,8 +14,9 @@
     periodic outages, long droughts, price spikes, flapping zones), job fraction 0.8,
     `--synthetic-starts` per zone, every policy with the parameters it has for the real traces.
 
-Prints the tables and a line per target (met, or short by how much), and writes
-benchmarks/results/cost.json and cost.png.
+Prints the tables (the fleet's with its lower bound, simulator/fleet_bound.py) and a line per
+target (met, or short by how much), and writes benchmarks/results/cost.json and cost.png;
+`--sections b` runs the fleet alone and writes cost-b.json.
 """
 
 from __future__ import annotations

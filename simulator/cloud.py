@@ -162,8 +162,9 @@ class SimulatedEc2(FakeEc2):
 
 
 def instance_kind(trace: Trace) -> InstanceKind:
-    """The one instance type the fleet simulator buys: the trace's. It says plainly what it
-    cannot replay instead of replaying it wrongly."""
+    """The trace's instance type, which the fleet simulator buys (with its family's other sizes,
+    simulator/companions.py). It says plainly what it cannot replay instead of replaying it
+    wrongly."""
     types = sorted({zone.instance_type for zone in trace.zones.values()})
     if len(types) != 1:
         raise ConfigurationError(f"the fleet simulator replays one instance type, not {types}")
