@@ -138,7 +138,7 @@ class AutoscalerLoop:
                 self.metrics.planned(state, decided, done, self.settings)
             if not done.failed:
                 break
-        if running and self.settings.return_to_spot:
+        if running:  # read only when back to spot is on and an on-demand instance exists
             await self._back_to_spot(state, running, moving, busy)
         await self._sync_credentials()
         return plans
@@ -184,8 +184,7 @@ class AutoscalerLoop:
         """Jobs on on-demand whose spot instance has booted move there; others worth moving
         get one (`autoscaler/spot_return.py`)."""
         held = {job_id: instance_id for instance_id, job_id in moving.items()}
-        moves = ready_to_move(state, running, held, self.settings)
-        await self._ask_to_drain([Terminate(m.instance_id, m.reason) for m in moves])
+        await self._ask_to_drain(ready_to_move(state, running, held, self.settings))
         waiting = [job for job in running if job.demand.job_id not in held]
         launches = spot_launches(state, waiting, self.settings, self.model, self.market_rule)
         if launches:

@@ -19,23 +19,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 
 from autoscaler.catalog import kind_of
 from autoscaler.deadline import MarketRule, new_instance_startup
 from autoscaler.pool_choice import cost_per_step, pick_pool
-from autoscaler.snapshot import InstanceView, Launch, PlanInput, PurchaseSettings, RunningJob
+from autoscaler.snapshot import (
+    InstanceView,
+    Launch,
+    PlanInput,
+    PurchaseSettings,
+    RunningJob,
+    Terminate,
+)
 from autoscaler.throughput import ThroughputModel
 from kernel.market import Market
-
-
-@dataclass(frozen=True)
-class Move:
-    """Drain `instance_id`: its job resumes on the spot instance bought for it."""
-
-    instance_id: str
-    reason: str
 
 
 def _alone_on_demand(job: RunningJob, instances: Mapping[str, InstanceView]) -> InstanceView | None:
@@ -92,9 +90,9 @@ def ready_to_move(
     running: Sequence[RunningJob],
     held: Mapping[str, str],
     settings: PurchaseSettings,
-) -> list[Move]:
-    """On-demand instances to drain now: the spot instance held for their job has booted and
-    has a free GPU."""
+) -> list[Terminate]:
+    """On-demand instances to drain now (scale-in through the control plane): the spot
+    instance held for their job has booted and has a free GPU."""
     instances = {i.instance_id: i for i in state.instances}
     boot = timedelta(seconds=settings.boot_seconds)
     moves = []
@@ -104,6 +102,6 @@ def ready_to_move(
         if source is None or target is None or target.pool.market is not Market.SPOT:
             continue
         if state.now >= target.launched_at + boot and target.busy_gpus < target.gpus:
-            moves.append(Move(source.instance_id, f"job {job.demand.job_id} moves to spot "
+            moves.append(Terminate(source.instance_id, f"job {job.demand.job_id} moves to spot "
                                                   f"instance {target.instance_id}"))  # fmt: skip
     return moves

@@ -30,7 +30,7 @@ from kernel.market import Market
 @dataclass(frozen=True)
 class Companion:
     kind: InstanceKind
-    on_demand_price: float  # USD/hour
+    on_demand_price: Mapping[str, float]  # region -> USD/hour
     spot_factor: Mapping[str, float]  # region -> its spot price / the traced type's
 
 
@@ -49,7 +49,7 @@ class Companions:
     def price(self, pool: Pool, traced_price: float) -> float:
         companion = self.types[pool.instance_type]
         if pool.market is Market.ON_DEMAND:
-            return companion.on_demand_price
+            return companion.on_demand_price[pool.region]
         return traced_price * companion.spot_factor[pool.region]
 
 
@@ -68,7 +68,7 @@ def companions_for(trace: Trace, advisor: SpotAdvisor | None = None) -> Companio
     for kind in CATALOG.values():
         if kind.family is not own.family or kind.gpus == own.gpus:
             continue
-        factors, on_demand = {}, None
+        factors, on_demand = {}, {}
         for region in regions:
             theirs, ours = advisor.entry(region, kind.instance_type), advisor.entry(region, traced)
             price = fallback_price(region, kind.instance_type)
@@ -80,8 +80,8 @@ def companions_for(trace: Trace, advisor: SpotAdvisor | None = None) -> Companio
             # Spot price = on-demand x (1 - savings), for each type, in the same region.
             theirs_spot = price * (100 - theirs.savings_percent)
             factors[region] = theirs_spot / (own_price * (100 - ours.savings_percent))
-            on_demand = price
-        if factors and on_demand is not None:
+            on_demand[region] = price
+        if factors:
             found[kind.instance_type] = Companion(kind, on_demand, factors)
     return Companions(traced, found)
 
@@ -98,7 +98,8 @@ class WithCompanions:
         asked = {pool for pool in pools if pool.instance_type == self._companions.traced}
         asked |= {base for base in bases.values() if base is not None}
         seen = await self._market.snapshot(sorted(asked))
-        quotes = {pool: q for pool, q in seen.quotes.items() if pool in set(pools)}
+        wanted = set(pools)
+        quotes = {pool: q for pool, q in seen.quotes.items() if pool in wanted}
         for pool, base in bases.items():
             traced = seen.quotes.get(base) if base is not None else None
             if traced is not None:

@@ -204,11 +204,12 @@ class FleetSimulation:
 
     def _start_delays(self) -> dict[str, float]:
         """Mean, p50 and p95 of arrival -> first start, over the jobs that started (hours)."""
-        delays = []
-        for job in self.jobs:
-            starts = [s.started_at for s in self.store.attempts_of(job.job_id)]
-            if starts:
-                delays.append((min(starts) - self._arrival_at(job)).total_seconds() / 3600)
+        first_start: dict[str, datetime] = {}
+        for span in self.store.attempts_on(list(self.cloud.records)):  # one query, in chunks
+            known = first_start.get(span.job_id)
+            first_start[span.job_id] = min(known or span.started_at, span.started_at)
+        delays = [(first_start[job.job_id] - self._arrival_at(job)).total_seconds() / 3600
+                  for job in self.jobs if job.job_id in first_start]  # fmt: skip
         if not delays:
             return {}
         p50, p95 = np.percentile(delays, [50, 95])

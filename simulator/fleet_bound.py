@@ -65,6 +65,8 @@ def fleet_lower_bound(
 ) -> float:
     cheapest = per_gpu_prices(trace, companions)
     first = next(iter(trace.zones.values()))
-    per_gpu = [c.on_demand_price / c.kind.gpus for c in companions.types.values()]
+    per_gpu = [
+        p / c.kind.gpus for c in companions.types.values() for p in c.on_demand_price.values()
+    ]
     on_demand = min([first.on_demand_price / first.gpus, *per_gpu])
     return float(np.sum([job_bound(cheapest, job, start_tick, on_demand) for job in jobs]))
