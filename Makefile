@@ -81,6 +81,7 @@ bench-cost-report: $(VENV)/.dev-installed
 schema: $(VENV)/.dev-installed
 	$(BIN)/framefleet schema --output docs/job.schema.json
 	$(BIN)/framefleet schema --of trace --output docs/trace-format.schema.json
+	$(BIN)/framefleet schema --of openapi --output docs/openapi.json
 
 clean:
 	rm -rf $(VENV) $(FOCUS_VENV) $(CHECKOV_VENV) .focus-check .pytest_cache .mypy_cache .ruff_cache .demo

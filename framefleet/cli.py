@@ -33,6 +33,8 @@ from framefleet.fleet_cli import run_command as run_fleet_command
 from framefleet.settings import Settings, load_settings
 from framefleet.simulate_cli import add_commands as add_simulate_commands
 from framefleet.simulate_cli import run_command as run_simulate_command
+from framefleet.tokens_cli import add_commands as add_token_commands
+from framefleet.tokens_cli import run_command as run_token_commands
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError
 from kernel.job_record import JobRecord
@@ -53,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path, help="TOML settings file (FRAMEFLEET_CONFIG)")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    commands.add_parser("serve", help="run the control plane (SQS intake)")
+    commands.add_parser("serve", help="run the control plane (and the API, when api.port is set)")
 
     jobs = commands.add_parser("jobs", help="list jobs as a table")
     jobs.add_argument("--state", choices=[s.value for s in JobState])
@@ -80,8 +82,9 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="print or write a JSON Schema")
     schema.add_argument("--output", type=Path)
-    schema.add_argument("--of", choices=["job", "trace"], default="job",
-                        help="the job message, or one zone file of a spot trace")  # fmt: skip
+    schema.add_argument("--of", choices=["job", "trace", "openapi"], default="job",
+                        help="the job message, one zone file of a spot trace, or the HTTP "
+                             "API (OpenAPI 3.1)")  # fmt: skip
 
     db = commands.add_parser("db", help="database maintenance")
     db.add_argument("action", choices=["upgrade"])
@@ -90,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     add_simulate_commands(commands)
     add_fleet_commands(commands)
     add_costs_commands(commands)
+    add_token_commands(commands)
     demo = commands.add_parser("demo", help="the whole system on this machine (make demo)",
                                 add_help=False)  # fmt: skip
     demo.add_argument("demo_args", nargs="*", help="see `framefleet demo --help`")
@@ -228,6 +232,14 @@ async def _serve(settings: Settings) -> None:
         log.info("stopped cleanly")
 
 
+def _schema(of: str) -> dict[str, Any]:
+    if of == "openapi":
+        from orchestrator.api.app import openapi_document  # FastAPI: only this command needs it
+
+        return openapi_document()
+    return job_json_schema() if of == "job" else trace_json_schema()
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["demo"]:
@@ -242,7 +254,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         asyncio.run(_serve(settings))
     elif args.command == "schema":
-        document = job_json_schema() if args.of == "job" else trace_json_schema()
+        document = _schema(args.of)
         text = json.dumps(document, indent=2, sort_keys=True) + "\n"
         if args.output:
             args.output.write_text(text)
@@ -283,6 +295,8 @@ def run(argv: Sequence[str] | None = None) -> int:
                 run_costs_command(args, settings, store, SystemClock(), console)
             elif args.command == "cancel":
                 cancel(store, args.job_id, args.reason, console)
+            elif args.command == "tokens":
+                run_token_commands(args, store, console)
             elif args.command == "db":
                 store.upgrade()
                 console.print("database schema is at the newest migration")

@@ -26,6 +26,7 @@ from orchestrator.aws.ses import SesSender
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue, queue_depth
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.control.plane_metrics import FleetMoney, PlaneGauges, PlaneMetrics
+from orchestrator.control.progress import ProgressRecorder
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
 from orchestrator.control.settings import ControlSettings
@@ -42,6 +43,8 @@ from orchestrator.store.migrate import upgrade_to_head
 
 if TYPE_CHECKING:
     from types_aiobotocore_sqs import SQSClient
+
+    from framefleet.api_server import ApiServer
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +149,8 @@ class ControlPlane:
     reports: Reporter | None = None  # the finance reports on schedule, when configured
     gauges: PlaneGauges | None = None
     health: HealthServer | None = None  # /metrics, /healthz, /readyz, when a port is set
+    api: ApiServer | None = None  # the HTTP API and console, when a port is set
+    progress: ProgressRecorder | None = None  # workers' job steps, for the API
 
     async def run(self, stop: asyncio.Event) -> None:
         if self.health is not None:
@@ -166,6 +171,10 @@ class ControlPlane:
             loops.append(self.service.run(stop))
         if self.interruptions is not None:
             loops.append(self.interruptions.run(stop))
+        if self.api is not None:
+            loops.append(self.api.run(stop))
+        if self.progress is not None:
+            loops.append(self.progress.run(stop))
         await asyncio.gather(*loops)
 
 
@@ -188,6 +197,7 @@ async def control_plane(
                 dead_letters = SqsDeadLetterQueue(sqs, settings.require_queues()[1])
                 refusals = RefusedMessages(clock, dead_letters, registry)
                 plane.service = build_control_service(settings, store, clock, refusals)
+                plane.progress = ProgressRecorder(plane.service.registry, store, clock)
                 if settings.interruptions_queue_url:
                     plane.interruptions = InterruptionsLoop(
                         SqsQueue(sqs, settings.interruptions_queue_url),
@@ -198,6 +208,10 @@ async def control_plane(
                         InterruptionMetrics(registry),
                     )
             _observe(plane, settings, sqs, clock)
+            if settings.api.port is not None:
+                from framefleet.api_server import build_api  # FastAPI: only when it serves
+
+                plane.api = build_api(settings, store, clock)
             yield plane
     finally:
         store.dispose()

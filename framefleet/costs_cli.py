@@ -15,8 +15,8 @@ from framefleet.control_plane import reporter
 from framefleet.settings import Settings
 from kernel.clock import Clock
 from kernel.errors import ConfigurationError
-from orchestrator.costs.attribution import Category
 from orchestrator.costs.focus import focus_rows, write_csv, write_parquet
+from orchestrator.costs.job_cost import job_cost
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.money import ZERO, apportion, usd
 from orchestrator.costs.report import Period, PeriodKind, last_complete, period_containing
@@ -61,22 +61,14 @@ def run_command(
 
 def job_costs(store: JobStore, clock: Clock, settings: Settings, job_id: str) -> Table | None:
     """What the job cost, by category (waste included), across all its attempts."""
-    spans = store.attempts_of(job_id)
-    if not spans:
-        return None
-    since = min(s.started_at for s in spans)
-    until = max((s.ended_at or clock.now()) for s in spans) + timedelta(seconds=1)
     ledger = CostLedger(store, clock, settings.costs.ledger())
-    period = ledger.period(since, until)
-    parts = {c.value: ZERO for c in Category}
-    for line in period.lines:
-        if line.job_id == job_id:
-            parts[line.category.value] += line.usd
-    s3 = ledger.s3_usd([s for s in spans if s.job_id == job_id]).get(job_id, ZERO)
+    parts = job_cost(store, ledger, job_id, clock.now())
+    if parts is None:
+        return None
     table = Table(title=f"cost of {job_id} (UTC; waste: lost, idle, draining)")
     table.add_column("category")
     table.add_column("USD", justify="right")
-    shown = apportion({k: v for k, v in parts.items() if v} | {"S3 requests": s3})
+    shown = apportion(parts.by_category)
     for name, amount in shown.items():
         table.add_row(name, usd(amount))
     table.add_row("total", usd(sum(shown.values(), ZERO)), style="bold")

@@ -144,6 +144,19 @@ class CostsConfig(BaseModel):
         return CostSettings(ebs_gib=self.ebs_gib, ebs_usd_per_gib_month=self.ebs_usd_per_gib_month)
 
 
+class ApiConfig(BaseModel):
+    """The HTTP API and web console inside `framefleet serve`."""
+
+    # None: off. On loopback unless asked: set host 0.0.0.0 behind a TLS load balancer.
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "127.0.0.1"
+    requests_per_minute: int = Field(default=600, ge=1, le=1_000_000)  # per token and replica
+    max_body_bytes: int | None = Field(default=None, ge=1024, le=1024 * 1024)  # None: SQS's
+    event_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    output_link_seconds: int = Field(default=3600, ge=60, le=7 * 86400)
+    secure_cookie: bool = False  # the console's cookie only over HTTPS (behind TLS)
+
+
 class ReplayConfig(BaseModel):
     """A spot trace replayed in compressed time instead of the live market (the demo): the
     autoscaler's prices and spot capacity, and the local fleet's interruptions, come from it.
@@ -198,6 +211,7 @@ class Settings(EnvThenTomlSettings):
     interruptions: InterruptionsConfig = Field(default_factory=InterruptionsConfig)
     replay: ReplayConfig | None = None
     costs: CostsConfig = Field(default_factory=CostsConfig)
+    api: ApiConfig = Field(default_factory=ApiConfig)
 
     def interruption_settings(self) -> InterruptionSettings:
         return InterruptionSettings(

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from kernel.bounded import BoundedSet
 from kernel.clock import Clock
 from kernel.market import Market
-from kernel.worker_protocol import Heartbeat, Hello, Status
+from kernel.worker_protocol import Heartbeat, Hello, JobProgress, Status
 from orchestrator.scheduling.snapshots import GpuSlot, RunningJob, WorkerSnapshot
 from orchestrator.scheduling.worker_health import (
     HealthChange,
@@ -80,9 +80,13 @@ class WorkerRegistry:
         ):
             record = transition(record, WorkerHealth.ALIVE, now, "heartbeat after its last will")
         self._workers[heartbeat.worker_id] = replace(
-            record, last_seen=now, heartbeat_sequence=heartbeat.sequence
+            record, last_seen=now, heartbeat_sequence=heartbeat.sequence, progress=heartbeat.jobs
         )
         return True
+
+    def progress(self) -> list[tuple[JobProgress, datetime]]:
+        """Every job step the workers' last heartbeats reported, with when they were heard."""
+        return [(job, r.last_seen) for r in self._workers.values() for job in r.progress]
 
     def on_status(self, status: Status) -> None:
         if not status.online:

@@ -17,7 +17,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from kernel.errors import FrameFleetError
-from kernel.worker_protocol import Hello
+from kernel.worker_protocol import Hello, JobProgress
 
 HISTORY = 16  # changes kept per worker
 
@@ -65,6 +65,7 @@ class WorkerRecord:
     heartbeat_sequence: int = -1
     history: tuple[HealthChange, ...] = ()
     will_sent_at: datetime | None = None  # of the last will that took it offline
+    progress: tuple[JobProgress, ...] = ()  # its jobs' steps, as its last heartbeat said
 
 
 def registered(hello: Hello, at: datetime, previous: WorkerRecord | None) -> WorkerRecord:

@@ -85,6 +85,9 @@ class IntakeLedger(StoreBase):
             source_message_id=item.message_id,
             created_at=now,
             updated_at=now,
+            team=spec.tags.team,
+            customer=spec.tags.customer,
+            project=spec.tags.project,
         )
 
     def record_rejection(self, rejection: Rejection) -> bool:

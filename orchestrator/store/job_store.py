@@ -36,10 +36,12 @@ from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.drains import DrainBook
 from orchestrator.store.fleet_view import FleetViewBook
 from orchestrator.store.intake_ledger import IntakeLedger
+from orchestrator.store.job_pages import JobPageBook
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.report_sends import ReportSendBook
 from orchestrator.store.reservations import ReservationBook
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, ReservationRow
+from orchestrator.store.tokens import TokenBook
 
 # An attempt's outcome when it ended through its worker's fault (the others are job states).
 WORKER_FAULT = "worker_fault"
@@ -53,6 +55,8 @@ class JobStore(
     CostFactBook,
     ReportSendBook,
     FleetViewBook,
+    JobPageBook,
+    TokenBook,
 ):
     # -- the state machine ------------------------------------------------------------------
 

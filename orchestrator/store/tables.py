@@ -36,6 +36,10 @@ class JobRow(SQLModel, table=True):
     job_faults: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     # Retry backoff: not to be assigned before this time.
     not_before: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    # The spec's cost tags, as columns so that the job list can filter by them.
+    team: str | None = Field(default=None, max_length=128, index=True)
+    customer: str | None = Field(default=None, max_length=128, index=True)
+    project: str | None = Field(default=None, max_length=128, index=True)
 
 
 class JobAttemptRow(SQLModel, table=True):
@@ -184,3 +188,32 @@ class ReportSendRow(SQLModel, table=True):
     last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     message_id: str | None = Field(default=None, max_length=128)
     updated_at: datetime = Field(sa_column=_utc_column())
+
+
+class ApiTokenRow(SQLModel, table=True):
+    """An API token: its SHA-256 only (a token is 32 random bytes, so a fast digest is as safe
+    as a slow hash), its scopes, and when it was revoked."""
+
+    __tablename__ = "api_tokens"
+
+    token_id: str = Field(primary_key=True, max_length=32)  # public: names the token
+    name: str = Field(max_length=128)
+    scopes: str = Field(max_length=128)  # comma-separated
+    sha256: str = Field(max_length=64, unique=True, index=True)
+    created_at: datetime = Field(sa_column=_utc_column())
+    revoked_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+
+
+class JobProgressRow(SQLModel, table=True):
+    """A running attempt's progress as its worker last reported it (heartbeats), and its first
+    report, from which its pace follows."""
+
+    __tablename__ = "job_progress"
+
+    job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
+    attempt: int
+    step: int
+    total_steps: int
+    reported_at: datetime = Field(sa_column=_utc_column())
+    first_step: int
+    first_at: datetime = Field(sa_column=_utc_column())

@@ -1,0 +1,106 @@
+"""The HTTP API and console, wired and served: the API's services built from settings, and
+uvicorn run inside the control plane's event loop (its stop event stops it, not a signal)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Iterator
+from datetime import datetime
+
+import boto3
+import uvicorn
+from botocore.config import Config
+
+from framefleet.settings import Settings
+from kernel.clock import Clock
+from kernel.errors import ConfigurationError
+from orchestrator.api.app import build_app
+from orchestrator.api.ports import ApiServices, ApiSettings
+from orchestrator.costs.job_cost import JobCostParts, job_cost
+from orchestrator.costs.ledger import CostLedger
+from orchestrator.costs.summary import CostSummary, summarize
+from orchestrator.store.job_store import JobStore
+
+log = logging.getLogger(__name__)
+
+
+def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServices:
+    ledger = CostLedger(store, clock, settings.costs.ledger())
+    s3 = boto3.client("s3", region_name=settings.region, endpoint_url=settings.endpoint_url,
+                      config=Config(signature_version="s3v4"))  # fmt: skip
+
+    def cost_of(job_id: str) -> JobCostParts | None:
+        return job_cost(store, ledger, job_id, clock.now())
+
+    def period_costs(since: datetime, until: datetime) -> tuple[CostSummary, list[str]]:
+        period = ledger.period(since, until)
+        return summarize(period, ledger.s3_usd(period.attempts)), period.incomplete
+
+    def presign(bucket: str, key: str, seconds: int) -> str:
+        url: str = s3.generate_presigned_url(
+            "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=seconds
+        )
+        return url
+
+    config = settings.api
+    return ApiServices(
+        store=store, clock=clock, job_cost=cost_of, period_costs=period_costs, presign=presign,
+        settings=ApiSettings(
+            max_body_bytes=config.max_body_bytes or settings.max_message_bytes,
+            requests_per_minute=config.requests_per_minute,
+            event_poll_seconds=config.event_poll_seconds,
+            output_link_seconds=config.output_link_seconds,
+            secure_cookie=config.secure_cookie,
+        ),
+    )  # fmt: skip
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # The control plane owns SIGTERM and SIGINT: its stop event ends this server.
+        yield
+
+
+class ApiServer:
+    def __init__(self, services: ApiServices, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        config = uvicorn.Config(
+            build_app(services), host=host, port=port, lifespan="off", log_config=None,
+            timeout_graceful_shutdown=3, server_header=False,
+        )  # fmt: skip
+        self._server = _Server(config)
+
+    def _listen(self) -> socket.socket:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as error:
+            sock.close()
+            raise ConfigurationError(f"the API cannot listen on {self.host}:{self.port}: "
+                                     f"{error.strerror}") from None  # fmt: skip
+        return sock
+
+    async def run(self, stop: asyncio.Event) -> None:
+        sock = self._listen()
+        serving = asyncio.create_task(self._server.serve(sockets=[sock]))
+        log.info("API and console on http://%s:%d/console", self.host, self.port)
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            self._server.should_exit = True
+            await serving
+        finally:
+            stopping.cancel()
+            sock.close()
+
+
+def build_api(settings: Settings, store: JobStore, clock: Clock) -> ApiServer | None:
+    if settings.api.port is None:
+        return None
+    return ApiServer(api_services(settings, store, clock), settings.api.host, settings.api.port)

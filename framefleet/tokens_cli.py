@@ -1,0 +1,55 @@
+"""`framefleet tokens create|list|revoke`: the API's and console's tokens. A new token is
+printed once; the store keeps only its digest."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kernel.errors import ConfigurationError
+from orchestrator.api.auth import Scope, UnknownScope, create_token, parse_scopes
+from orchestrator.store.job_store import JobStore
+
+
+def add_commands(commands: Any) -> None:
+    tokens = commands.add_parser("tokens", help="API tokens: create, list, revoke")
+    actions = tokens.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="a new token, printed once")
+    create.add_argument("--name", required=True, help="who or what uses it")
+    create.add_argument("--scopes", default="read",
+                        help=f"comma-separated: {', '.join(s.value for s in Scope)}")  # fmt: skip
+    actions.add_parser("list", help="every token, without the tokens themselves")
+    revoke = actions.add_parser("revoke", help="revoke a token by its id")
+    revoke.add_argument("token_id")
+
+
+def run_command(args: argparse.Namespace, store: JobStore, console: Console) -> None:
+    if args.action == "create":
+        if not 1 <= len(args.name) <= 128:
+            raise ConfigurationError("--name must be 1 to 128 characters")
+        try:
+            scopes = parse_scopes(args.scopes)
+        except UnknownScope as error:
+            raise ConfigurationError(str(error)) from None
+        token_id, token = create_token(store, args.name, scopes)
+        console.print(f"token {token_id} ({', '.join(scopes)}); shown once, keep it safe:",
+                      highlight=False)  # fmt: skip
+        print(token)  # plain stdout: `TOKEN=$(framefleet tokens create ...)`-friendly
+    elif args.action == "list":
+        table = Table(title="API tokens")
+        for column in ("id", "name", "scopes", "created", "revoked"):
+            table.add_column(column)
+        for stored in store.tokens():
+            table.add_row(
+                stored.token_id, stored.name, ",".join(stored.scopes),
+                f"{stored.created_at:%Y-%m-%d %H:%M} UTC",
+                f"{stored.revoked_at:%Y-%m-%d %H:%M} UTC" if stored.revoked_at else "-",
+            )  # fmt: skip
+        console.print(table)
+    elif not store.revoke_token(args.token_id):
+        raise ConfigurationError(f"no live token {args.token_id!r}")
+    else:
+        console.print(f"revoked {args.token_id}")

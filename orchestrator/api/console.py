@@ -1,0 +1,140 @@
+"""The web console: server-rendered pages (Jinja2, autoescaped) over the same data and tokens
+as the API, with a little JavaScript for live updates (the event stream), submitting and
+cancelling. Log in with a token; it is kept in an HttpOnly, SameSite=Strict cookie."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from kernel.job_state import JobState
+from orchestrator.api.auth import Caller, Scope, caller_of
+from orchestrator.api.fleet_routes import fleet_view, period_bounds
+from orchestrator.api.jobs_routes import job_detail, job_summary
+from orchestrator.api.ports import ApiServices
+from orchestrator.api.security import COOKIE, check_token, services
+from orchestrator.api.views import costs_view
+from orchestrator.store.job_pages import JobFilter
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+COOKIE_SECONDS = 12 * 3600
+LOGIN_BODY_LIMIT = 4096
+QUEUE_ROWS = 200
+
+
+class LoginNeeded(Exception):
+    pass
+
+
+def console_caller(request: Request) -> Caller:
+    try:
+        caller = check_token(request, request.cookies.get(COOKIE), from_cookie=True)
+    except HTTPException as error:
+        if error.status_code == 401:
+            raise LoginNeeded from None
+        raise
+    if not caller.may(Scope.READ):
+        raise HTTPException(403, "this token lacks the 'read' scope the console needs")
+    return caller
+
+
+Viewer = Annotated[Caller, Depends(console_caller)]
+Services = Annotated[ApiServices, Depends(services)]
+
+
+def _page(request: Request, name: str, caller: Caller | None, **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, {"caller": caller, **context})
+
+
+@router.get("/login")
+def login_page(request: Request) -> HTMLResponse:
+    return _page(request, "login.html", None, error=None)
+
+
+@router.post("/login")
+async def login(request: Request, services_: Services) -> Response:
+    body = await request.body()
+    token = "" if len(body) > LOGIN_BODY_LIMIT else (
+        parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip())  # fmt: skip
+    caller = caller_of(services_.store, token) if token else None
+    if caller is None or not caller.may(Scope.READ):
+        error = "That token is unknown, revoked, or lacks the read scope."
+        response = _page(request, "login.html", None, error=error)
+        response.status_code = 401
+        return response
+    redirect = RedirectResponse("/console", status_code=303)
+    redirect.set_cookie(COOKIE, token, max_age=COOKIE_SECONDS, httponly=True, samesite="strict",
+                        secure=services_.settings.secure_cookie, path="/")  # fmt: skip
+    return redirect
+
+
+@router.post("/logout")
+def logout() -> RedirectResponse:
+    redirect = RedirectResponse("/console/login", status_code=303)
+    redirect.delete_cookie(COOKIE, path="/")
+    return redirect
+
+
+@router.get("")
+def queue(request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
+    store = services_.store
+    counts = store.count_by_state()
+    recent = store.job_page(JobFilter(), None, QUEUE_ROWS)
+    jobs = [job_summary(services_, job) for job in recent]
+    template = _submit_template(recent[0].spec.model_dump(mode="json", by_alias=True)
+                                if recent else None)  # fmt: skip
+    return _page(
+        request, "queue.html", caller, jobs=jobs, template=json.dumps(template),
+        counts=[(state.value, counts.get(state, 0)) for state in JobState],
+        may_submit=caller.may(Scope.SUBMIT), may_cancel=caller.may(Scope.CANCEL),
+    )  # fmt: skip
+
+
+def _submit_template(newest: dict[str, Any] | None) -> dict[str, Any]:
+    """The submit form starts from the newest job's spec (its model, output and tags)."""
+    template = dict(newest or {"schema": "framefleet.job/v1", "model": "wan/wan2.1-t2v-1.3b",
+                               "output": "s3://my-bucket/videos/", "prompt": ""})  # fmt: skip
+    for name in ("job_id", "deadline"):
+        template.pop(name, None)
+    return template
+
+
+@router.get("/jobs/{job_id}")
+def job_page(job_id: str, request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
+    job = job_detail(services_, job_id)
+    return _page(request, "job.html", caller, job=job, may_cancel=caller.may(Scope.CANCEL))
+
+
+@router.get("/fleet")
+def fleet_page(request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
+    fleet = fleet_view(services_)
+    now = services_.clock.now()
+    gone = services_.store.gone_between(now - timedelta(hours=24), now + timedelta(seconds=1))
+    hours = Counter(int((now - g.gone_at).total_seconds() // 3600) for g in gone)
+    per_hour = [(f"{23 - h}", hours.get(23 - h, 0)) for h in range(24)]  # oldest first
+    groups = Counter((i.availability_zone, i.market) for i in fleet.instances)
+    return _page(request, "fleet.html", caller, fleet=fleet, per_hour=per_hour,
+                 peak=max([1, *hours.values()]), groups=sorted(groups.items()))  # fmt: skip
+
+
+@router.get("/costs")
+def costs_page(
+    request: Request,
+    caller: Viewer,
+    services_: Services,
+    period: Literal["day", "week", "month"] = "day",
+) -> HTMLResponse:
+    since, until = period_bounds(services_, period, None, None)
+    summary, incomplete = services_.period_costs(since, until)
+    view = costs_view(summary, incomplete)
+    peak = max([1.0, *(float(v) for v in view.by_category.values())])
+    return _page(request, "costs.html", caller, costs=view, period=period, peak=peak)

@@ -1,0 +1,110 @@
+"""/v1/events: server-sent events for live views. Job moves come from the store's job
+history (every replica sees every move, whoever made it), so a reconnecting client names the
+last one it saw (`Last-Event-ID`) and misses nothing; launches and instance ends are what
+changed in the fleet since the stream's last look."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from fastapi.concurrency import run_in_threadpool
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+
+from kernel.job_record import JobEvent
+from orchestrator.api.ports import ApiServices
+from orchestrator.api.security import Reader, Services
+from orchestrator.store.cost_facts import InstanceLife
+
+router = APIRouter(prefix="/v1", tags=["events"])
+KEEPALIVE_SECONDS = 15.0
+BACKLOG = 500  # job moves sent per read: a client far behind catches up in steps
+
+
+def job_event(event_id: int, event: JobEvent) -> ServerSentEvent:
+    return ServerSentEvent(
+        event="job",
+        id=str(event_id),
+        data={
+            "job_id": event.job_id, "at": event.at.isoformat(),
+            "from_state": event.from_state.value if event.from_state else None,
+            "to_state": event.to_state.value, "attempt": event.attempt, "actor": event.actor,
+            "reason": event.reason,
+        },
+    )  # fmt: skip
+
+
+def instance_event(kind: str, life: InstanceLife, reason: str | None = None) -> ServerSentEvent:
+    instance_type, zone, market = life.pool
+    data = {"instance_id": life.instance_id, "instance_type": instance_type,
+            "availability_zone": zone, "market": market.value,
+            "at": (life.ended_at or life.launched_at).isoformat()}  # fmt: skip
+    if reason is not None:
+        data["reason"] = reason
+    return ServerSentEvent(event=kind, data=data)
+
+
+class FleetWatch:
+    """The instances alive at the last look; each look says what launched and what ended."""
+
+    def __init__(self, services: ApiServices) -> None:
+        self._services = services
+        self._alive: dict[str, InstanceLife] | None = None
+
+    def look(self) -> list[ServerSentEvent]:
+        store, now = self._services.store, self._services.clock.now()
+        lives = store.instance_lives(now, now + timedelta(seconds=1))
+        alive = {life.instance_id: life for life in lives if life.ended_at is None}
+        before, self._alive = self._alive, alive
+        if before is None:
+            return []
+        events = [instance_event("launch", life) for i, life in alive.items() if i not in before]
+        ended = [life for i, life in before.items() if i not in alive]
+        if ended:
+            gone = {g.instance_id: g for g in store.gone_between(now - timedelta(hours=1), now)}
+            for life in ended:
+                why = gone.get(life.instance_id)
+                kind = "interruption" if why and "interrupt" in why.reason.lower() else "ended"
+                events.append(instance_event(kind, life, why.reason if why else None))
+        return events
+
+
+async def stream(services: ApiServices, after: int | None) -> AsyncIterator[ServerSentEvent]:
+    store = services.store
+    last = after if after is not None else await run_in_threadpool(store.last_job_event_id)
+    fleet = FleetWatch(services)
+    await run_in_threadpool(fleet.look)
+    yield ServerSentEvent(comment="connected", retry=2000)
+    quiet = 0.0
+    while True:
+        moves = await run_in_threadpool(store.job_events_after, last, BACKLOG)
+        for event_id, event in moves:
+            yield job_event(event_id, event)
+            last = event_id
+        changes = await run_in_threadpool(fleet.look)
+        for change in changes:
+            yield change
+        quiet = 0.0 if moves or changes else quiet + services.settings.event_poll_seconds
+        if quiet >= KEEPALIVE_SECONDS:
+            yield ServerSentEvent(comment="keepalive")
+            quiet = 0.0
+        if len(moves) < BACKLOG:
+            await asyncio.sleep(services.settings.event_poll_seconds)
+
+
+@router.get(
+    "/events",
+    response_class=EventSourceResponse,
+    summary="Live events: `job` (a job moved), `launch`, `interruption`, `ended` (instances)",
+)
+async def events(
+    _: Reader,
+    services: Services,
+    last_event_id: Annotated[int | None, Header(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, description="a job event id to resume after")] = None,
+) -> AsyncIterator[ServerSentEvent]:
+    async for event in stream(services, after if after is not None else last_event_id):
+        yield event

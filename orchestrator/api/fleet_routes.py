@@ -1,0 +1,76 @@
+"""/v1/fleet (the instances alive, their price and jobs) and /v1/costs (the ledger's money
+for a period, by category and tag)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, HTTPException, Query
+
+from orchestrator.api.jobs_routes import ERRORS
+from orchestrator.api.models import CostsView, FleetView
+from orchestrator.api.ports import ApiServices
+from orchestrator.api.security import Reader, Services
+from orchestrator.api.views import costs_view, fleet_instances, fleet_usd_per_hour
+from orchestrator.costs.report import period_containing
+
+router = APIRouter(prefix="/v1", tags=["fleet and money"])
+MAX_PERIOD = timedelta(days=93)
+
+
+def fleet_view(services: ApiServices) -> FleetView:
+    store, now = services.store, services.clock.now()
+    lives = store.instance_lives(now, now + timedelta(seconds=1))
+    prices = store.price_changes([life.pool for life in lives], now + timedelta(seconds=1))
+    instances = fleet_instances(lives, prices, store.placements())
+    gone = store.gone_between(now - timedelta(hours=24), now + timedelta(seconds=1))
+    return FleetView(
+        instances=instances,
+        usd_per_hour=fleet_usd_per_hour(instances),
+        interruptions_24h=len(gone),
+    )
+
+
+@router.get("/fleet", response_model=FleetView, responses=ERRORS, summary="The fleet now")
+def fleet(_: Reader, services: Services) -> FleetView:
+    return fleet_view(services)
+
+
+def period_bounds(
+    services: ApiServices,
+    period: Literal["day", "week", "month"],
+    since: datetime | None,
+    until: datetime | None,
+) -> tuple[datetime, datetime]:
+    now = services.clock.now()
+    if since is None:
+        current = period_containing(period, now)
+        since, until = current.since, min(current.until, now)
+    until = until or now
+    if until <= since or until - since > MAX_PERIOD:
+        raise HTTPException(400, "since must be before until, at most 93 days apart")
+    return since, until
+
+
+@router.get(
+    "/costs",
+    response_model=CostsView,
+    responses=ERRORS,
+    summary="Spend, waste and savings for a period (the current day, week or month so far, "
+    "or since/until)",
+)
+def costs(
+    _: Reader,
+    services: Services,
+    period: Literal["day", "week", "month"] = "day",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    tag: Annotated[Literal["team", "customer", "project"] | None, Query()] = None,
+) -> CostsView:
+    start, end = period_bounds(services, period, since, until)
+    summary, incomplete = services.period_costs(start, end)
+    view = costs_view(summary, incomplete)
+    if tag is not None:
+        view = view.model_copy(update={"by_tag": [t for t in view.by_tag if t.tag == tag]})
+    return view

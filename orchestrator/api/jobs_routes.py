@@ -1,0 +1,187 @@
+"""/v1/jobs: submit (the SQS intake's validation, idempotent by job_id), list, read, cancel,
+and the finished video's link."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, Field
+
+from kernel.errors import JobNotFound, JobValidationError
+from kernel.job_record import AcceptOutcome, JobRecord, Submission
+from kernel.job_spec import JOB_ID_PATTERN, parse_job
+from kernel.job_state import ACTIVE_STATES, JobState
+from orchestrator.api.models import JobDetail, JobPage, JobSummary, OutputLink, Problem
+from orchestrator.api.ports import ApiServices
+from orchestrator.api.security import Canceller, Reader, Services, Submitter
+from orchestrator.api.views import (
+    deadline_risk,
+    decode_cursor,
+    detail,
+    encode_cursor,
+    estimated_finish,
+    summary,
+)
+from orchestrator.control.cancel import JobAlreadyEnded, cancel_job
+from orchestrator.store.job_pages import JobFilter
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+JobId = Annotated[str, Path(pattern=JOB_ID_PATTERN, max_length=128)]
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem} for code in (401, 403, 404, 409, 429)
+}
+
+SUBMIT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": JobSummary, "description": "already accepted with this spec"},
+    413: {"model": Problem},
+    422: {"model": Problem},
+    **ERRORS,
+}
+# The body is read as bytes and parsed by the intake's own parser; the document shows its schema.
+SUBMIT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JobSpec"}}},
+    }
+}
+
+
+class CancelRequest(BaseModel):
+    reason: str = Field(default="by the user", max_length=500)
+
+
+class CancelResult(BaseModel):
+    job: JobSummary
+    stops: str = Field(description="'now' for a job not on a GPU; else 'at its next step'")
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 past `limit` bytes (declared or streamed)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"the body is {declared} bytes, limit {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise HTTPException(413, f"the body is over the limit of {limit} bytes")
+    return bytes(body)
+
+
+def job_summary(services: ApiServices, job: JobRecord) -> JobSummary:
+    now = services.clock.now()
+    reservation = services.store.reservations([job.job_id]).get(job.job_id)
+    finish = estimated_finish(job, services.store.progress_of(job.job_id), reservation, now)
+    return summary(job, deadline_risk(job, finish, now))
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=JobSummary,
+    responses=SUBMIT_RESPONSES,
+    openapi_extra=SUBMIT_BODY,
+    summary="Submit a job (framefleet.job/v1), idempotent by job_id",
+)
+async def submit(
+    request: Request, response: Response, caller: Submitter, services: Services
+) -> JobSummary:
+    body = await _body(request, services.settings.max_body_bytes)
+    try:
+        spec = parse_job(body, now=services.clock.now())
+    except JobValidationError as error:
+        raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
+    message = f"api:{caller.token_id}:{uuid.uuid4().hex[:16]}"
+    store = services.store
+    (outcome,) = await run_in_threadpool(store.accept_batch, [Submission(spec, message)])
+    if outcome is AcceptOutcome.CONFLICT:
+        raise HTTPException(409, f"job_id {spec.job_id!r} was already accepted with another spec")
+    if outcome is AcceptOutcome.DUPLICATE:
+        response.status_code = 200
+    response.headers["Location"] = f"/v1/jobs/{spec.job_id}"
+    return await run_in_threadpool(lambda: job_summary(services, store.get(spec.job_id)))
+
+
+@router.get("", response_model=JobPage, responses=ERRORS, summary="Jobs, newest first")
+def list_jobs(
+    _: Reader,
+    services: Services,
+    state: Annotated[list[JobState], Query()] = [],  # noqa: B006 (FastAPI copies defaults)
+    team: Annotated[str | None, Query(max_length=128)] = None,
+    customer: Annotated[str | None, Query(max_length=128)] = None,
+    project: Annotated[str | None, Query(max_length=128)] = None,
+    created_since: datetime | None = None,
+    created_until: datetime | None = None,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> JobPage:
+    after = decode_cursor(cursor) if cursor else None
+    if cursor and after is None:
+        raise HTTPException(400, "not a cursor this API gave out")
+    tags = tuple((k, v) for k, v in (("team", team), ("customer", customer),
+                                     ("project", project)) if v is not None)  # fmt: skip
+    where = JobFilter(tuple(state), tags, created_since, created_until)
+    jobs = services.store.job_page(where, after, limit + 1)
+    shown = jobs[:limit]
+    more = encode_cursor(shown[-1]) if len(jobs) > limit else None
+    return JobPage(jobs=[job_summary(services, job) for job in shown], next_cursor=more)
+
+
+@router.get("/{job_id}", response_model=JobDetail, responses=ERRORS, summary="One job")
+def read_job(job_id: JobId, _: Reader, services: Services) -> JobDetail:
+    return job_detail(services, job_id)
+
+
+def job_detail(services: ApiServices, job_id: str) -> JobDetail:
+    store = services.store
+    job = store.find(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return detail(
+        job, store.history(job_id), store.attempts_facts(job_id), store.progress_of(job_id),
+        store.reservations([job_id]).get(job_id), services.job_cost(job_id),
+        services.clock.now(),
+    )  # fmt: skip
+
+
+@router.post(
+    "/{job_id}/cancel",
+    response_model=CancelResult,
+    responses=ERRORS,
+    summary="Cancel: a queued job at once, a running one at its next step (its GPU is freed)",
+)
+def cancel(
+    job_id: JobId, caller: Canceller, services: Services, body: CancelRequest | None = None
+) -> CancelResult:
+    store = services.store
+    reason = (body or CancelRequest()).reason
+    try:
+        before = store.get(job_id)
+        after = cancel_job(store, job_id, reason, actor=f"api:{caller.name}"[:128])
+    except JobNotFound:
+        raise HTTPException(404, f"no job {job_id!r}") from None
+    except JobAlreadyEnded as ended:
+        raise HTTPException(409, f"job {job_id!r} already ended: {ended.job.state.value}") from None
+    stops = "at its next step" if before.state in ACTIVE_STATES else "now"
+    return CancelResult(job=job_summary(services, after), stops=stops)
+
+
+@router.get(
+    "/{job_id}/output",
+    response_model=OutputLink,
+    responses=ERRORS,
+    summary="A presigned S3 link to the finished MP4",
+)
+def output(job_id: JobId, _: Reader, services: Services) -> OutputLink:
+    job = services.store.find(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    if job.state is not JobState.SUCCEEDED:
+        raise HTTPException(409, f"job {job_id!r} has no video: it is {job.state.value}")
+    spec, seconds = job.spec, services.settings.output_link_seconds
+    url = services.presign(spec.output_bucket, f"{spec.output_prefix}{spec.job_id}.mp4", seconds)
+    return OutputLink(url=url, expires_at=services.clock.now() + timedelta(seconds=seconds))

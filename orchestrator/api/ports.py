@@ -1,0 +1,97 @@
+"""What the API needs of the rest of the control plane, declared here, wired by the
+composition root: the store's reads and writes, the cost ledger, and S3 links."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Protocol
+
+from kernel.clock import Clock
+from kernel.job_record import (
+    AcceptOutcome,
+    JobEvent,
+    JobRecord,
+    Placement,
+    Reservation,
+    Submission,
+)
+from kernel.job_state import JobState
+from orchestrator.costs.job_cost import JobCostParts
+from orchestrator.costs.summary import CostSummary
+from orchestrator.store.cost_facts import InstanceLife, PoolKey
+from orchestrator.store.job_pages import (
+    AttemptFacts,
+    GoneInstance,
+    JobFilter,
+    JobProgress,
+    PageCursor,
+)
+from orchestrator.store.tokens import StoredToken
+
+
+class ApiStore(Protocol):
+    def find(self, job_id: str) -> JobRecord | None: ...
+
+    def get(self, job_id: str) -> JobRecord: ...
+
+    def transition(
+        self, job_id: str, target: JobState, *, expected_version: int, actor: str, reason: str
+    ) -> JobRecord: ...
+
+    def accept_batch(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]: ...
+
+    def job_page(
+        self, where: JobFilter, after: PageCursor | None, limit: int
+    ) -> list[JobRecord]: ...
+
+    def history(self, job_id: str) -> list[JobEvent]: ...
+
+    def attempts_facts(self, job_id: str) -> list[AttemptFacts]: ...
+
+    def progress_of(self, job_id: str) -> JobProgress | None: ...
+
+    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
+
+    def placements(self) -> list[Placement]: ...
+
+    def count_by_state(self) -> dict[JobState, int]: ...
+
+    def job_events_after(self, after_id: int, limit: int = 500) -> list[tuple[int, JobEvent]]: ...
+
+    def last_job_event_id(self) -> int: ...
+
+    def instance_lives(self, since: datetime, until: datetime) -> list[InstanceLife]: ...
+
+    def price_changes(
+        self, pools: Sequence[PoolKey], until: datetime
+    ) -> dict[PoolKey, list[tuple[datetime, Decimal]]]: ...
+
+    def gone_between(self, since: datetime, until: datetime) -> list[GoneInstance]: ...
+
+    def add_token(self, token_id: str, name: str, scopes: tuple[str, ...], sha256: str) -> None: ...
+
+    def token_with_digest(self, sha256: str) -> StoredToken | None: ...
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    max_body_bytes: int = 256 * 1024  # the SQS intake's limit
+    requests_per_minute: int = 600  # per token, in each replica
+    event_poll_seconds: float = 1.0  # how often an event stream reads the store
+    output_link_seconds: int = 3600
+    secure_cookie: bool = False  # behind TLS (a load balancer): the console's cookie says so
+
+
+@dataclass(frozen=True)
+class ApiServices:
+    store: ApiStore
+    clock: Clock
+    job_cost: Callable[[str], JobCostParts | None]
+    # (since, until) -> the summary, and why its numbers may be short
+    period_costs: Callable[[datetime, datetime], tuple[CostSummary, list[str]]]
+    # (bucket, key, seconds) -> a presigned GET URL
+    presign: Callable[[str, str, int], str]
+    settings: ApiSettings = ApiSettings()

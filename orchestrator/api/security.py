@@ -1,0 +1,94 @@
+"""Who is asking, and may they: the bearer token (or the console's cookie holding it), the
+scope the route needs, and the per-token rate limit (the `limits` library's moving window).
+
+A request without a valid token gets 401, a token without the scope 403, a token over its
+rate 429. The console's cookie is HttpOnly and SameSite=Strict; a request that changes
+something with it must also carry the console's header, which no other site can add (no
+CORS is served), so a page elsewhere cannot cancel jobs in a logged-in user's name.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from limits import RateLimitItemPerMinute, storage, strategies
+
+from orchestrator.api.auth import Caller, Scope, caller_of
+from orchestrator.api.ports import ApiServices
+
+COOKIE = "framefleet_token"
+CONSOLE_HEADER = "X-FrameFleet-Console"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class RateLimit:
+    """Each token's requests per minute, in this process (a replica limits on its own)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self._item = RateLimitItemPerMinute(per_minute)
+        self._limiter = strategies.MovingWindowRateLimiter(storage.MemoryStorage())
+
+    def retry_after(self, token_id: str) -> int | None:
+        """None: go ahead; else the seconds until the window lets this token in again."""
+        if self._limiter.hit(self._item, token_id):
+            return None
+        stats = self._limiter.get_window_stats(self._item, token_id)
+        return max(1, math.ceil(stats.reset_time - time.time()))
+
+
+def services(request: Request) -> ApiServices:
+    found: ApiServices = request.app.state.services
+    return found
+
+
+bearer = HTTPBearer(auto_error=False, description="an API token: `framefleet tokens create`")
+Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+
+
+def authenticate(request: Request, credentials: Bearer) -> Caller:
+    """The caller of a request with a bearer token or the console's cookie."""
+    if credentials is not None and credentials.credentials:
+        return check_token(request, credentials.credentials, from_cookie=False)
+    return check_token(request, request.cookies.get(COOKIE), from_cookie=True)
+
+
+def check_token(request: Request, token: str | None, from_cookie: bool) -> Caller:
+    if token is None:
+        raise HTTPException(401, "a token is needed: Authorization: Bearer <token>",
+                            headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+    caller = caller_of(services(request).store, token)
+    if caller is None:
+        challenge = 'Bearer error="invalid_token"'
+        raise HTTPException(401, "the token is unknown or revoked",
+                            headers={"WWW-Authenticate": challenge})  # fmt: skip
+    unsafe = request.method not in SAFE_METHODS
+    if from_cookie and unsafe and request.headers.get(CONSOLE_HEADER) != "1":
+        raise HTTPException(403, f"a change made with the console's cookie needs the "
+                                 f"{CONSOLE_HEADER} header")  # fmt: skip
+    limit: RateLimit = request.app.state.rate_limit
+    wait = limit.retry_after(caller.token_id)
+    if wait is not None:
+        raise HTTPException(429, "too many requests for this token",
+                            headers={"Retry-After": str(wait)})  # fmt: skip
+    request.state.caller = caller  # for the access log: the token's id, never the token
+    return caller
+
+
+def needs(scope: Scope) -> Callable[[Caller], Caller]:
+    def check(caller: Annotated[Caller, Depends(authenticate)]) -> Caller:
+        if not caller.may(scope):
+            raise HTTPException(403, f"this token lacks the {scope.value!r} scope")
+        return caller
+
+    return check
+
+
+Reader = Annotated[Caller, Depends(needs(Scope.READ))]
+Submitter = Annotated[Caller, Depends(needs(Scope.SUBMIT))]
+Canceller = Annotated[Caller, Depends(needs(Scope.CANCEL))]
+Services = Annotated[ApiServices, Depends(services)]

@@ -1,0 +1,63 @@
+"""Each running job's step, from the workers' heartbeats into the store, where the API of any
+replica reads it. Written only when a step changed, in one transaction per round."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.errors import FrameFleetError
+from kernel.worker_protocol import JobProgress
+from orchestrator.store.job_pages import ProgressReport
+
+log = logging.getLogger(__name__)
+
+
+class ProgressSource(Protocol):
+    def progress(self) -> list[tuple[JobProgress, datetime]]: ...
+
+
+class ProgressSink(Protocol):
+    def record_progress(self, reports: Sequence[ProgressReport]) -> None: ...
+
+
+@dataclass
+class ProgressRecorder:
+    source: ProgressSource
+    sink: ProgressSink
+    clock: Clock
+    every: float = 2.0
+    # job -> (attempt, step) last written: what the workers report now, never more.
+    _written: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def changed(self) -> list[ProgressReport]:
+        reports = {
+            job.job_id: ProgressReport(job.job_id, job.attempt, job.step, job.total_steps, at)
+            for job, at in self.source.progress()
+        }
+        return [r for r in reports.values() if self._written.get(r.job_id) != (r.attempt, r.step)]
+
+    def write(self, reports: Sequence[ProgressReport]) -> None:
+        """Blocking: run in a thread."""
+        self.sink.record_progress(reports)
+
+    def remember(self, reports: Sequence[ProgressReport]) -> None:
+        reported = {job.job_id for job, _ in self.source.progress()}
+        self._written = {k: v for k, v in self._written.items() if k in reported}
+        self._written.update({r.job_id: (r.attempt, r.step) for r in reports})
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            reports = self.changed()
+            try:
+                if reports:
+                    await asyncio.to_thread(self.write, reports)
+                self.remember(reports)
+            except FrameFleetError as error:
+                log.warning("progress not recorded, retrying: %s", error)
+            await sleep_unless_stopped(self.clock, stop, self.every)

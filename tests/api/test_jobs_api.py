@@ -1,0 +1,192 @@
+"""The job API over real HTTP against a running `framefleet serve`: submit (idempotent, with
+the intake's validation), the status codes of auth and refusals, cancel in every state,
+pagination and filters, a job's detail, and the video's presigned link."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import boto3
+import urllib3
+
+from kernel.job_state import JobState
+from orchestrator.store.job_pages import ProgressReport
+from tests.api.served import RATE_PER_MINUTE, ServedApi
+from tests.conftest import REGION
+from tests.support import job_dict
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def test_submit_is_idempotent_by_job_id(api: ServedApi) -> None:
+    job = job_dict(new_id("idem"))
+    first = api.call("POST", "/v1/jobs", "submitter", body=job)
+    assert first.status == 201, first.body
+    assert first.json()["state"] == "queued"
+    assert first.headers["location"] == f"/v1/jobs/{job['job_id']}"
+    again = api.call("POST", "/v1/jobs", "submitter", body=job)
+    assert again.status == 200
+    assert again.json()["job_id"] == job["job_id"]
+    other = api.call("POST", "/v1/jobs", "submitter", body={**job, "prompt": "something else"})
+    assert other.status == 409
+    assert "another spec" in other.json()["detail"]
+    assert api.store.get(job["job_id"]).spec.prompt == job["prompt"]
+
+
+def test_an_invalid_job_gets_422_with_every_field_error(api: ServedApi) -> None:
+    job = {**job_dict(new_id("bad")), "steps": "thirty", "width": -5, "priority": True}
+    answer = api.call("POST", "/v1/jobs", "submitter", body=job)
+    assert answer.status == 422
+    errors = answer.json()["errors"]
+    assert {line.split(":")[0] for line in errors} == {"steps", "width", "priority"}
+    not_json = api.call("POST", "/v1/jobs", "submitter", raw=b'{"job_id": ')
+    assert not_json.status == 422
+    assert api.store.find(job["job_id"]) is None
+
+
+def test_an_oversized_body_gets_413_declared_or_streamed(api: ServedApi) -> None:
+    job = job_dict(new_id("big"), prompt="x" * 5000)  # the served limit is 4096 bytes
+    assert api.call("POST", "/v1/jobs", "submitter", body=job).status == 413
+    chunks = (b"x" * 1024 for _ in range(8))  # no Content-Length: sent chunked
+    reply = api.http.request(
+        "POST", api.base + "/v1/jobs", body=chunks, chunked=True,
+        headers={"Authorization": f"Bearer {api.tokens['submitter']}"},
+    )  # fmt: skip
+    assert reply.status == 413
+    assert api.store.find(job["job_id"]) is None
+
+
+def test_tokens_401_without_or_with_a_bad_token_and_403_without_the_scope(api: ServedApi) -> None:
+    assert api.call("GET", "/v1/jobs", None).status == 401
+    assert api.call("GET", "/v1/jobs", None).headers["www-authenticate"].startswith("Bearer")
+    bogus = api.call("GET", "/v1/jobs", None, headers={"Authorization": "Bearer ff_nope_x"})
+    assert bogus.status == 401
+    assert api.call("GET", "/v1/jobs", "revoked").status == 401
+    assert api.call("POST", "/v1/jobs", "reader", body=job_dict()).status == 403
+    assert api.call("GET", "/v1/jobs", "submitter").status == 403
+    queued = new_id("scoped")
+    assert api.call("POST", "/v1/jobs", "submitter", body=job_dict(queued)).status == 201
+    assert api.call("POST", f"/v1/jobs/{queued}/cancel", "reader").status == 403
+    assert api.call("GET", "/v1/jobs", "admin").status == 200
+
+
+def test_a_token_over_its_rate_gets_429(api: ServedApi) -> None:
+    statuses = [api.call("GET", "/v1/fleet", "limited") for _ in range(RATE_PER_MINUTE + 5)]
+    refused = [a for a in statuses if a.status == 429]
+    assert len(refused) >= 5
+    assert int(refused[0].headers["retry-after"]) >= 1
+    assert api.call("GET", "/v1/fleet", "reader").status == 200  # other tokens are not held
+
+
+def _running(api: ServedApi, job_id: str) -> None:
+    job = api.store.get(job_id)
+    assigned = api.store.transition(job_id, JobState.ASSIGNED, expected_version=job.version,
+                                    actor="test", reason="test", worker_id="i-0123456789abcdef0",
+                                    gpu_index=0)  # fmt: skip
+    api.store.transition(job_id, JobState.RUNNING, expected_version=assigned.version,
+                         actor="test", reason="started")  # fmt: skip
+
+
+def test_cancel_in_each_state(api: ServedApi) -> None:
+    queued, running = new_id("cq"), new_id("cr")
+    for job_id in (queued, running):
+        assert api.call("POST", "/v1/jobs", "submitter", body=job_dict(job_id)).status == 201
+    _running(api, running)
+
+    now = api.call("POST", f"/v1/jobs/{queued}/cancel", "canceller", body={"reason": "no need"})
+    assert now.status == 200
+    assert now.json()["stops"] == "now"
+    assert now.json()["job"]["state"] == "cancelled"
+    later = api.call("POST", f"/v1/jobs/{running}/cancel", "canceller")
+    assert later.json()["stops"] == "at its next step"
+    assert api.store.get(running).state is JobState.CANCELLED
+    last = api.store.history(queued)[-1]
+    assert (last.actor, last.reason) == ("api:canceller", "cancelled: no need")
+
+    assert api.call("POST", f"/v1/jobs/{queued}/cancel", "canceller").status == 409
+    assert api.call("POST", f"/v1/jobs/{new_id('none')}/cancel", "canceller").status == 404
+
+
+def test_pages_by_cursor_with_filters(api: ServedApi) -> None:
+    team = new_id("team")
+    submitted = [new_id("page") for _ in range(7)]
+    for job_id in submitted:
+        body = job_dict(job_id, tags={"team": team})
+        assert api.call("POST", "/v1/jobs", "submitter", body=body).status == 201
+    seen: list[str] = []
+    cursor = ""
+    pages = 0
+    while True:
+        answer = api.call("GET", f"/v1/jobs?team={team}&limit=3{cursor}", "reader").json()
+        seen += [job["job_id"] for job in answer["jobs"]]
+        pages += 1
+        if answer["next_cursor"] is None:
+            break
+        cursor = f"&cursor={answer['next_cursor']}"
+    assert pages == 3
+    assert seen == list(reversed(submitted))  # newest first, each once
+    api.call("POST", f"/v1/jobs/{submitted[0]}/cancel", "canceller")
+    cancelled = api.call("GET", f"/v1/jobs?team={team}&state=cancelled", "reader").json()
+    assert [job["job_id"] for job in cancelled["jobs"]] == [submitted[0]]
+    assert api.call("GET", "/v1/jobs?cursor=not-ours", "reader").status == 400
+    assert api.call("GET", "/v1/jobs?state=sleeping", "reader").status == 422
+
+
+def test_one_job_shows_its_history_progress_and_estimate(api: ServedApi) -> None:
+    job_id = new_id("detail")
+    body = job_dict(job_id, steps=30)
+    assert api.call("POST", "/v1/jobs", "submitter", body=body).status == 201
+    _running(api, job_id)
+    record = api.store.get(job_id)
+    started = record.updated_at
+    api.store.record_progress([ProgressReport(job_id, record.attempt, 5, 30, started)])
+    later = started + timedelta(seconds=20)  # ten steps in 20 s
+    api.store.record_progress([ProgressReport(job_id, record.attempt, 15, 30, later)])
+    detail = api.call("GET", f"/v1/jobs/{job_id}", "reader").json()
+    assert detail["state"] == "running"
+    assert detail["spec"]["prompt"] == body["prompt"]
+    assert [line["to_state"] for line in detail["history"]] == ["queued", "assigned", "running"]
+    assert detail["attempts"][0]["worker_id"] == "i-0123456789abcdef0"
+    assert detail["progress"]["step"] == 15
+    assert detail["progress"]["seconds_per_step"] == 2.0
+    assert detail["estimated_finish"] == (later + timedelta(seconds=30)).isoformat().replace(
+        "+00:00", "Z"
+    )
+    assert detail["deadline_risk"] in ("none", "on_track")
+    assert api.call("GET", f"/v1/jobs/{new_id('none')}", "reader").status == 404
+
+
+def test_the_output_link_is_presigned_and_fetches_the_video(
+    api: ServedApi, moto_endpoint: str
+) -> None:
+    job_id = new_id("video")
+    body = job_dict(job_id)
+    assert api.call("POST", "/v1/jobs", "submitter", body=body).status == 201
+    assert api.call("GET", f"/v1/jobs/{job_id}/output", "reader").status == 409
+    _running(api, job_id)
+    job = api.store.get(job_id)
+    api.store.transition(job_id, JobState.SUCCEEDED, expected_version=job.version,
+                         actor="test", reason="finished")  # fmt: skip
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=moto_endpoint)
+    spec = job.spec
+    s3.create_bucket(Bucket=spec.output_bucket)
+    s3.put_object(Bucket=spec.output_bucket, Key=f"{spec.output_prefix}{job_id}.mp4",
+                  Body=b"\x00\x00\x00\x18ftypmp42")  # fmt: skip
+    link = api.call("GET", f"/v1/jobs/{job_id}/output", "reader").json()
+    assert "X-Amz-Signature" in link["url"]
+    fetched = urllib3.request("GET", link["url"])
+    assert fetched.status == 200
+    assert fetched.data[4:8] == b"ftyp"
+
+
+def test_tokens_never_reach_the_log(api: ServedApi) -> None:
+    api.call("GET", "/v1/jobs", "admin")
+    api.call("GET", "/v1/jobs", "revoked")
+    log = api.log.read_text()
+    assert "GET /v1/jobs" in log  # the access log is on
+    for token in api.tokens.values():
+        assert token not in log
+        assert token.split("_", 2)[2] not in log
