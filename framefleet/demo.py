@@ -55,6 +55,7 @@ from framefleet.demo_stack import (
     create_aws,
     demo_processes,
     embedded_services,
+    free_port,
     plane_settings,
     publish_tiny_model,
     worker_settings,
@@ -64,6 +65,7 @@ from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
 from kernel.job_record import JobEvent
 from kernel.settings_support import exit_with
+from orchestrator.api.auth import Scope, create_token
 from orchestrator.aws.dead_letters import peek_dead_letters
 from orchestrator.costs.money import cents, usd
 from orchestrator.costs.summary import CostSummary
@@ -72,6 +74,7 @@ from orchestrator.store.job_store import JobStore
 ROOT = Path(".demo")
 OUTPUT = Path("demo-output")
 TIMELINE = ROOT / "timeline.jsonl"
+CONSOLE_TOKEN = ROOT / "console-token"
 # A moment of the V100 trace when every us-east-1 zone has spot capacity and loses it a few
 # times within the next three hours (tick 9090 of the whole trace).
 DEFAULT_MOMENT = datetime(2023, 3, 7, 12, 22, 30, tzinfo=UTC)
@@ -89,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--keep", action="store_true", help="leave it running after the jobs")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for the jobs")
+    parser.add_argument("--api-port", type=int, default=0, help="the console's (0: a free one)")
     return parser
 
 
@@ -99,7 +103,8 @@ def _options(args: argparse.Namespace) -> DemoOptions:
     if args.jobs < 1 or args.speed <= 0:
         raise ConfigurationError("--jobs and --speed must be positive")
     return DemoOptions(jobs=args.jobs, speed=args.speed, trace=args.trace, trace_start=start,
-                       seed=args.seed, produce_over_seconds=5.0 * args.jobs)  # fmt: skip
+                       seed=args.seed, produce_over_seconds=5.0 * args.jobs,
+                       api_port=args.api_port or free_port())  # fmt: skip
 
 
 def _fresh_folders() -> None:
@@ -139,6 +144,7 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
         planned = demo_jobs(options.jobs, options.seed, epoch, options.produce_over_seconds)
         replay = ReplayClock(trace_start, epoch, options.speed)
         store = build_store(load_settings(config), replay)
+        _console_token(store, options.api_port, console)
         run = DemoRun(store, aws, registry, tuple(job.job_id for job in planned), trace, replay,
                       epoch)  # fmt: skip
         try:
@@ -154,6 +160,14 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
             return await _the_end(run, console)
         finally:
             store.dispose()
+
+
+def _console_token(store: JobStore, port: int, console: Console) -> None:
+    """A token for the console, in a file only this user may read."""
+    _, token = create_token(store, "demo", (Scope.READ, Scope.SUBMIT, Scope.CANCEL))
+    CONSOLE_TOKEN.touch(mode=0o600)
+    CONSOLE_TOKEN.write_text(token + "\n")
+    console.print(f"the console: http://127.0.0.1:{port}/console (its token: {CONSOLE_TOKEN})")
 
 
 async def _start_processes(

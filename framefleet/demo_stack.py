@@ -107,6 +107,7 @@ class DemoOptions:
     produce_over_seconds: float = 40.0
     min_notice_seconds: float = 4.0
     silent_every: int = 3
+    api_port: int = 0  # the console's; 0: a free one
 
 
 def plane_settings(aws: DemoAws, mqtt_port: int, root: Path, options: DemoOptions,
@@ -121,6 +122,7 @@ def plane_settings(aws: DemoAws, mqtt_port: int, root: Path, options: DemoOption
         "database_url": f"sqlite:///{(root / 'framefleet.db').resolve()}",
         "intake": {"wait_seconds": 1, "concurrency": 2},
         "mqtt": {"host": "127.0.0.1", "port": mqtt_port},
+        "api": {"port": options.api_port, "event_poll_seconds": 0.5},
         "control": {
             "tick_seconds": 0.5,
             "suspect_after_seconds": 5.0,

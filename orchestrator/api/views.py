@@ -25,7 +25,7 @@ from orchestrator.api.models import (
     Tags,
 )
 from orchestrator.costs.job_cost import JobCostParts
-from orchestrator.costs.money import ZERO, apportion
+from orchestrator.costs.money import ZERO
 from orchestrator.costs.summary import CostSummary
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
 from orchestrator.store.job_pages import AttemptFacts, JobProgress, PageCursor
@@ -179,7 +179,7 @@ def fleet_usd_per_hour(instances: Sequence[FleetInstance]) -> str:
 
 
 def costs_view(summary_: CostSummary, incomplete: Sequence[str]) -> CostsView:
-    categories = apportion({c.value: v for c, v in summary_.by_category.items() if v})
+    categories = {c.value: v for c, v in summary_.by_category.items() if v}
     return CostsView(
         since=summary_.since, until=summary_.until, total_usd=money(summary_.total),
         waste_usd=money(summary_.waste),

@@ -60,4 +60,7 @@ class ProgressRecorder:
                 self.remember(reports)
             except FrameFleetError as error:
                 log.warning("progress not recorded, retrying: %s", error)
+            except Exception:
+                # A bug, not an input: the control plane's other loops go on without it.
+                log.exception("progress not recorded, retrying")
             await sleep_unless_stopped(self.clock, stop, self.every)

@@ -141,14 +141,16 @@ class JobPageBook(StoreBase):
                 if report.job_id not in known:
                     continue
                 row = session.get(JobProgressRow, report.job_id)
-                if row is None or row.attempt != report.attempt:
+                if row is None:
                     row = JobProgressRow(job_id=report.job_id, attempt=report.attempt,
                                          step=report.step, total_steps=report.total_steps,
                                          reported_at=report.at, first_step=report.step,
                                          first_at=report.at)  # fmt: skip
-                else:
-                    row.step, row.total_steps, row.reported_at = (
-                        report.step, report.total_steps, report.at)  # fmt: skip
+                elif row.attempt != report.attempt:  # a new attempt: its pace starts here
+                    row.attempt, row.first_step, row.first_at = (
+                        report.attempt, report.step, report.at)  # fmt: skip
+                row.step, row.total_steps, row.reported_at = (
+                    report.step, report.total_steps, report.at)  # fmt: skip
                 session.add(row)
             session.commit()
 

@@ -106,4 +106,19 @@ document.addEventListener("click", (event) => {
   if (button.dataset.cancel) cancelJob(button.dataset.cancel);
   else videoLink(button.dataset.output);
 });
-document.addEventListener("DOMContentLoaded", live);
+function prefill() {
+  // The submit form starts from the newest job's spec; the user changes what they need.
+  const form = document.getElementById("submit-job");
+  if (!form) return;
+  const template = JSON.parse(form.dataset.template || "{}");
+  for (const field of form.elements) {
+    if (field.name && field.value === "" && template[field.name] !== undefined) {
+      field.value = template[field.name];
+    }
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  prefill();
+  live();
+});
