@@ -95,9 +95,12 @@ async def submit(
         spec = parse_job(body, now=services.clock.now())
     except JobValidationError as error:
         raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
-    message = f"api:{caller.token_id}:{uuid.uuid4().hex[:16]}"
+    request_id = f"{caller.token_id}-{uuid.uuid4().hex[:16]}"
     store = services.store
-    (outcome,) = await run_in_threadpool(store.accept_batch, [Submission(spec, message)])
+    actor = f"api:{caller.name}"[:128]
+    (outcome,) = await run_in_threadpool(
+        store.accept_batch, [Submission(spec, request_id)], actor, "API request"
+    )
     if outcome is AcceptOutcome.CONFLICT:
         raise HTTPException(409, f"job_id {spec.job_id!r} was already accepted with another spec")
     if outcome is AcceptOutcome.DUPLICATE:

@@ -20,18 +20,23 @@ INTAKE_ACTOR = "intake"
 
 
 class IntakeLedger(StoreBase):
-    def accept_batch(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]:
+    def accept_batch(
+        self, submissions: Sequence[Submission], actor: str = INTAKE_ACTOR, via: str = "message"
+    ) -> list[AcceptOutcome]:
         """Record new jobs in one transaction. A job_id already stored is a duplicate (same
-        spec) or a conflict (different spec); neither changes anything."""
+        spec) or a conflict (different spec); neither changes anything. `actor` and `via`
+        (what carried them) go into each new job's history."""
         if not submissions:
             return []
         try:
-            return self._accept_batch_once(submissions)
+            return self._accept_batch_once(submissions, actor, via)
         except IntegrityError:
             # Another writer inserted one of these ids between our check and our insert.
-            return [self._accept_batch_once([item])[0] for item in submissions]
+            return [self._accept_batch_once([item], actor, via)[0] for item in submissions]
 
-    def _accept_batch_once(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]:
+    def _accept_batch_once(
+        self, submissions: Sequence[Submission], actor: str, via: str
+    ) -> list[AcceptOutcome]:
         now = self._clock.now()
         ids = [item.spec.job_id for item in submissions]
         with self._session() as session:
@@ -62,8 +67,8 @@ class IntakeLedger(StoreBase):
                             to_state=JobState.QUEUED.value,
                             version=1,
                             attempt=0,
-                            actor=INTAKE_ACTOR,
-                            reason=f"accepted from message {item.message_id}",
+                            actor=actor,
+                            reason=f"accepted from {via} {item.message_id}",
                         )
                     )
             session.commit()

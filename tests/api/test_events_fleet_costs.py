@@ -66,7 +66,8 @@ def test_the_stream_sends_job_moves_and_resumes_after_the_last_id(api: ServedApi
     # The stream starts at the newest move; this job's acceptance comes after it.
     api.call("POST", "/v1/jobs", "submitter", body=job_dict(job_id))
     kind, data, first_id = next(e for e in stream if e[1].get("job_id") == job_id)
-    assert (kind, data["to_state"], data["actor"]) == ("job", "queued", "intake")
+    assert (kind, data["to_state"], data["actor"]) == ("job", "queued", "api:submitter")
+    assert data["reason"].startswith("accepted from API request ")
     api.call("POST", f"/v1/jobs/{job_id}/cancel", "canceller")
     stream.close()
     resumed = events(api, {"Last-Event-ID": first_id})
