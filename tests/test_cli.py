@@ -189,3 +189,23 @@ def test_dead_letters_command_shows_reasons(
     assert result.returncode == 0, result.stderr
     assert "invalid_json" in result.stdout
     assert "not JSON: oops" in result.stdout
+
+
+def test_tokens_are_created_listed_and_revoked(tmp_path: Path) -> None:
+    env = {"FRAMEFLEET_DATABASE_URL": f"sqlite:///{tmp_path / 'tokens.db'}"}
+    created = framefleet("tokens", "create", "--name", "ci", "--scopes", "submit,read", env=env)
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip().splitlines()[-1]
+    token_id = token.split("_")[1]
+    assert token.startswith(f"ff_{token_id}_")
+    listing = framefleet("tokens", "list", env=env)
+    assert token_id in listing.stdout
+    assert "submit,read" in listing.stdout
+    assert token not in listing.stdout  # only its id: the store keeps a digest
+    assert framefleet("tokens", "revoke", token_id, env=env).returncode == 0
+    again = framefleet("tokens", "revoke", token_id, env=env)
+    assert again.returncode == 2
+    assert "no live token" in again.stderr
+    bad = framefleet("tokens", "create", "--name", "x", "--scopes", "root", env=env)
+    assert bad.returncode == 2
+    assert "scopes are a comma-separated list of" in bad.stderr

@@ -3,6 +3,7 @@ and never raises anything else (a RecursionError or a TypeError here would stop 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 from datetime import UTC, datetime
@@ -24,6 +25,8 @@ from kernel.worker_protocol import (
     decode_worker_message,
     topic,
 )
+from orchestrator.api.auth import UnknownScope, caller_of, parse_scopes
+from orchestrator.api.views import decode_cursor
 from orchestrator.intake.decode import decode_message
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.events import (
@@ -178,3 +181,31 @@ def test_the_reported_poison_messages_are_rejections_not_crashes() -> None:
         event = {**VALID_EVENT, "detail": detail}
         with pytest.raises(UnparseableEvent, match="without a valid"):
             parse_event(json.dumps(event))
+
+
+@FUZZ
+@given(st.one_of(st.text(max_size=400), st.binary(max_size=300).map(
+    lambda raw: base64.urlsafe_b64encode(raw).decode().rstrip("="))))  # fmt: skip
+def test_the_api_cursor_parser_is_total(text: str) -> None:
+    cursor = decode_cursor(text)
+    assert cursor is None or (cursor.created_at.tzinfo is not None and cursor.job_id)
+
+
+@FUZZ
+@given(st.text(max_size=300))
+def test_the_api_token_check_is_total(token: str) -> None:
+    class NoTokens:
+        def add_token(self, *args: object) -> None: ...
+
+        def token_with_digest(self, sha256: str) -> None:
+            assert len(sha256) == 64
+            return
+
+    assert caller_of(NoTokens(), token) is None  # type: ignore[arg-type]
+
+
+@FUZZ
+@given(st.text(max_size=200))
+def test_the_scope_parser_is_total(text: str) -> None:
+    with contextlib.suppress(UnknownScope):
+        assert parse_scopes(text)
