@@ -27,5 +27,7 @@ WORKDIR /var/lib/framefleet
 # port and FRAMEFLEET_HEALTH_PORT to the same number.
 HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen(\"http://127.0.0.1:\" + os.environ.get(\"FRAMEFLEET_HEALTH_PORT\", \"9100\") + \"/healthz\", timeout=4)"]
+# The control plane's HTTP API and console, when FRAMEFLEET_API__PORT sets it to this port.
+EXPOSE 8080
 ENTRYPOINT ["framefleet"]
 CMD ["serve"]

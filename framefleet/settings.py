@@ -153,6 +153,7 @@ class ApiConfig(BaseModel):
     requests_per_minute: int = Field(default=600, ge=1, le=1_000_000)  # per token and replica
     max_body_bytes: int | None = Field(default=None, ge=1024, le=1024 * 1024)  # None: SQS's
     event_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    max_streams_per_token: int = Field(default=4, ge=1, le=1000)
     output_link_seconds: int = Field(default=3600, ge=60, le=7 * 86400)
     secure_cookie: bool = False  # the console's cookie only over HTTPS (behind TLS)
 

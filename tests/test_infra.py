@@ -80,9 +80,13 @@ def test_secure_defaults() -> None:
     assert metadata["http_put_response_hop_limit"] == 2
     assert template["block_device_mappings"][0]["ebs"][0]["encrypted"] is True
     # Inbound rules: the store from the services, the broker's data from the broker task, the
-    # task from its load balancer (each a security group, not an address range), and the
-    # load balancer's TLS port from the VPC alone.
+    # task from its load balancer (each a security group, not an address range), the
+    # load balancer's TLS port from the VPC alone, and the API from the networks named (none
+    # by default).
     inbound = blocks("resource", "aws_vpc_security_group_ingress_rule")
+    api = [rule for rule in inbound if rule.get("description") == "The HTTP API and console"]
+    assert [rule["for_each"] for rule in api] == ["${toset(var.api_allowed_cidrs)}"]
+    inbound = [rule for rule in inbound if rule not in api]
     by_group = {"cidr_ipv4" in rule: rule for rule in inbound}
     assert len(inbound) == 4
     assert [r["from_port"] for r in inbound if "cidr_ipv4" in r] == [8883]

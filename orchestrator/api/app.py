@@ -4,6 +4,7 @@ it with the services it needs and serves it with uvicorn inside `framefleet serv
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ def build_app(services: ApiServices) -> FastAPI:
     app = declare_app()
     app.state.services = services
     app.state.rate_limit = RateLimit(services.settings.requests_per_minute)
+    app.state.open_streams = Counter[str]()
     return app
 
 

@@ -6,15 +6,17 @@ changed in the fleet since the stream's last look."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from kernel.job_record import JobEvent
+from orchestrator.api.auth import Caller
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import Reader, Services
 from orchestrator.store.cost_facts import InstanceLife
@@ -95,16 +97,33 @@ async def stream(services: ApiServices, after: int | None) -> AsyncIterator[Serv
             await asyncio.sleep(services.settings.event_poll_seconds)
 
 
+def stream_allowed(request: Request, caller: Reader, services: Services) -> Caller:
+    """Each open stream reads the store every poll: a token may hold only a few at once. Checked
+    before the response starts (after it, a refusal could only break the connection)."""
+    open_streams: Counter[str] = request.app.state.open_streams
+    if open_streams[caller.token_id] >= services.settings.max_streams_per_token:
+        raise HTTPException(429, "this token has as many event streams open as it may",
+                            headers={"Retry-After": "5"})  # fmt: skip
+    return caller
+
+
 @router.get(
     "/events",
     response_class=EventSourceResponse,
     summary="Live events: `job` (a job moved), `launch`, `interruption`, `ended` (instances)",
+    responses={429: {"description": "over the rate, or too many streams open for the token"}},
 )
 async def events(
-    _: Reader,
+    request: Request,
+    caller: Annotated[Caller, Depends(stream_allowed)],
     services: Services,
     last_event_id: Annotated[int | None, Header(ge=0)] = None,
     after: Annotated[int | None, Query(ge=0, description="a job event id to resume after")] = None,
 ) -> AsyncIterator[ServerSentEvent]:
-    async for event in stream(services, after if after is not None else last_event_id):
-        yield event
+    open_streams: Counter[str] = request.app.state.open_streams
+    open_streams[caller.token_id] += 1
+    try:
+        async for event in stream(services, after if after is not None else last_event_id):
+            yield event
+    finally:
+        open_streams[caller.token_id] -= 1

@@ -83,6 +83,7 @@ class ApiSettings:
     max_body_bytes: int = 256 * 1024  # the SQS intake's limit
     requests_per_minute: int = 600  # per token, in each replica
     event_poll_seconds: float = 1.0  # how often an event stream reads the store
+    max_streams_per_token: int = 4  # event streams one token may hold open at once
     output_link_seconds: int = 3600
     secure_cookie: bool = False  # behind TLS (a load balancer): the console's cookie says so
 

@@ -74,7 +74,9 @@ ROLES = {
     "console": (Scope.READ, Scope.SUBMIT, Scope.CANCEL),
     "limited": (Scope.READ,),
     "revoked": (Scope.READ,),
+    "streamer": (Scope.READ,),
 }
+MAX_STREAMS = 2
 
 
 def serve_api(moto_endpoint: str, folder: Path) -> Iterator[ServedApi]:
@@ -99,6 +101,7 @@ def serve_api(moto_endpoint: str, folder: Path) -> Iterator[ServedApi]:
         "FRAMEFLEET_API__PORT": str(port),
         "FRAMEFLEET_API__REQUESTS_PER_MINUTE": str(RATE_PER_MINUTE),
         "FRAMEFLEET_API__EVENT_POLL_SECONDS": "0.2",
+        "FRAMEFLEET_API__MAX_STREAMS_PER_TOKEN": str(MAX_STREAMS),
         "FRAMEFLEET_MAX_MESSAGE_BYTES": "4096",
     }
     log = folder / "serve.log"

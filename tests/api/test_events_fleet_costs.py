@@ -18,20 +18,20 @@ from kernel.fleet_facts import InstanceSeen, PriceSeen
 from kernel.market import Market
 from orchestrator.api.app import openapi_document
 from orchestrator.store.instances import InstanceLedger
-from tests.api.served import ServedApi
-from tests.support import job_dict
+from tests.api.served import MAX_STREAMS, ServedApi
+from tests.support import job_dict, wait_until
 
 DOCUMENT = Path(__file__).parents[2] / "docs" / "openapi.json"
 
 
 def events(
-    api: ServedApi, headers: dict[str, str] | None = None
+    api: ServedApi, headers: dict[str, str] | None = None, role: str = "reader"
 ) -> Generator[tuple[str, Any, str]]:
     """(event, data, id) as the stream sends them; returns once the stream is connected (it
     has read where it starts), so what the test does next is in it."""
     reply = api.http.request(
         "GET", api.base + "/v1/events", preload_content=False,
-        headers={"Authorization": f"Bearer {api.tokens['reader']}", **(headers or {})},
+        headers={"Authorization": f"Bearer {api.tokens[role]}", **(headers or {})},
         timeout=urllib3.Timeout(connect=5, read=20),
     )  # fmt: skip
     assert reply.status == 200
@@ -75,6 +75,25 @@ def test_the_stream_sends_job_moves_and_resumes_after_the_last_id(api: ServedApi
     resumed.close()
     assert (data["from_state"], data["to_state"]) == ("queued", "cancelled")
     assert int(later_id) > int(first_id)
+
+
+def test_a_token_holds_only_a_few_streams_at_once(api: ServedApi) -> None:
+    held = [events(api, role="streamer") for _ in range(MAX_STREAMS)]
+    refused = api.call("GET", "/v1/events", "streamer")
+    assert refused.status == 429
+    assert refused.headers["retry-after"] == "5"
+    held.pop().close()  # the server sees the disconnect and lets the token in again
+
+    def opens() -> bool:
+        try:
+            held.append(events(api, role="streamer"))
+        except AssertionError:
+            return False
+        return True
+
+    wait_until(opens, timeout=10, what="a stream after one closed")
+    for stream in held:
+        stream.close()
 
 
 def test_the_stream_reports_launches_and_interruptions(api: ServedApi) -> None:

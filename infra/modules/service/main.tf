@@ -21,9 +21,21 @@ resource "aws_cloudwatch_log_group" "this" {
 
 resource "aws_security_group" "services" {
   name        = "${var.name}-services"
-  description = "FrameFleet control plane and autoscaler: no inbound traffic; out to AWS APIs, the store and the broker"
+  description = "FrameFleet control plane and autoscaler: in only to the API from api_allowed_cidrs; out to AWS APIs, the store and the broker"
   vpc_id      = var.vpc_id
   tags        = var.tags
+}
+
+# The HTTP API and console: only from the networks named (a TLS load balancer's subnets, a
+# VPN); none by default.
+resource "aws_vpc_security_group_ingress_rule" "api" {
+  for_each          = toset(var.api_allowed_cidrs)
+  security_group_id = aws_security_group.services.id
+  description       = "The HTTP API and console"
+  ip_protocol       = "tcp"
+  from_port         = var.api_port
+  to_port           = var.api_port
+  cidr_ipv4         = each.value
 }
 
 resource "aws_vpc_security_group_egress_rule" "https" {
@@ -96,10 +108,15 @@ locals {
       task_role = var.control_plane_role_arn
       port_env  = "FRAMEFLEET_METRICS_PORT"
       secrets   = { FRAMEFLEET_MQTT__PASSWORD = var.control_plane_broker_secret_arn }
+      ports     = [var.api_port]
       env = {
         FRAMEFLEET_MQTT__HOST = var.broker_host
         FRAMEFLEET_MQTT__PORT = tostring(var.broker_port)
         FRAMEFLEET_MQTT__TLS  = "true"
+        # Behind the load balancer that ends TLS: the console's cookie is sent over HTTPS only.
+        FRAMEFLEET_API__PORT          = tostring(var.api_port)
+        FRAMEFLEET_API__HOST          = "0.0.0.0"
+        FRAMEFLEET_API__SECURE_COOKIE = "true"
       }
     }
     # The broker's admin: it makes each worker's account, and keeps the control plane's.
@@ -107,6 +124,7 @@ locals {
       command   = ["autoscaler", "run"]
       task_role = var.autoscaler_role_arn
       port_env  = "FRAMEFLEET_AUTOSCALER__METRICS_PORT"
+      ports     = []
       secrets = {
         FRAMEFLEET_AUTOSCALER__BROKER_ADMIN__PASSWORD               = var.broker_admin_secret_arn
         FRAMEFLEET_AUTOSCALER__BROKER_ADMIN__CONTROL_PLANE_PASSWORD = var.control_plane_broker_secret_arn
@@ -134,6 +152,7 @@ resource "aws_ecs_task_definition" "this" {
     command                = each.value.command
     essential              = true
     readonlyRootFilesystem = true
+    portMappings           = [for port in each.value.ports : { containerPort = port, protocol = "tcp" }]
     environment = [for name, value in merge(var.settings, each.value.env, {
       (each.value.port_env)   = tostring(var.metrics_port)
       FRAMEFLEET_HEALTH_PORT  = tostring(var.metrics_port)

@@ -85,6 +85,18 @@ variable "metrics_port" {
   description = "Each process's /metrics, /healthz and /readyz port."
 }
 
+variable "api_port" {
+  type        = number
+  default     = 8080
+  description = "The control plane's HTTP API and web console port (api.port)."
+}
+
+variable "api_allowed_cidrs" {
+  type        = list(string)
+  default     = []
+  description = "Networks that may reach the API: put a TLS load balancer or a VPN in front, never the internet."
+}
+
 variable "log_retention_days" {
   type        = number
   default     = 365
