@@ -8,6 +8,7 @@ import uuid
 from datetime import timedelta
 
 import boto3
+import pytest
 import urllib3
 
 from kernel.job_state import JobState
@@ -81,32 +82,57 @@ def test_a_token_over_its_rate_gets_429(api: ServedApi) -> None:
     assert api.call("GET", "/v1/fleet", "reader").status == 200  # other tokens are not held
 
 
+def _walk(api: ServedApi, job_id: str, path: tuple[JobState, ...]) -> None:
+    for target in path:
+        job = api.store.get(job_id)
+        placed = target is JobState.ASSIGNED
+        api.store.transition(
+            job_id, target, expected_version=job.version, actor="test", reason="test",
+            worker_id="i-0123456789abcdef0" if placed else None, gpu_index=0 if placed else None,
+        )  # fmt: skip
+
+
 def _running(api: ServedApi, job_id: str) -> None:
-    job = api.store.get(job_id)
-    assigned = api.store.transition(job_id, JobState.ASSIGNED, expected_version=job.version,
-                                    actor="test", reason="test", worker_id="i-0123456789abcdef0",
-                                    gpu_index=0)  # fmt: skip
-    api.store.transition(job_id, JobState.RUNNING, expected_version=assigned.version,
-                         actor="test", reason="started")  # fmt: skip
+    _walk(api, job_id, (JobState.ASSIGNED, JobState.RUNNING))
 
 
-def test_cancel_in_each_state(api: ServedApi) -> None:
-    queued, running = new_id("cq"), new_id("cr")
-    for job_id in (queued, running):
-        assert api.call("POST", "/v1/jobs", "submitter", body=job_dict(job_id)).status == 201
-    _running(api, running)
+_S = JobState
+CANCEL_CASES = {
+    _S.QUEUED: ((), 200, "now"),
+    _S.ASSIGNED: ((_S.ASSIGNED,), 200, "at its next step"),
+    _S.RUNNING: ((_S.ASSIGNED, _S.RUNNING), 200, "at its next step"),
+    _S.CHECKPOINTING: ((_S.ASSIGNED, _S.RUNNING, _S.CHECKPOINTING), 200, "at its next step"),
+    _S.PREEMPTED: ((_S.ASSIGNED, _S.RUNNING, _S.PREEMPTED), 200, "now"),
+    _S.SUCCEEDED: ((_S.ASSIGNED, _S.RUNNING, _S.SUCCEEDED), 409, None),
+    _S.FAILED: ((_S.FAILED,), 409, None),
+    _S.CANCELLED: ((_S.CANCELLED,), 409, None),
+}
 
-    now = api.call("POST", f"/v1/jobs/{queued}/cancel", "canceller", body={"reason": "no need"})
-    assert now.status == 200
-    assert now.json()["stops"] == "now"
-    assert now.json()["job"]["state"] == "cancelled"
-    later = api.call("POST", f"/v1/jobs/{running}/cancel", "canceller")
-    assert later.json()["stops"] == "at its next step"
-    assert api.store.get(running).state is JobState.CANCELLED
-    last = api.store.history(queued)[-1]
-    assert (last.actor, last.reason) == ("api:canceller", "cancelled: no need")
 
-    assert api.call("POST", f"/v1/jobs/{queued}/cancel", "canceller").status == 409
+@pytest.mark.parametrize("state", list(CANCEL_CASES))
+def test_cancel_in_each_state(api: ServedApi, state: JobState) -> None:
+    path, status, stops = CANCEL_CASES[state]
+    job_id = new_id(f"cancel-{state.value}")
+    assert api.call("POST", "/v1/jobs", "submitter", body=job_dict(job_id)).status == 201
+    _walk(api, job_id, path)
+    assert api.store.get(job_id).state is state
+    answer = api.call("POST", f"/v1/jobs/{job_id}/cancel", "canceller", body={"reason": "no"})
+    assert answer.status == status
+    if stops is None:
+        assert f"already ended: {state.value}" in answer.json()["detail"]
+        assert api.store.get(job_id).state is state
+        return
+    assert answer.json()["stops"] == stops
+    assert answer.json()["job"]["state"] == "cancelled"
+    last = api.store.history(job_id)[-1]
+    assert (last.to_state, last.actor, last.reason) == (
+        _S.CANCELLED,
+        "api:canceller",
+        "cancelled: no",
+    )
+
+
+def test_cancel_of_an_unknown_job_is_404(api: ServedApi) -> None:
     assert api.call("POST", f"/v1/jobs/{new_id('none')}/cancel", "canceller").status == 404
 
 
