@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo lint typecheck unit focus-validate checkov bench-intake bench-checkpoint bench-cost-report schema clean
+.PHONY: test demo lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +30,16 @@ unit: $(VENV)/.dev-installed
 	$(BIN)/pytest -n 2 --dist worksteal --durations=10
 	$(BIN)/python -m tests.iam_check .aws-actions.jsonl
 
+# The console's browser tests (Playwright driving Debian's Chromium), in a pytest of their own:
+# Playwright's sync API keeps an event loop running in its process while the browser lives,
+# which the asyncio tests cannot share. Their AWS calls are the demo's, which `unit` checks.
+browser: $(VENV)/.dev-installed
+	FRAMEFLEET_AWS_ACTIONS_LOG=$(CURDIR)/.aws-actions-browser.jsonl $(BIN)/pytest tests/console --durations=5
+
 # The type check (one core, a minute) runs beside the tests, which wait on processes and
 # brokers as much as they compute.
 test: lint
-	$(MAKE) --no-print-directory -j2 typecheck unit focus-validate checkov
+	$(MAKE) --no-print-directory -j2 typecheck unit focus-validate checkov browser
 
 # The FinOps Foundation's FOCUS validator, in a venv of its own: it needs numpy<2 and pandas<3,
 # which the product's environment has outgrown. It checks the FOCUS export of a simulated two

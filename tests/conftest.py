@@ -37,13 +37,23 @@ AWS_ACTIONS = Path(__file__).parents[1] / ".aws-actions.jsonl"
 
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller: before any worker starts
-        AWS_ACTIONS.write_text("")
-        os.environ[LOG_ENV] = str(AWS_ACTIONS)
+        actions = Path(os.environ.get(LOG_ENV, AWS_ACTIONS))  # a run of its own names its own
+        actions.write_text("")
+        os.environ[LOG_ENV] = str(actions)
         record_dir = str(Path(__file__).parent / "aws_record")
         os.environ["PYTHONPATH"] = os.pathsep.join(
             p for p in (record_dir, os.environ.get("PYTHONPATH", "")) if p
         )
     install()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The console's browser tests run in a pytest of their own (`make browser`): Playwright's
+    sync API keeps an event loop running in the test process while its browser lives, which
+    the asyncio tests beside it cannot share. They are collected only when named."""
+    if collection_path == Path(__file__).parent / "console":
+        return not any("console" in str(arg) for arg in config.args)
+    return None
 
 
 POSTGRES_ADMIN_URL = os.environ.get(

@@ -18,7 +18,7 @@ from fastapi.templating import Jinja2Templates
 from kernel.job_state import JobState
 from orchestrator.api.auth import Caller, Scope, caller_of
 from orchestrator.api.fleet_routes import fleet_view, period_bounds
-from orchestrator.api.jobs_routes import job_detail, job_summary
+from orchestrator.api.jobs_routes import job_detail, job_summaries
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import COOKIE, check_token, services
 from orchestrator.api.views import costs_view
@@ -89,7 +89,7 @@ def queue(request: Request, caller: Viewer, services_: Services) -> HTMLResponse
     store = services_.store
     counts = store.count_by_state()
     recent = store.job_page(JobFilter(), None, QUEUE_ROWS)
-    jobs = [job_summary(services_, job) for job in recent]
+    jobs = job_summaries(services_, recent)
     template = _submit_template(recent[0].spec.model_dump(mode="json", by_alias=True)
                                 if recent else None)  # fmt: skip
     return _page(

@@ -155,12 +155,22 @@ class JobPageBook(StoreBase):
             session.commit()
 
     def progress_of(self, job_id: str) -> JobProgress | None:
+        return self.progress_of_jobs([job_id]).get(job_id)
+
+    def progress_of_jobs(self, job_ids: Sequence[str]) -> dict[str, JobProgress]:
+        found: dict[str, JobProgress] = {}
         with self._session() as session:
-            row = session.get(JobProgressRow, job_id)
-        if row is None:
-            return None
-        return JobProgress(row.attempt, row.step, row.total_steps, utc(row.reported_at),
-                           row.first_step, utc(row.first_at))  # fmt: skip
+            for start in range(0, len(job_ids), 500):  # bounded IN lists
+                chunk = list(job_ids[start : start + 500])
+                rows = session.exec(
+                    select(JobProgressRow).where(col(JobProgressRow.job_id).in_(chunk))
+                ).all()
+                for row in rows:
+                    found[row.job_id] = JobProgress(
+                        row.attempt, row.step, row.total_steps, utc(row.reported_at),
+                        row.first_step, utc(row.first_at),
+                    )  # fmt: skip
+        return found
 
     def job_events_after(self, after_id: int, limit: int = 500) -> list[tuple[int, JobEvent]]:
         """The history of every job as one feed: lines after `after_id`, oldest first."""
