@@ -13,7 +13,7 @@ from kernel.job_state import JobState
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, from_attributes=True)
 
 
 class DeadlineRisk(StrEnum):

@@ -109,29 +109,9 @@ def detail(
         state=job.state,
         spec=job.spec,
         attempt=job.attempt,
-        attempts=[
-            AttemptView(
-                attempt=a.attempt,
-                worker_id=a.worker_id,
-                gpu_index=a.gpu_index,
-                started_at=a.started_at,
-                ended_at=a.ended_at,
-                outcome=a.outcome,
-                checkpoints=a.checkpoints,
-            )
-            for a in attempts
-        ],
-        history=[
-            HistoryLine(
-                at=e.at,
-                from_state=e.from_state,
-                to_state=e.to_state,
-                attempt=e.attempt,
-                actor=e.actor,
-                reason=e.reason,
-            )
-            for e in history
-        ],
+        # The store's records carry these fields under the same names.
+        attempts=[AttemptView.model_validate(a) for a in attempts],
+        history=[HistoryLine.model_validate(e) for e in history],
         last_checkpoint=job.last_checkpoint,
         checkpoint_step=job.checkpoint_step,
         progress=None
