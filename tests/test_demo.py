@@ -57,7 +57,10 @@ def _check_run(folder: Path, seed: int, output: str) -> None:
     # The slice's spot zones lose capacity within the run: workers were reclaimed.
     assert facts["interruptions_with_notice"] + facts["interruptions_without_notice"] >= 1
     assert all(facts["resumed_identical"].values())
-    assert sorted(facts["dead_lettered"]) == ["invalid_job", "invalid_json"]
+    # The producer's two malformed messages. Besides them, only the hello of a worker whose
+    # instance was already reported gone may be refused (a spot instance reclaimed as it booted).
+    malformed = [reason for reason in facts["dead_lettered"] if reason != "gone_instance"]
+    assert sorted(malformed) == ["invalid_job", "invalid_json"]
     assert 0 < facts["cost_usd"] <= facts["on_demand_only_usd"]
     assert "summary: OK" in output
     assert "timeline" in output
