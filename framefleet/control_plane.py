@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from kernel.mqtt_link import LinkSettings, MqttLink
 from orchestrator.aws.ses import SesSender
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue, queue_depth
 from orchestrator.control.job_events import RetryPolicy
+from orchestrator.control.leadership import Leadership
 from orchestrator.control.plane_metrics import FleetMoney, PlaneGauges, PlaneMetrics
 from orchestrator.control.progress import ProgressRecorder
 from orchestrator.control.refusals import RefusedMessages
@@ -86,15 +88,22 @@ async def sqs_client(settings: Settings) -> AsyncIterator[SQSClient]:
         yield client
 
 
+def replica_id() -> str:
+    """This process among the control plane's replicas (its lease holder name and MQTT client
+    id): short, since MQTT 3.1.1 promises client ids of 23 characters only."""
+    return f"ff-cp-{uuid.uuid4().hex[:12]}"
+
+
 def build_control_service(
-    settings: Settings, store: JobStore, clock: Clock, refusals: RefusedMessages
-) -> ControlPlaneService:
+    settings: Settings, store: JobStore, clock: Clock, refusals: RefusedMessages,
+    leadership: Leadership | None = None,
+) -> ControlPlaneService:  # fmt: skip
     mqtt, control = settings.mqtt, settings.control
     assert mqtt.host is not None
     link = LinkSettings(
         host=mqtt.host,
         port=mqtt.port,
-        client_id=mqtt.client_id,
+        client_id=mqtt.client_id or (leadership.holder if leadership else replica_id()),
         username=mqtt.username,
         password=mqtt.password.get_secret_value() if mqtt.password else None,
         tls=mqtt.tls,
@@ -115,6 +124,7 @@ def build_control_service(
         connect=lambda deliver: MqttLink(link, WORKER_TOPICS, deliver, clock),
         refusals=refusals,
         instances=InstanceLedger(store.engine, clock),
+        leadership=leadership,
     )
 
 
@@ -151,6 +161,7 @@ class ControlPlane:
     health: HealthServer | None = None  # /metrics, /healthz, /readyz, when a port is set
     api: ApiServer | None = None  # the HTTP API and console, when a port is set
     progress: ProgressRecorder | None = None  # workers' job steps, for the API
+    leadership: Leadership | None = None  # the lease: whether this replica schedules
 
     async def run(self, stop: asyncio.Event) -> None:
         if self.health is not None:
@@ -175,6 +186,8 @@ class ControlPlane:
             loops.append(self.api.run(stop))
         if self.progress is not None:
             loops.append(self.progress.run(stop))
+        if self.leadership is not None:
+            loops.append(self.leadership.run(stop))
         await asyncio.gather(*loops)
 
 
@@ -196,7 +209,13 @@ async def control_plane(
             if settings.mqtt.host is not None:
                 dead_letters = SqsDeadLetterQueue(sqs, settings.require_queues()[1])
                 refusals = RefusedMessages(clock, dead_letters, registry)
-                plane.service = build_control_service(settings, store, clock, refusals)
+                plane.leadership = Leadership(
+                    store, clock, "control-plane", replica_id(),
+                    ttl=timedelta(seconds=settings.control.lease_seconds),
+                )  # fmt: skip
+                plane.service = build_control_service(
+                    settings, store, clock, refusals, plane.leadership
+                )
                 plane.progress = ProgressRecorder(plane.service.registry, store, clock)
                 if settings.interruptions_queue_url:
                     plane.interruptions = InterruptionsLoop(

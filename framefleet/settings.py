@@ -50,7 +50,9 @@ class MqttConfig(BaseModel):
     port: int = Field(default=1883, ge=1, le=65535)
     username: str = "framefleet-control-plane"
     password: SecretStr | None = None
-    client_id: str = "framefleet-control-plane"
+    # None: one of this replica's own (replicas must not share one: a broker drops the older
+    # connection of a client id when another connects with it).
+    client_id: str | None = Field(default=None, max_length=64)
     # TLS to the broker (a deployment's broker; the demo and tests run it plain on loopback).
     tls: bool = False
     ca_file: Path | None = None  # the broker's CA; None: the system's
@@ -58,6 +60,8 @@ class MqttConfig(BaseModel):
 
 class ControlConfig(BaseModel):
     tick_seconds: float = Field(default=0.5, gt=0)
+    # The leader lease: one replica schedules and moves jobs; a standby takes over within this.
+    lease_seconds: float = Field(default=10.0, ge=2, le=600)
     resend_after_seconds: float = Field(default=3.0, gt=0)
     suspect_after_seconds: float = Field(default=10.0, gt=0)
     lost_after_seconds: float = Field(default=30.0, gt=0)

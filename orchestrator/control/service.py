@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from datetime import timedelta
 
 from kernel.clock import Clock, sleep_unless_stopped
-from kernel.errors import ConcurrentModification, FrameFleetError
-from kernel.job_record import DrainKind, JobMove, JobRecord, Placement
+from kernel.errors import FrameFleetError
+from kernel.job_record import JobMove, JobRecord, Placement
 from kernel.job_state import JobState
 from kernel.worker_protocol import (
     Channel,
@@ -32,7 +33,9 @@ from orchestrator.control.apply import as_move
 from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.drains import Drains
+from orchestrator.control.instance_events import InstanceEvents
 from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event, requeue
+from orchestrator.control.leadership import Leadership
 from orchestrator.control.readiness import Readiness
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.scheduling_view import freeing_now, pending_jobs, running_jobs
@@ -48,6 +51,7 @@ from orchestrator.control.settings import (
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
+from orchestrator.store.leases import Fence
 
 log = logging.getLogger(__name__)
 REBALANCE_NOTICE = "rebalance"  # a worker's notice_seen: what its IMDS showed
@@ -59,9 +63,11 @@ WORKER_TOPICS = [
 
 # How far back gone instances are loaded at start (what a retained hello can be older than).
 GONE_MEMORY = timedelta(days=30)
+# Worker events a standby keeps for when it leads (the newest; workers also repeat outcomes).
+HELD_EVENTS = 20_000
 
 
-class ControlPlaneService:
+class ControlPlaneService(InstanceEvents):
     def __init__(
         self,
         store: ControlStore,
@@ -71,9 +77,14 @@ class ControlPlaneService:
         connect: ConnectLink,
         refusals: RefusedMessages,
         instances: GoneInstances,
+        leadership: Leadership | None = None,
     ) -> None:
-        """Adapters come from the composition root; `connect` wraps this service's handler."""
+        """Adapters come from the composition root; `connect` wraps this service's handler.
+        With `leadership`, this replica schedules and moves jobs only while it leads; until
+        then it keeps its worker registry current and holds the workers' job events."""
         self._store = store
+        self._leadership = leadership
+        self._held: deque[Inbound] = deque(maxlen=HELD_EVENTS)
         self._clock = clock
         self._settings = settings
         self.registry = WorkerRegistry(clock, settings.suspect_after, settings.lost_after)
@@ -101,7 +112,8 @@ class ControlPlaneService:
         ]
         while not stop.is_set():
             try:
-                await self.tick()
+                if self.leads():
+                    await self.tick()
             except FrameFleetError as error:
                 log.warning("tick failed, retrying: %s", error)
             except Exception:
@@ -149,7 +161,11 @@ class ControlPlaneService:
 
     async def _process_inbox(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            await self._apply_batch([await self._inbox.get()])
+            item = await self._inbox.get()
+            if self.leads():
+                await self._apply_batch([item])
+            else:  # a standby: the leader applies it, or this replica once it leads
+                self._held.append(item)
 
     async def apply_pending(self) -> None:
         """Apply every worker message received so far (the simulator's step)."""
@@ -252,41 +268,11 @@ class ControlPlaneService:
                     log.info("job %s: ignored: %s", job.job_id, decision.reason)
         if not moves:
             return
-        outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR)
+        outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, self._fence())
         for move, outcome in zip(moves, outcomes, strict=True):
             if isinstance(outcome, FrameFleetError):
                 log.info("job %s not moved (the next message or tick decides again): %s",
                          move.job_id, outcome)  # fmt: skip
-
-    # -- what EventBridge says about instances -------------------------------------------------
-
-    async def interrupt_instance(self, instance_id: str, reason: str) -> list[str]:
-        """A spot warning: checkpoint-and-move its workers' jobs; returns those workers. (The
-        autoscaler learns of the interruption on its own, from the instance that vanishes.)"""
-        await self._record_gone(instance_id, reason)
-        async with self._lock:
-            workers = self.registry.by_instance(instance_id)
-            for worker_id in workers:
-                await self._interrupt(worker_id, reason)
-            return workers
-
-    async def _record_gone(self, instance_id: str, reason: str, ended: bool = False) -> None:
-        """Durable first: a restarted control plane must refuse its retained hello too."""
-        await asyncio.to_thread(self._instances.record_gone, instance_id, reason, ended)
-        self.registry.instance_gone(instance_id)
-
-    async def stop_assigning(self, instance_id: str, reason: str) -> None:
-        """A rebalance recommendation (EventBridge, or a worker's IMDS): no new work there, its
-        jobs run on, and the autoscaler replaces it now and terminates it once it is empty."""
-        why = f"rebalance recommendation: {reason}"
-        await asyncio.to_thread(self._store.ask_to_drain, [instance_id], why, DrainKind.REBALANCE)
-
-    async def instance_gone(self, instance_id: str, reason: str) -> None:
-        await self._record_gone(instance_id, reason, ended=True)
-        async with self._lock:
-            for worker_id in self.registry.by_instance(instance_id):
-                self.registry.mark(worker_id, WorkerHealth.LOST, reason)
-                await self._worker_gone(worker_id, reason)
 
     # -- workers going away --------------------------------------------------------------------
 
@@ -309,15 +295,17 @@ class ControlPlaneService:
 
     async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
         """Record that the job must checkpoint (durable first), then tell its worker."""
-        try:
-            job = placement.job
-            await asyncio.to_thread(
-                self._store.transition, job.job_id, JobState.CHECKPOINTING,
-                expected_version=job.version, actor=ACTOR, reason=reason,
-            )  # fmt: skip
-        except ConcurrentModification:
-            return
+        job = placement.job
+        move = JobMove(job.job_id, job.version, (JobState.CHECKPOINTING,), reason)
+        fence = self._fence()
+        (outcome,) = await asyncio.to_thread(self._store.apply_moves, [move], ACTOR, fence)
+        if isinstance(outcome, FrameFleetError):
+            return  # moved meanwhile: the next message or tick decides again
         await self._commands.send(placement, CommandKind.CHECKPOINT_NOW, force=True)
+
+    def _fence(self) -> Fence | None:
+        """What every write of this replica carries while it leads (NotLeader once not)."""
+        return self._leadership.current() if self._leadership is not None else None
 
     async def _worker_gone(self, worker_id: str, reason: str) -> None:
         """Lost without (further) notice: its jobs resume elsewhere from their checkpoint."""
@@ -332,6 +320,10 @@ class ControlPlaneService:
     # -- the tick: timeouts, re-sends, scheduling ---------------------------------------------
 
     async def tick(self) -> None:
+        if self._held:  # this replica has just come to lead: what it heard as a standby
+            held = list(self._held)
+            self._held.clear()
+            await self._apply(held)
         async with self._lock:
             for change in self.registry.sweep():
                 if change.after is WorkerHealth.LOST:
@@ -380,7 +372,10 @@ class ControlPlaneService:
             )
             for a in decisions.assignments
         ]
-        outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR) if moves else []
+        fence = self._fence()
+        outcomes = (
+            await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, fence) if moves else []
+        )
         placed = [
             Placement(assigned, move.worker_id or "", move.gpu_index or 0, now)
             for move, assigned in zip(moves, outcomes, strict=True)

@@ -23,6 +23,7 @@ from kernel.job_record import (
 from kernel.job_state import JobState
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.scheduling.snapshots import SchedulerSettings
+from orchestrator.store.leases import Fence
 
 ACTOR = "control-plane"
 
@@ -76,7 +77,7 @@ class ControlStore(Protocol):
     def find_many(self, job_ids: Sequence[str]) -> dict[str, JobRecord]: ...
 
     def apply_moves(
-        self, moves: Sequence[JobMove], actor: str
+        self, moves: Sequence[JobMove], actor: str, fence: Fence | None = None
     ) -> list[JobRecord | FrameFleetError]: ...
 
     def transition(

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, func, update
+from sqlalchemy import delete, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col
 
 from kernel.errors import (
     ConcurrentModification,
@@ -23,31 +23,28 @@ from kernel.errors import (
     JobNotFound,
 )
 from kernel.job_record import (
-    FinishedRun,
     JobChanges,
-    JobEvent,
     JobMove,
     JobRecord,
-    Placement,
 )
-from kernel.job_state import ACTIVE_STATES, JobState, check_transition
-from orchestrator.store.base import CURRENT_ATTEMPT, utc
+from kernel.job_state import JobState, check_transition
 from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.drains import DrainBook
 from orchestrator.store.fleet_view import FleetViewBook
 from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.job_pages import JobPageBook
+from orchestrator.store.job_queries import WORKER_FAULT, JobQueries
+from orchestrator.store.leases import Fence, LeaseBook, check_fence
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.report_sends import ReportSendBook
 from orchestrator.store.reservations import ReservationBook
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, ReservationRow
 from orchestrator.store.tokens import TokenBook
 
-# An attempt's outcome when it ended through its worker's fault (the others are job states).
-WORKER_FAULT = "worker_fault"
-
 
 class JobStore(
+    JobQueries,
+    LeaseBook,
     IntakeLedger,
     ReservationBook,
     DrainBook,
@@ -92,18 +89,34 @@ class JobStore(
         return outcome
 
     def apply_moves(
-        self, moves: Sequence[JobMove], actor: str
+        self, moves: Sequence[JobMove], actor: str, fence: Fence | None = None
     ) -> list[JobRecord | FrameFleetError]:
         """Apply many jobs' moves in one transaction (one commit, one fsync): what keeps a
         control plane with a thousand workers ahead of their events. Each move is fenced on
         its own: a move whose job changed since `expected_version`, is unknown, or is not
-        allowed comes back as that error and leaves its job untouched; the others commit."""
+        allowed comes back as that error and leaves its job untouched; the others commit.
+        With `fence`, the whole batch is the lease holder's: NotLeader once it is not."""
         if len({move.job_id for move in moves}) != len(moves):
             raise ValueError("a batch moves each job at most once")
+        try:
+            return self._apply_once(moves, actor, fence)
+        except IntegrityError:
+            # The (job_id, version) history key doubles as a fence on backends where an UPDATE
+            # did not see a concurrent commit, and a GPU takes one open attempt only: the batch
+            # is retried one by one, and the move at fault comes back as ConcurrentModification.
+            if len(moves) == 1:
+                return [ConcurrentModification(moves[0].job_id, moves[0].expected_version)]
+            return [o for move in moves for o in self.apply_moves([move], actor, fence)]
+
+    def _apply_once(
+        self, moves: Sequence[JobMove], actor: str, fence: Fence | None
+    ) -> list[JobRecord | FrameFleetError]:
         now = self._clock.now()
         ids = [move.job_id for move in moves]
         errors: list[FrameFleetError | None] = []  # None: applied
         with self._session() as session:
+            if fence is not None:
+                check_fence(session, fence)  # first: on PostgreSQL it locks out a takeover
             rows = {row.job_id: row for row in self._rows(session, ids)}
             assigned, ended = [], []
             for move in moves:
@@ -126,15 +139,7 @@ class JobStore(
                 )
             if ended:
                 session.exec(delete(ReservationRow).where(col(ReservationRow.job_id).in_(ended)))
-            try:
-                session.commit()
-            except IntegrityError:
-                # The (job_id, version) history key doubles as a fence on backends where an
-                # UPDATE did not see a concurrent commit; the whole batch is retried one by one.
-                session.rollback()
-                if len(moves) == 1:
-                    return [ConcurrentModification(moves[0].job_id, moves[0].expected_version)]
-                return [outcome for move in moves for outcome in self.apply_moves([move], actor)]
+            session.commit()
             session.expire_all()
             fresh = self._records(session, ids)
         return [error or fresh[move.job_id] for move, error in zip(moves, errors, strict=True)]
@@ -257,142 +262,3 @@ class JobStore(
             attempt_row.checkpoint_seconds += changes.checkpoint_write_seconds
             attempt_row.checkpoints += 1
             session.add(attempt_row)
-
-    # -- queries ----------------------------------------------------------------------------
-
-    def find(self, job_id: str) -> JobRecord | None:
-        return self.find_many([job_id]).get(job_id)
-
-    def get(self, job_id: str) -> JobRecord:
-        record = self.find(job_id)
-        if record is None:
-            raise JobNotFound(job_id)
-        return record
-
-    def find_many(self, job_ids: Sequence[str]) -> dict[str, JobRecord]:
-        """These jobs, each with the worker its current attempt was given to."""
-        with self._session() as session:
-            return self._records(session, job_ids)
-
-    def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
-        """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base
-        priority and the oldest `limit` (which aging may have made urgent), without repeats."""
-        base = select(JobRow).where(
-            col(JobRow.state) == JobState.QUEUED.value,
-            (col(JobRow.not_before).is_(None)) | (col(JobRow.not_before) <= now),
-        )
-        with self._session() as session:
-            urgent = session.exec(
-                base.order_by(col(JobRow.priority).desc(), col(JobRow.created_at)).limit(limit)
-            ).all()
-            oldest = session.exec(base.order_by(col(JobRow.created_at)).limit(limit)).all()
-        rows = {row.job_id: row for row in [*urgent, *oldest]}
-        return [self._cached_record(row) for row in rows.values()]
-
-    def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[JobRecord]:
-        with self._session() as session:
-            query = select(JobRow).order_by(col(JobRow.created_at), col(JobRow.job_id))
-            if state is not None:
-                query = query.where(col(JobRow.state) == state.value)
-            return [self._cached_record(row) for row in session.exec(query.limit(limit)).all()]
-
-    def history(self, job_id: str) -> list[JobEvent]:
-        with self._session() as session:
-            rows = session.exec(
-                select(JobEventRow)
-                .where(col(JobEventRow.job_id) == job_id)
-                .order_by(col(JobEventRow.version))
-            ).all()
-        return [
-            JobEvent(
-                job_id=row.job_id,
-                at=utc(row.at),
-                from_state=JobState(row.from_state) if row.from_state else None,
-                to_state=JobState(row.to_state),
-                version=row.version,
-                attempt=row.attempt,
-                actor=row.actor,
-                reason=row.reason,
-            )
-            for row in rows
-        ]
-
-    def finished_since(self, since: datetime, limit: int = 500) -> list[FinishedRun]:
-        """Jobs that succeeded after `since` in their first attempt, with the denoising time
-        their worker reported, oldest first."""
-        with self._session() as session:
-            rows = session.exec(
-                select(JobRow, JobAttemptRow)
-                .join(JobAttemptRow, CURRENT_ATTEMPT)
-                .where(
-                    col(JobRow.state) == JobState.SUCCEEDED.value,
-                    col(JobRow.attempt) == 1,
-                    col(JobRow.updated_at) > since,
-                    col(JobAttemptRow.denoise_seconds).is_not(None),
-                )
-                .order_by(col(JobRow.updated_at))
-                .limit(limit)
-            ).all()
-            return [
-                FinishedRun(
-                    job.job_id,
-                    self._cached_record(job).spec,
-                    attempt.worker_id,
-                    attempt.denoise_seconds,
-                    utc(job.updated_at),
-                )
-                for job, attempt in rows
-                if attempt.worker_id is not None and attempt.denoise_seconds is not None
-            ]
-
-    def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]:
-        """job -> the workers an earlier attempt of it ended on through the worker's fault.
-        Such attempts are rare and indexed: one small query, whatever the queue's length."""
-        if not job_ids:
-            return {}
-        wanted = set(job_ids)
-        found: dict[str, set[str]] = {}
-        with self._session() as session:
-            rows = session.exec(
-                select(JobAttemptRow.job_id, JobAttemptRow.worker_id)
-                .join(JobRow, col(JobRow.job_id) == col(JobAttemptRow.job_id))
-                .where(
-                    col(JobAttemptRow.outcome) == WORKER_FAULT,
-                    col(JobRow.state) == JobState.QUEUED.value,
-                )
-            ).all()
-        for job_id, worker_id in rows:
-            if worker_id is not None and job_id in wanted:
-                found.setdefault(job_id, set()).add(worker_id)
-        return found
-
-    def placements(self) -> list[Placement]:
-        """Jobs assigned, running or checkpointing, with the worker and GPU of their attempt."""
-        active = [state.value for state in ACTIVE_STATES]
-        with self._session() as session:
-            rows = session.exec(
-                select(JobRow, JobAttemptRow)
-                .join(JobAttemptRow, CURRENT_ATTEMPT)
-                .where(col(JobRow.state).in_(active))
-                .order_by(col(JobRow.job_id))
-            ).all()
-        return [
-            Placement(
-                self._cached_record(job, attempt.worker_id),
-                attempt.worker_id or "",
-                attempt.gpu_index or 0,
-                utc(attempt.started_at),
-            )
-            for job, attempt in rows
-        ]
-
-    def count_jobs(self) -> int:
-        with self._session() as session:
-            return session.exec(select(func.count()).select_from(JobRow)).one()
-
-    def count_by_state(self) -> dict[JobState, int]:
-        with self._session() as session:
-            rows = session.exec(
-                select(JobRow.state, func.count()).group_by(col(JobRow.state))
-            ).all()
-        return {JobState(state): count for state, count in rows}

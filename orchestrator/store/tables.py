@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, DateTime, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, DateTime, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -44,6 +44,13 @@ class JobRow(SQLModel, table=True):
 
 class JobAttemptRow(SQLModel, table=True):
     __tablename__ = "job_attempts"
+    # One GPU holds one attempt at a time, whatever any control plane decides: the database
+    # refuses a second open attempt on the same (worker, GPU).
+    __table_args__ = (
+        Index("uq_job_attempts_active_gpu", "worker_id", "gpu_index", unique=True,
+              sqlite_where=text("ended_at IS NULL"),
+              postgresql_where=text("ended_at IS NULL")),
+    )  # fmt: skip
 
     job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
     attempt: int = Field(primary_key=True)
@@ -217,3 +224,15 @@ class JobProgressRow(SQLModel, table=True):
     reported_at: datetime = Field(sa_column=_utc_column())
     first_step: int
     first_at: datetime = Field(sa_column=_utc_column())
+
+
+class LeaseRow(SQLModel, table=True):
+    """Who may act alone (schedule, buy) until `expires_at`. `fence` grows with every new
+    holder; each write of the holder checks it, so a deposed holder's late write fails."""
+
+    __tablename__ = "leases"
+
+    name: str = Field(primary_key=True, max_length=64)
+    holder: str = Field(max_length=128)
+    fence: int = Field(sa_column=Column(BigInteger, nullable=False))
+    expires_at: datetime = Field(sa_column=_utc_column())

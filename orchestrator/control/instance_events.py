@@ -1,0 +1,71 @@
+"""What EventBridge says about instances, as the control plane acts on it.
+
+Every replica reads the interruptions queue. The leader acts at once. A standby records what
+it learned durably instead (the instance is gone; for a spot warning, a request to empty the
+instance), so the SQS message is settled and the leader acts on it at its next tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from kernel.job_record import DrainKind
+from orchestrator.control.leadership import Leadership
+from orchestrator.control.settings import ControlStore, GoneInstances
+from orchestrator.scheduling.registry import WorkerRegistry
+from orchestrator.scheduling.worker_health import WorkerHealth
+
+
+class InstanceEvents:
+    """Mixed into ControlPlaneService, which provides these."""
+
+    _store: ControlStore
+    _instances: GoneInstances
+    _lock: asyncio.Lock
+    _leadership: Leadership | None
+    registry: WorkerRegistry
+
+    async def _interrupt(self, worker_id: str, reason: str) -> None:
+        raise NotImplementedError
+
+    async def _worker_gone(self, worker_id: str, reason: str) -> None:
+        raise NotImplementedError
+
+    def leads(self) -> bool:
+        return self._leadership is None or self._leadership.leading()
+
+    async def interrupt_instance(self, instance_id: str, reason: str) -> list[str]:
+        """A spot warning: checkpoint-and-move its workers' jobs; returns those workers. (The
+        autoscaler learns of the interruption on its own, from the instance that vanishes.)"""
+        await self._record_gone(instance_id, reason)
+        if not self.leads():
+            why = f"spot interruption warning: {reason}"
+            await asyncio.to_thread(self._store.ask_to_drain, [instance_id], why)
+            return []
+        async with self._lock:
+            workers = self.registry.by_instance(instance_id)
+            for worker_id in workers:
+                await self._interrupt(worker_id, reason)
+            return workers
+
+    async def _record_gone(self, instance_id: str, reason: str, ended: bool = False) -> None:
+        """Durable first: a restarted control plane must refuse its retained hello too."""
+        await asyncio.to_thread(self._instances.record_gone, instance_id, reason, ended)
+        self.registry.instance_gone(instance_id)
+
+    async def stop_assigning(self, instance_id: str, reason: str) -> None:
+        """A rebalance recommendation (EventBridge, or a worker's IMDS): no new work there, its
+        jobs run on, and the autoscaler replaces it now and terminates it once it is empty."""
+        why = f"rebalance recommendation: {reason}"
+        await asyncio.to_thread(self._store.ask_to_drain, [instance_id], why, DrainKind.REBALANCE)
+
+    async def instance_gone(self, instance_id: str, reason: str) -> None:
+        """Terminated: its jobs resume elsewhere (on a standby: once the leader's heartbeat
+        timeout finds its workers silent)."""
+        await self._record_gone(instance_id, reason, ended=True)
+        if not self.leads():
+            return
+        async with self._lock:
+            for worker_id in self.registry.by_instance(instance_id):
+                self.registry.mark(worker_id, WorkerHealth.LOST, reason)
+                await self._worker_gone(worker_id, reason)
