@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -113,6 +113,7 @@ class AutoscalerLoop:
         ]
 
     async def once(self) -> list[Plan]:
+        await self.capacity.sync()  # the pools other replicas found failing, and ours
         busy = await self._sync_fleet()
         await self._finish_drains()
         await asyncio.to_thread(self.learn)
@@ -386,10 +387,12 @@ class AutoscalerLoop:
             )
         return views
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event, leads: Callable[[], bool] = lambda: True) -> None:
+        """Rounds until `stop`; only while `leads` says this replica holds the buying lease."""
         while not stop.is_set():
             try:
-                await self.once()
+                if leads():
+                    await self.once()
             except FrameFleetError as error:
                 log.warning("autoscaler round failed, retrying: %s", error)
             await sleep_unless_stopped(self.clock, stop, self.interval_seconds)

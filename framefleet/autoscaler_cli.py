@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -49,6 +50,7 @@ from kernel.errors import ConfigurationError, JobValidationError
 from kernel.health_server import HealthServer
 from kernel.job_spec import parse_job
 from kernel.market import Market
+from orchestrator.control.leadership import Leadership
 from orchestrator.costs.fleet_record import LedgerRecord
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.store.job_store import JobStore
@@ -196,7 +198,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         session.client("ssm", endpoint_url=settings.endpoint_url) as ssm,
         session.client("sts", endpoint_url=settings.endpoint_url) as sts,
     ):
-        capacity = CapacityMemory(clock)
+        capacity = CapacityMemory(clock, log=store)  # shared by the autoscaler replicas
         adapter = Ec2FleetAdapter(
             ec2, config.launch_template, config.use_create_fleet, config.subnets,
             config.launch_templates,
@@ -272,11 +274,15 @@ async def _plan_live(args: argparse.Namespace, settings: Settings) -> tuple[Plan
 
 async def _run(settings: Settings) -> None:
     stop = stop_on_signals()
-    async with live_autoscaler(settings, SystemClock()) as live:
+    clock = SystemClock()
+    async with live_autoscaler(settings, clock) as live:
+        # One replica buys at a time: the holder of the autoscaler's lease.
+        lease = Leadership(live.store, clock, "autoscaler", f"ff-as-{uuid.uuid4().hex[:12]}",
+                           ttl=timedelta(seconds=settings.control.lease_seconds))  # fmt: skip
         if live.health is not None:
             await live.health.start()
         try:
-            await live.loop.run(stop)
+            await asyncio.gather(lease.run(stop), live.loop.run(stop, lease.leading))
         finally:
             if live.health is not None:
                 await live.health.stop()

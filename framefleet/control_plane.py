@@ -210,7 +210,7 @@ async def control_plane(
                 dead_letters = SqsDeadLetterQueue(sqs, settings.require_queues()[1])
                 refusals = RefusedMessages(clock, dead_letters, registry)
                 plane.leadership = Leadership(
-                    store, clock, "control-plane", replica_id(),
+                    store, clock, "control-plane", settings.control.replica_id or replica_id(),
                     ttl=timedelta(seconds=settings.control.lease_seconds),
                 )  # fmt: skip
                 plane.service = build_control_service(

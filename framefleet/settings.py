@@ -62,6 +62,9 @@ class ControlConfig(BaseModel):
     tick_seconds: float = Field(default=0.5, gt=0)
     # The leader lease: one replica schedules and moves jobs; a standby takes over within this.
     lease_seconds: float = Field(default=10.0, ge=2, le=600)
+    # This replica's name in the lease and its MQTT client id (None: a random one). At most 23
+    # characters: MQTT 3.1.1 promises no longer client ids.
+    replica_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,23}$")
     resend_after_seconds: float = Field(default=3.0, gt=0)
     suspect_after_seconds: float = Field(default=10.0, gt=0)
     lost_after_seconds: float = Field(default=30.0, gt=0)

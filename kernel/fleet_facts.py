@@ -30,3 +30,18 @@ class PriceSeen:
     market: Market
     at: datetime
     usd_per_hour: Decimal
+
+
+@dataclass(frozen=True)
+class PoolMark:
+    """A pool that failed the fleet: a capacity error on launch (avoided until `until`) or a
+    spot interruption (also counted for the pool's observed rate). Kept in the store, so that
+    whichever autoscaler replica buys next knows it."""
+
+    instance_type: str
+    availability_zone: str
+    market: Market
+    at: datetime
+    until: datetime
+    reason: str
+    interruption: bool = False

@@ -7,10 +7,13 @@ from datetime import timedelta
 
 import pytest
 
+from autoscaler.market.capacity import CapacityMemory
+from autoscaler.pools import Pool
 from kernel.clock import FakeClock
 from kernel.errors import ConcurrentModification
 from kernel.job_record import JobMove
 from kernel.job_state import JobState
+from kernel.market import Market
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.leases import NotLeader
 from tests.support import wait_until
@@ -80,3 +83,24 @@ def test_the_database_refuses_two_open_attempts_on_one_gpu(store: JobStore) -> N
     store.apply_moves([JobMove("gpu-a", done.version, path, "finished")], "control-plane")
     (placed,) = store.apply_moves([assign("gpu-b")], "control-plane")
     assert placed.state is JobState.ASSIGNED  # type: ignore[union-attr]
+
+
+async def test_a_pool_one_replica_found_failing_is_avoided_by_the_next(
+    store: JobStore, clock: FakeClock
+) -> None:
+    first, second = CapacityMemory(clock, log=store), CapacityMemory(clock, log=store)
+    pool = Pool("g5.xlarge", "us-east-1a", Market.SPOT)
+    first.mark(pool, "InsufficientInstanceCapacity on launch")
+    first.interrupted(Pool("g5.xlarge", "us-east-1b", Market.SPOT))
+    await first.sync()
+    await second.sync()
+    assert "InsufficientInstanceCapacity" in (second.unavailable(pool) or "")
+    interrupted = Pool("g5.xlarge", "us-east-1b", Market.SPOT)
+    rate = first.observed_rate(interrupted)
+    assert rate is not None
+    assert rate > 0
+    assert second.observed_rate(interrupted) == rate
+    await first.sync()  # its own marks read back are not counted twice
+    assert first.observed_rate(interrupted) == second.observed_rate(interrupted)
+    clock.advance(16 * 60)
+    assert second.unavailable(pool) is None

@@ -35,6 +35,7 @@ from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.job_pages import JobPageBook
 from orchestrator.store.job_queries import WORKER_FAULT, JobQueries
 from orchestrator.store.leases import Fence, LeaseBook, check_fence
+from orchestrator.store.pool_marks import PoolMarkBook
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.report_sends import ReportSendBook
 from orchestrator.store.reservations import ReservationBook
@@ -49,6 +50,7 @@ class JobStore(
     ReservationBook,
     DrainBook,
     PoolRateBook,
+    PoolMarkBook,
     CostFactBook,
     ReportSendBook,
     FleetViewBook,

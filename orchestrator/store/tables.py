@@ -236,3 +236,18 @@ class LeaseRow(SQLModel, table=True):
     holder: str = Field(max_length=128)
     fence: int = Field(sa_column=Column(BigInteger, nullable=False))
     expires_at: datetime = Field(sa_column=_utc_column())
+
+
+class PoolMarkRow(SQLModel, table=True):
+    """A pool the autoscaler avoids for a while, or saw interrupted (kernel PoolMark)."""
+
+    __tablename__ = "pool_marks"
+
+    id: int | None = Field(default=None, primary_key=True)
+    instance_type: str = Field(max_length=64)
+    availability_zone: str = Field(max_length=64)
+    market: str = Field(max_length=16)
+    at: datetime = Field(sa_column=_utc_column(index=True))
+    until: datetime = Field(sa_column=_utc_column(index=True))
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    interruption: bool = Field(default=False)

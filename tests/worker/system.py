@@ -21,6 +21,7 @@ from kernel.clock import SystemClock
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from kernel.mosquitto import LocalMosquitto
+from kernel.nats_broker import LocalNats
 from orchestrator.store.job_store import JobStore
 from tests.conftest import Queues
 from tests.worker.conftest import Buckets
@@ -44,7 +45,7 @@ class LocalSystem:
     sqs: SQSClient
     queues: Queues
     moto_endpoint: str
-    broker: LocalMosquitto
+    broker: LocalMosquitto | LocalNats
     tmp_path: Path
 
     def submit(self, *specs: JobSpec) -> None:
