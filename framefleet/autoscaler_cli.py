@@ -272,13 +272,18 @@ async def _plan_live(args: argparse.Namespace, settings: Settings) -> tuple[Plan
         return plan(state, loop.settings, loop.model), state
 
 
+def buying_lease(live: _Live, settings: Settings, clock: Clock) -> Leadership:
+    """One replica buys at a time: the holder of the autoscaler's lease."""
+    holder = settings.control.replica_id or f"ff-as-{uuid.uuid4().hex[:12]}"
+    ttl = timedelta(seconds=settings.control.lease_seconds)
+    return Leadership(live.store, clock, "autoscaler", holder, ttl=ttl)
+
+
 async def _run(settings: Settings) -> None:
     stop = stop_on_signals()
     clock = SystemClock()
     async with live_autoscaler(settings, clock) as live:
-        # One replica buys at a time: the holder of the autoscaler's lease.
-        lease = Leadership(live.store, clock, "autoscaler", f"ff-as-{uuid.uuid4().hex[:12]}",
-                           ttl=timedelta(seconds=settings.control.lease_seconds))  # fmt: skip
+        lease = buying_lease(live, settings, clock)
         if live.health is not None:
             await live.health.start()
         try:

@@ -1,8 +1,8 @@
 """Which replica leads: a lease in the store, kept by its holder, waited for by the others.
 
 The leader renews every third of the lease. It steps down on its own once it has not renewed
-for the lease time less a margin, counted on its monotonic clock from before its last good
-renewal was sent: cut off from the database (a partition, a stalled connection), it stops
+for the lease time less a margin (a quarter of it), counted on its monotonic clock from before
+its last good renewal was sent: cut off from the database (a partition, a stalled connection), it stops
 acting before its lease can run out and a standby take over. Whatever it still writes carries
 its fence token, which the store refuses once another replica holds the lease.
 """
@@ -36,7 +36,7 @@ class Leadership:
     name: str
     holder: str
     ttl: timedelta = timedelta(seconds=10)
-    margin: timedelta = timedelta(seconds=2)  # steps down this long before the lease ends
+    margin: timedelta | None = None  # steps down this long before the lease ends (ttl / 4)
     fence: Fence | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     _valid_until: float = 0.0  # monotonic
@@ -68,7 +68,8 @@ class Leadership:
                 log.warning("lease %s: the store did not answer: %s", self.name, error)
             else:
                 if fence is not None:
-                    self._valid_until = sent + (self.ttl - self.margin).total_seconds()
+                    margin = self.margin if self.margin is not None else self.ttl / 4
+                    self._valid_until = sent + (self.ttl - margin).total_seconds()
         self._settle(fence)
 
     def _settle(self, fence: Fence | None) -> None:
