@@ -2,9 +2,9 @@
 
 The leader renews every third of the lease. It steps down on its own once it has not renewed
 for the lease time less a margin (a quarter of it), counted on its monotonic clock from before
-its last good renewal was sent: cut off from the database (a partition, a stalled connection), it stops
-acting before its lease can run out and a standby take over. Whatever it still writes carries
-its fence token, which the store refuses once another replica holds the lease.
+its last good renewal was sent: cut off from the database (a partition, a stalled connection),
+it stops acting before its lease can run out and a standby take over. Whatever it still
+writes carries its fence token, which the store refuses once another replica holds the lease.
 """
 
 from __future__ import annotations
