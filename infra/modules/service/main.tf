@@ -1,7 +1,8 @@
 # The control plane (`framefleet serve`) and the autoscaler (`framefleet autoscaler run`) as
 # ECS Fargate services from the repository's Dockerfile: private subnets, no public address,
 # logs to CloudWatch, the database password injected from the secret RDS keeps, each with the
-# task role of its own from the iam module. One task each (replicas come with leader leases).
+# task role of its own from the iam module. `replicas` tasks each; leases in the database decide
+# which control plane schedules and which autoscaler buys.
 
 resource "aws_ecs_cluster" "this" {
   name = var.name
@@ -179,11 +180,12 @@ resource "aws_ecs_service" "this" {
   name            = each.key
   cluster         = aws_ecs_cluster.this.id
   task_definition = aws_ecs_task_definition.this[each.key].arn
-  desired_count   = 1
+  desired_count   = var.replicas
   launch_type     = "FARGATE"
-  # One at a time: a second replica needs the leader lease (issue 18).
-  deployment_maximum_percent         = 100
-  deployment_minimum_healthy_percent = 0
+  # Replicas share the database; the leases decide which one schedules and which one buys, so
+  # a rolling deployment may start the new tasks before it stops the old ones.
+  deployment_maximum_percent         = 200
+  deployment_minimum_healthy_percent = 100
   network_configuration {
     subnets          = var.subnet_ids
     security_groups  = [aws_security_group.services.id]

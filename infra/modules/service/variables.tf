@@ -85,6 +85,12 @@ variable "metrics_port" {
   description = "Each process's /metrics, /healthz and /readyz port."
 }
 
+variable "replicas" {
+  type        = number
+  default     = 2
+  description = "Tasks of each process: one leads (the lease in the database), the others stand by."
+}
+
 variable "api_port" {
   type        = number
   default     = 8080
