@@ -1,0 +1,235 @@
+"""Simulated workers for the control-plane benchmark, in a process of their own (so the
+benchmark measures the control plane, not the simulation): the real protocol over MQTT, no
+pipeline. Each job "runs" for `--job-seconds`; `--interruptions` spot notices come every
+`--every` seconds. On SIGTERM it writes what it measured (notice -> running elsewhere) to
+`--results` and exits.
+
+    python -m benchmarks.sim_workers --port 1883 --workers 1000 --results sim.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiomqtt
+
+from kernel.clock import stop_on_signals
+from kernel.worker_protocol import (
+    Channel,
+    CommandKind,
+    EventKind,
+    GpuInfo,
+    Heartbeat,
+    Hello,
+    WorkerEvent,
+    decode_command,
+    topic,
+)
+
+OUTPUT_PREFIX = "s3://bench/out/"
+
+
+@dataclass
+class Fleet:
+    job_seconds: float
+    busy: dict[str, tuple[str, int]] = field(default_factory=dict)  # worker -> (job, attempt)
+    noticed: dict[str, float] = field(default_factory=dict)  # job -> notice time
+    interrupted_workers: set[str] = field(default_factory=set)
+    latencies: list[float] = field(default_factory=list)
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+def event(worker_id: str, kind: EventKind, **fields: object) -> str:
+    return WorkerEvent(
+        worker_id=worker_id,
+        sent_at=datetime.now(UTC),
+        event_id=f"e{random.getrandbits(64):x}",
+        kind=kind,
+        **fields,
+    ).model_dump_json()
+
+
+def preempted(worker_id: str, job_id: str, attempt: int) -> str:
+    """The event a worker sends once its checkpoint is durable and it has stopped the job."""
+    checkpoint = f"checkpoints/{job_id}/{attempt}/000003/manifest.json"
+    return event(
+        worker_id, EventKind.PREEMPTED, job_id=job_id, attempt=attempt, step=3,
+        checkpoint=checkpoint,
+    )  # fmt: skip
+
+
+async def connection(
+    port: int, worker_ids: list[str], fleet: Fleet, ready: asyncio.Event, stop: asyncio.Event
+) -> None:
+    async with aiomqtt.Client("127.0.0.1", port, identifier=f"sim-{worker_ids[0]}") as client:
+        for worker_id in worker_ids:
+            await client.subscribe(topic(worker_id, Channel.CMD), qos=1)
+            hello = Hello(
+                worker_id=worker_id,
+                sent_at=datetime.now(UTC),
+                instance_id=f"i-{abs(hash(worker_id)):017x}"[:19],
+                instance_type="g6e.xlarge",
+                availability_zone="us-east-1a",
+                market="spot",
+                gpus=(GpuInfo(index=0, family="l40s", vram_gib=48),),
+                agent_version="sim",
+            )
+            await client.publish(
+                topic(worker_id, Channel.HELLO), hello.model_dump_json(), qos=1, retain=True
+            )
+        ready.set()
+
+        async def finish(worker_id: str, job_id: str, attempt: int) -> None:
+            await asyncio.sleep(fleet.job_seconds)
+            if fleet.busy.get(worker_id) != (job_id, attempt):
+                return  # preempted meanwhile
+            del fleet.busy[worker_id]
+            await client.publish(
+                topic(worker_id, Channel.EVENTS),
+                event(
+                    worker_id,
+                    EventKind.FINISHED,
+                    job_id=job_id,
+                    attempt=attempt,
+                    output=f"{OUTPUT_PREFIX}{job_id}.mp4",  # under the job's own prefix
+                ),
+                qos=1,
+            )
+
+        async def heartbeats() -> None:
+            sequence = 0
+            while not stop.is_set():
+                sequence += 1
+                for worker_id in worker_ids:
+                    beat = Heartbeat(
+                        worker_id=worker_id,
+                        sent_at=datetime.now(UTC),
+                        sequence=sequence,
+                        accepting=worker_id not in fleet.interrupted_workers,
+                    )
+                    await client.publish(
+                        topic(worker_id, Channel.HEARTBEAT), beat.model_dump_json(), qos=0
+                    )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 5)
+
+        beating = asyncio.create_task(heartbeats())
+        async for message in client.messages:
+            if stop.is_set():
+                break
+            command = decode_command(message.topic.value, bytes(message.payload))
+            worker_id, job_id, attempt = (
+                command.worker_id,
+                command.job_id or "",
+                command.attempt or 0,
+            )
+            if command.kind is CommandKind.ASSIGN:
+                if fleet.busy.get(worker_id) == (job_id, attempt):
+                    continue
+                if worker_id in fleet.interrupted_workers:  # draining, as the real agent does
+                    refusal = event(
+                        worker_id,
+                        EventKind.FAILED,
+                        job_id=job_id,
+                        attempt=attempt,
+                        failure_kind="refused",
+                        error="worker is draining",
+                    )
+                    await client.publish(topic(worker_id, Channel.EVENTS), refusal, qos=1)
+                    continue
+                if job_id in fleet.noticed and attempt > 1:
+                    fleet.latencies.append(time.perf_counter() - fleet.noticed.pop(job_id))
+                fleet.busy[worker_id] = (job_id, attempt)
+                await client.publish(
+                    topic(worker_id, Channel.EVENTS),
+                    event(worker_id, EventKind.STARTED, job_id=job_id, attempt=attempt),
+                    qos=1,
+                )
+                task = asyncio.create_task(finish(worker_id, job_id, attempt))
+                fleet.tasks.add(task)
+                task.add_done_callback(fleet.tasks.discard)
+            elif command.kind is CommandKind.CHECKPOINT_NOW:
+                if fleet.busy.pop(worker_id, None) is None:
+                    continue
+                await client.publish(
+                    topic(worker_id, Channel.EVENTS), preempted(worker_id, job_id, attempt), qos=1
+                )
+        beating.cancel()
+
+
+async def interrupt(port: int, fleet: Fleet, count: int, every: float, stop: asyncio.Event) -> None:
+    async with aiomqtt.Client("127.0.0.1", port, identifier="sim-interrupter") as client:
+        for _ in range(count):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), every)
+            if stop.is_set():
+                return
+            candidates = [w for w in fleet.busy if w not in fleet.interrupted_workers]
+            if not candidates:
+                continue
+            worker_id = random.choice(candidates)
+            # Taken off the worker before any await, so `finish` cannot complete it meanwhile.
+            job_id, attempt = fleet.busy.pop(worker_id)
+            fleet.interrupted_workers.add(worker_id)
+            fleet.noticed[job_id] = time.perf_counter()
+            await client.publish(
+                topic(worker_id, Channel.EVENTS),
+                event(worker_id, EventKind.NOTICE_SEEN, notice="instance-action terminate"),
+                qos=1,
+            )
+            # Like the real agent: checkpoint at once on the notice, then report `preempted`.
+            await client.publish(
+                topic(worker_id, Channel.EVENTS), preempted(worker_id, job_id, attempt), qos=1
+            )
+
+
+async def serve(args: argparse.Namespace) -> list[float]:
+    fleet = Fleet(job_seconds=args.job_seconds)
+    stop = stop_on_signals()
+    ids = [f"sim-{i:04d}" for i in range(args.workers)]
+    groups = [ids[i :: args.connections] for i in range(args.connections)]
+    readies = [asyncio.Event() for _ in groups]
+    sims = [
+        asyncio.create_task(connection(args.port, g, fleet, r, stop))
+        for g, r in zip(groups, readies, strict=True)
+    ]
+    for ready in readies:
+        await ready.wait()
+    print("ready", flush=True)  # the benchmark starts its clock on this line
+    interrupter = asyncio.create_task(
+        interrupt(args.port, fleet, args.interruptions, args.every, stop)
+    )
+    await stop.wait()
+    interrupter.cancel()
+    for sim in sims:
+        sim.cancel()
+    await asyncio.gather(interrupter, *sims, return_exceptions=True)
+    return fleet.latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--workers", type=int, default=1000)
+    parser.add_argument("--connections", type=int, default=20)
+    parser.add_argument("--job-seconds", type=float, default=10.0)
+    parser.add_argument("--interruptions", type=int, default=50)
+    parser.add_argument("--every", type=float, default=2.0)
+    parser.add_argument("--results", type=Path, required=True)
+    args = parser.parse_args()
+    latencies = asyncio.run(serve(args))
+    args.results.write_text(json.dumps({"notice_to_running_s": latencies}))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
