@@ -216,7 +216,9 @@ async def control_plane(
                 plane.service = build_control_service(
                     settings, store, clock, refusals, plane.leadership
                 )
-                plane.progress = ProgressRecorder(plane.service.registry, store, clock)
+                plane.progress = ProgressRecorder(
+                    plane.service.registry, store, clock, leads=plane.service.leads
+                )
                 if settings.interruptions_queue_url:
                     plane.interruptions = InterruptionsLoop(
                         SqsQueue(sqs, settings.interruptions_queue_url),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -32,6 +32,8 @@ class ProgressRecorder:
     sink: ProgressSink
     clock: Clock
     every: float = 2.0
+    # Only the leading replica writes (the others hear the same heartbeats).
+    leads: Callable[[], bool] = lambda: True
     # job -> (attempt, step) last written: what the workers report now, never more.
     _written: dict[str, tuple[int, int]] = field(default_factory=dict)
 
@@ -53,7 +55,7 @@ class ProgressRecorder:
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            reports = self.changed()
+            reports = self.changed() if self.leads() else []
             try:
                 if reports:
                     await asyncio.to_thread(self.write, reports)
