@@ -25,7 +25,32 @@ def port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-class LocalMosquitto:
+class LocalBroker:
+    """A broker process of one's own on a port of 127.0.0.1: start, stop, restart."""
+
+    port: int
+    _process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._process = subprocess.Popen(self.command(), stderr=subprocess.DEVNULL)
+        wait_until(lambda: port_open(self.port), f"{type(self).__name__} to listen")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=10)
+            self._process = None
+        wait_until(lambda: not port_open(self.port), f"{type(self).__name__} to stop")
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+class LocalMosquitto(LocalBroker):
     def __init__(
         self,
         folder: Path,
@@ -63,21 +88,6 @@ class LocalMosquitto:
                 lines.append("user root")
         self.config.write_text("\n".join(lines) + "\n")
         self._binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-        self._process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
-        self._process = subprocess.Popen(
-            [self._binary, "-c", str(self.config)], stderr=subprocess.DEVNULL
-        )
-        wait_until(lambda: port_open(self.port), "mosquitto to listen")
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.terminate()
-            self._process.wait(timeout=10)
-            self._process = None
-        wait_until(lambda: not port_open(self.port), "mosquitto to stop")
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
+    def command(self) -> list[str]:
+        return [self._binary, "-c", str(self.config)]

@@ -5,13 +5,12 @@ Needs the `nats-server` binary (Debian package nats-server)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
-from kernel.mosquitto import port_open, wait_until
+from kernel.mosquitto import LocalBroker
 
 
-class LocalNats:
+class LocalNats(LocalBroker):
     def __init__(self, folder: Path, port: int, client_port: int) -> None:
         """`port`: its MQTT listener (what workers and the control plane dial)."""
         self.port = port
@@ -24,21 +23,6 @@ class LocalNats:
             f'mqtt {{ listen: "127.0.0.1:{port}" }}\n'
         )
         self._binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
-        self._process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
-        self._process = subprocess.Popen(
-            [self._binary, "-c", str(self.config)], stderr=subprocess.DEVNULL
-        )
-        wait_until(lambda: port_open(self.port), "nats-server to listen for MQTT")
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.terminate()
-            self._process.wait(timeout=10)
-            self._process = None
-        wait_until(lambda: not port_open(self.port), "nats-server to stop")
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
+    def command(self) -> list[str]:
+        return [self._binary, "-c", str(self.config)]

@@ -20,8 +20,7 @@ from framefleet.settings import ControlConfig, IntakeConfig, MqttConfig, Setting
 from kernel.clock import SystemClock
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
-from kernel.mosquitto import LocalMosquitto
-from kernel.nats_broker import LocalNats
+from kernel.mosquitto import LocalBroker
 from orchestrator.store.job_store import JobStore
 from tests.conftest import Queues
 from tests.worker.conftest import Buckets
@@ -45,7 +44,7 @@ class LocalSystem:
     sqs: SQSClient
     queues: Queues
     moto_endpoint: str
-    broker: LocalMosquitto | LocalNats
+    broker: LocalBroker
     tmp_path: Path
 
     def submit(self, *specs: JobSpec) -> None:
