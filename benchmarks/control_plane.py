@@ -136,14 +136,22 @@ async def run(
     started = time.perf_counter()
     running = [asyncio.create_task(part.run(stop)) for pair in services for part in pair]
     last_report = started
+    # The steady state: until 90% of the jobs are done. The last few are the ones the spot
+    # notices keep hitting (each restarts its 10 s), which says nothing of the control plane.
+    steady: tuple[float, int] | None = None
     while True:
         counts = await asyncio.to_thread(store.count_by_state)
         done = counts.get(JobState.SUCCEEDED, 0)
-        if time.perf_counter() - last_report > 10:
+        if time.perf_counter() - last_report > 5:
             seconds = time.perf_counter() - started
             assigned = sum(service.stats.assignments for service, _ in services)
-            console.print(f"  {seconds:5.0f}s: {done} succeeded, {assigned} assignments")
+            waiting = sum(service.memory_sizes()["inbox"] for service, _ in services)
+            console.print(f"  {seconds:5.0f}s: {done} succeeded, {assigned} assignments, "
+                          f"{waiting} worker messages waiting")  # fmt: skip
             last_report = time.perf_counter()
+        if steady is None and done >= 0.9 * jobs:
+            steady = (time.perf_counter() - started,
+                      sum(service.stats.assignments for service, _ in services))  # fmt: skip
         if done >= jobs:
             break
         await asyncio.sleep(0.5)  # the progress report's pace, not a wait for an outcome
@@ -169,6 +177,8 @@ async def run(
         "elapsed_s": elapsed,
         "assignments": assignments,
         "assignments_per_s": assignments / elapsed,
+        "steady_assignments_per_s": steady[1] / steady[0] if steady else float("nan"),
+        "steady_seconds": steady[0] if steady else float("nan"),
         "jobs_per_s": jobs / elapsed,
         "schedule_p50_ms": pct(decisions, 50) * 1000,
         "schedule_p99_ms": pct(decisions, 99) * 1000,
@@ -187,7 +197,8 @@ async def run(
             "scheduling decision p50 / p99",
             f"{results['schedule_p50_ms']:.1f} / {results['schedule_p99_ms']:.1f} ms",
         ),
-        ("assignments per second", f"{results['assignments_per_s']:.0f}"),
+        ("assignments per second, to 90% done", f"{results['steady_assignments_per_s']:.0f}"),
+        ("assignments per second, whole run", f"{results['assignments_per_s']:.0f}"),
         ("jobs completed per second", f"{results['jobs_per_s']:.0f}"),
         ("interruptions handled", str(results["interruptions"])),
         (
