@@ -17,6 +17,8 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from kernel.job_record import JobEvent
 from orchestrator.api.auth import Caller
+from orchestrator.api.fleet_routes import alive_instances
+from orchestrator.api.models import HistoryLine
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import Reader, Services
 from orchestrator.store.cost_facts import InstanceLife
@@ -27,16 +29,8 @@ BACKLOG = 500  # job moves sent per read: a client far behind catches up in step
 
 
 def job_event(event_id: int, event: JobEvent) -> ServerSentEvent:
-    return ServerSentEvent(
-        event="job",
-        id=str(event_id),
-        data={
-            "job_id": event.job_id, "at": event.at.isoformat(),
-            "from_state": event.from_state.value if event.from_state else None,
-            "to_state": event.to_state.value, "attempt": event.attempt, "actor": event.actor,
-            "reason": event.reason,
-        },
-    )  # fmt: skip
+    line = HistoryLine.model_validate(event).model_dump(mode="json")  # as GET /v1/jobs/{id}
+    return ServerSentEvent(event="job", id=str(event_id), data={"job_id": event.job_id, **line})
 
 
 def instance_event(kind: str, life: InstanceLife, reason: str | None = None) -> ServerSentEvent:
@@ -58,8 +52,7 @@ class FleetWatch:
 
     def look(self) -> list[ServerSentEvent]:
         store, now = self._services.store, self._services.clock.now()
-        lives = store.instance_lives(now, now + timedelta(seconds=1))
-        alive = {life.instance_id: life for life in lives if life.ended_at is None}
+        alive = {life.instance_id: life for life in alive_instances(store, now)}
         before, self._alive = self._alive, alive
         if before is None:
             return []

@@ -10,18 +10,25 @@ from fastapi import APIRouter, HTTPException, Query
 
 from orchestrator.api.jobs_routes import ERRORS
 from orchestrator.api.models import CostsView, FleetView
-from orchestrator.api.ports import ApiServices
+from orchestrator.api.ports import ApiServices, ApiStore
 from orchestrator.api.security import Reader, Services
 from orchestrator.api.views import costs_view, fleet_instances, fleet_usd_per_hour
 from orchestrator.costs.report import period_containing
+from orchestrator.store.cost_facts import InstanceLife
 
 router = APIRouter(prefix="/v1", tags=["fleet and money"])
 MAX_PERIOD = timedelta(days=93)
 
 
+def alive_instances(store: ApiStore, now: datetime) -> list[InstanceLife]:
+    """The instances not ended at `now`, as the cost ledger records them."""
+    lives = store.instance_lives(now, now + timedelta(seconds=1))
+    return [life for life in lives if life.ended_at is None]
+
+
 def fleet_view(services: ApiServices) -> FleetView:
     store, now = services.store, services.clock.now()
-    lives = store.instance_lives(now, now + timedelta(seconds=1))
+    lives = alive_instances(store, now)
     prices = store.price_changes([life.pool for life in lives], now + timedelta(seconds=1))
     instances = fleet_instances(lives, prices, store.placements())
     gone = store.gone_between(now - timedelta(hours=24), now + timedelta(seconds=1))

@@ -134,14 +134,12 @@ def fleet_instances(
     prices: dict[PoolKey, list[tuple[datetime, Decimal]]],
     placements: Sequence[Placement],
 ) -> list[FleetInstance]:
-    """Instances still alive, each with its price now and the jobs on it."""
+    """The instances alive, each with its price now and the jobs on it."""
     jobs: dict[str, list[str]] = {}
     for placement in placements:
         jobs.setdefault(placement.worker_id, []).append(placement.job.job_id)
     shown = []
     for life in lives:
-        if life.ended_at is not None:
-            continue
         history = prices.get(life.pool) or []
         state = "draining" if life.draining_at else "running" if life.ready_at else "booting"
         instance_type, zone, market = life.pool

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
@@ -38,7 +38,6 @@ class Leadership:
     ttl: timedelta = timedelta(seconds=10)
     margin: timedelta | None = None  # steps down this long before the lease ends (ttl / 4)
     fence: Fence | None = None
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
     _valid_until: float = 0.0  # monotonic
     _claim: asyncio.Task[Fence | None] | None = None
 
@@ -81,7 +80,6 @@ class Leadership:
                 log.info("%s leads %s (fence %d)", self.holder, self.name, self.fence.token)
             else:
                 log.warning("%s stepped down from %s", self.holder, self.name)
-            self.changed.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         every = self.ttl.total_seconds() / 3

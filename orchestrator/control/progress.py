@@ -36,12 +36,14 @@ class ProgressRecorder:
     leads: Callable[[], bool] = lambda: True
     # job -> (attempt, step) last written: what the workers report now, never more.
     _written: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _reported: set[str] = field(default_factory=set)  # jobs the last look found
 
     def changed(self) -> list[ProgressReport]:
         reports = {
             job.job_id: ProgressReport(job.job_id, job.attempt, job.step, job.total_steps, at)
             for job, at in self.source.progress()
         }
+        self._reported = set(reports)
         return [r for r in reports.values() if self._written.get(r.job_id) != (r.attempt, r.step)]
 
     def write(self, reports: Sequence[ProgressReport]) -> None:
@@ -49,8 +51,7 @@ class ProgressRecorder:
         self.sink.record_progress(reports)
 
     def remember(self, reports: Sequence[ProgressReport]) -> None:
-        reported = {job.job_id for job, _ in self.source.progress()}
-        self._written = {k: v for k, v in self._written.items() if k in reported}
+        self._written = {k: v for k, v in self._written.items() if k in self._reported}
         self._written.update({r.job_id: (r.attempt, r.step) for r in reports})
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -14,13 +14,11 @@ from kernel.errors import FrameFleetError
 from kernel.job_record import (
     DrainKind,
     DrainRequest,
-    JobChanges,
     JobMove,
     JobRecord,
     Placement,
     Reservation,
 )
-from kernel.job_state import JobState
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.scheduling.snapshots import SchedulerSettings
 from orchestrator.store.leases import Fence
@@ -79,19 +77,6 @@ class ControlStore(Protocol):
     def apply_moves(
         self, moves: Sequence[JobMove], actor: str, fence: Fence | None = None
     ) -> list[JobRecord | FrameFleetError]: ...
-
-    def transition(
-        self,
-        job_id: str,
-        target: JobState,
-        *,
-        expected_version: int,
-        actor: str,
-        reason: str,
-        worker_id: str | None = None,
-        gpu_index: int | None = None,
-        changes: JobChanges | None = None,
-    ) -> JobRecord: ...
 
     def placements(self) -> list[Placement]: ...
 
