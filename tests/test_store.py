@@ -166,6 +166,40 @@ def test_two_concurrent_writers_on_postgres_one_wins(
     assert replica_a.history(job_id)[-1].actor == winner
 
 
+def test_two_concurrent_batches_on_postgres_move_a_shared_job_once(
+    two_postgres_stores: tuple[JobStore, JobStore],
+) -> None:
+    """Each batch is written one statement per table: a job the other replica moved between
+    the read and the write sends the batch back one move at a time, and only that move fails."""
+    replica_a, replica_b = two_postgres_stores
+    ids = ["shared", *(f"a{i}" for i in range(5)), *(f"b{i}" for i in range(5))]
+    replica_a.accept_batch([submission(job_id, job_id) for job_id in ids])
+    barrier = threading.Barrier(2)
+    results: dict[str, list[JobRecord | Exception]] = {}
+
+    def write(name: str, replica: JobStore) -> None:
+        mine = ["shared", *(f"{name}{i}" for i in range(5))]
+        moves = [JobMove(job_id, 1, (JobState.ASSIGNED,), name, worker_id=name, gpu_index=i)
+                 for i, job_id in enumerate(mine)]  # fmt: skip
+        barrier.wait()
+        results[name] = list(replica.apply_moves(moves, actor=name))
+
+    threads = [threading.Thread(target=write, args=(n, r))
+               for n, r in (("a", replica_a), ("b", replica_b))]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    shared = [results[name][0] for name in ("a", "b")]
+    assert sum(isinstance(r, ConcurrentModification) for r in shared) == 1
+    assert all(isinstance(r, JobRecord) for name in ("a", "b") for r in results[name][1:])
+    final = {job_id: replica_a.get(job_id) for job_id in ids}
+    assert {(job.state, job.version, job.attempt) for job in final.values()} == {
+        (JobState.ASSIGNED, 2, 1)
+    }
+    assert [e.version for e in replica_a.history("shared")] == [1, 2]
+
+
 def test_placements_name_the_worker_and_gpu_of_the_current_attempt(store: JobStore) -> None:
     store.accept_batch([submission("p1", "m1"), submission("p2", "m2")])
     store.transition(
@@ -220,6 +254,8 @@ def test_a_batch_commits_each_fenced_move_and_reports_the_rest(store: JobStore) 
     assert isinstance(cp, JobRecord)
     assert cp.state is JobState.QUEUED
     assert (cp.version, cp.last_checkpoint) == (2, "checkpoints/cp/1")
+    # what a batch hands back is what a fresh read finds
+    assert (ok, cp) == (store.get("ok"), store.get("cp"))
     # the refused moves left their jobs untouched and wrote no history
     assert store.get("stale").version == store.get("bad").version == 1
     assert [e.to_state for e in store.history("bad")] == [JobState.QUEUED]

@@ -12,10 +12,8 @@ from kernel.errors import JobNotFound
 from kernel.job_record import FinishedRun, JobEvent, JobRecord, Placement
 from kernel.job_state import ACTIVE_STATES, JobState
 from orchestrator.store.base import CURRENT_ATTEMPT, StoreBase, utc
+from orchestrator.store.job_moves import WORKER_FAULT
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow
-
-# An attempt's outcome when it ended through its worker's fault (the others are job states).
-WORKER_FAULT = "worker_fault"
 
 
 class JobQueries(StoreBase):
