@@ -8,8 +8,9 @@ Pure: the same snapshots and `now` always give the same decisions.
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from orchestrator.scheduling.snapshots import (
@@ -33,18 +34,25 @@ def _seconds(moment: datetime | None) -> float:
     return math.inf if moment is None else moment.timestamp()
 
 
+def _queue_keys(
+    now: datetime, settings: SchedulerSettings
+) -> Callable[[PendingJob], tuple[float, float, float, str]]:
+    # What `effective_priority` computes, on timestamps taken once: a tick keys thousands.
+    now_s, per_second = now.timestamp(), settings.aging_per_hour / 3600
+
+    def key(job: PendingJob) -> tuple[float, float, float, str]:
+        queued_s = job.queued_since.timestamp()
+        aged = job.priority + per_second * max(0.0, now_s - queued_s)
+        deadline_s = math.inf if job.deadline is None else job.deadline.timestamp()
+        return (-aged, deadline_s, queued_s, job.job_id)
+
+    return key
+
+
 def queue_order(
     jobs: Iterable[PendingJob], now: datetime, settings: SchedulerSettings
 ) -> list[PendingJob]:
-    return sorted(
-        jobs,
-        key=lambda job: (
-            -effective_priority(job, now, settings),
-            _seconds(job.deadline),
-            _seconds(job.queued_since),
-            job.job_id,
-        ),
-    )
+    return sorted(jobs, key=_queue_keys(now, settings))
 
 
 def fits_kind(job: PendingJob, gpu: GpuSlot) -> bool:
@@ -63,6 +71,9 @@ class _FreeGpus:
         self._kinds: dict[tuple[str, float, bool], list[GpuSlot]] = {}
         for gpu in sorted(gpus, key=lambda g: (g.worker_id, g.index), reverse=True):
             self._kinds.setdefault((gpu.family, gpu.vram_gib, gpu.spot), []).append(gpu)
+
+    def __bool__(self) -> bool:
+        return any(self._kinds.values())
 
     def take_reserved(self, job: PendingJob) -> GpuSlot | None:
         """A free GPU that fits on one of the workers reserved for the job."""
@@ -129,34 +140,46 @@ def _assignment(
     )
 
 
-def _preempt_for(
-    job: PendingJob, busy: list[GpuSlot], settings: SchedulerSettings
-) -> Preemption | None:
-    """The running job that gives way to `job`, if any may; its GPU leaves `busy`."""
-    victims = [
-        g
-        for g in busy
-        if g.running is not None
-        and g.running.preemptible
-        and fits(job, g)
-        and g.running.priority + settings.preemption_margin <= job.priority
-        # A deadline outranks priority: only a job due no later may take its GPU (in an
-        # autoscaled fleet the urgent job gets its own GPU minutes later anyway).
-        and (g.running.deadline is None or _seconds(job.deadline) <= _seconds(g.running.deadline))
-    ]
-    if not victims:
+class _Victims:
+    """The running jobs that may give way, least urgent first (see `_victim_order`): the first
+    one a job may take is the one it takes, and the scan ends at the first one too urgent."""
+
+    def __init__(self, busy: Iterable[GpuSlot]) -> None:
+        self._slots = [g for g in busy if g.running is not None and g.running.preemptible]
+        self._sorted = False  # sorted when first asked for: most ticks preempt nothing
+
+    def weakest(self) -> float:
+        return min((_running(g).priority for g in self._slots), default=math.inf)
+
+    def preempt_for(self, job: PendingJob, settings: SchedulerSettings) -> Preemption | None:
+        """The running job that gives way to `job`, if any may; its GPU is taken."""
+        if not self._sorted:
+            self._slots.sort(key=lambda g: _victim_order(_running(g)))
+            self._sorted = True
+        for position, gpu in enumerate(self._slots):
+            victim = _running(gpu)
+            if victim.priority + settings.preemption_margin > job.priority:
+                return None  # every one after it is at least as urgent
+            # A deadline outranks priority: only a job due no later may take its GPU (in an
+            # autoscaled fleet the urgent job gets its own GPU minutes later anyway).
+            if fits(job, gpu) and (
+                victim.deadline is None or _seconds(job.deadline) <= _seconds(victim.deadline)
+            ):
+                del self._slots[position]
+                return Preemption(
+                    victim_job_id=victim.job_id,
+                    worker_id=gpu.worker_id,
+                    gpu_index=gpu.index,
+                    for_job_id=job.job_id,
+                    reason=f"priority {job.priority} job {job.job_id} needs a GPU; "
+                    f"{victim.job_id} has priority {victim.priority}",
+                )
         return None
-    target = min(victims, key=lambda g: _victim_order(g.running) if g.running else ())
-    assert target.running is not None
-    busy.remove(target)
-    return Preemption(
-        victim_job_id=target.running.job_id,
-        worker_id=target.worker_id,
-        gpu_index=target.index,
-        for_job_id=job.job_id,
-        reason=f"priority {job.priority} job {job.job_id} needs a GPU; "
-        f"{target.running.job_id} has priority {target.running.priority}",
-    )
+
+
+def _running(gpu: GpuSlot) -> RunningJob:
+    assert gpu.running is not None  # only busy GPUs become victims
+    return gpu.running
 
 
 def schedule(
@@ -169,37 +192,43 @@ def schedule(
     usable = [gpu for worker in workers if worker.accepting for gpu in worker.gpus]
     free = _FreeGpus(gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None)
     already_reserved = {gpu.reserved_for for gpu in usable if gpu.reserved_for}
-    busy = [gpu for gpu in usable if gpu.running is not None and gpu.reserved_for is None]
+    victims = _Victims(g for g in usable if g.running is not None and g.reserved_for is None)
+    weakest = victims.weakest()
     assignments: list[Assignment] = []
     preemptions: list[Preemption] = []
-    weakest = min(
-        (g.running.priority for g in busy if g.running and g.running.preemptible),
-        default=math.inf,
-    )
 
-    ordered = queue_order(pending, now, settings)
     # First the capacity the autoscaler bought for a job goes to that job, so another job
     # cannot take the on-demand GPU a deadline needed and leave it to wait for the next one.
     on_reserved: set[str] = set()
-    for job in ordered:
-        if not job.reserved_on or job.job_id in already_reserved:
+    for job in queue_order((j for j in pending if j.reserved_on), now, settings):
+        if job.job_id in already_reserved:
             continue
         gpu = free.take_reserved(job)
         if gpu is not None:
             on_reserved.add(job.job_id)
             assignments.append(_assignment(job, gpu, now, settings, "reserved for it, "))
-    for job in ordered:
-        if job.job_id in already_reserved or job.job_id in on_reserved:
-            continue  # its GPU is being freed for it, or it has its reserved one
+
+    def may_preempt(job: PendingJob) -> bool:
+        # Not when its own GPU is minutes away, nor when nothing running is enough less urgent
+        # to give way: a preemption would cost the victim a whole start-up for little gain.
+        return not job.capacity_coming and job.priority >= weakest + settings.preemption_margin
+
+    # The queue as a heap, taken in order while GPUs are free: a tick that fills a few GPUs
+    # from a long queue does not sort all of it. Left out: the jobs whose GPU is being freed
+    # for them, and those that have their reserved one.
+    queue = [j for j in pending if j.job_id not in already_reserved and j.job_id not in on_reserved]
+    key = _queue_keys(now, settings)
+    heap = [(key(job), position) for position, job in enumerate(queue)]
+    heapq.heapify(heap)
+    while heap and free:
+        job = queue[heapq.heappop(heap)[1]]
         gpu = free.take_best_fit(job, now)
         if gpu is not None:
             assignments.append(_assignment(job, gpu, now, settings))
-            continue
-        if job.capacity_coming or job.priority < weakest + settings.preemption_margin:
-            # Its own GPU is minutes away, or nothing running is enough less urgent to give
-            # way: a preemption would cost the victim a whole start-up for little gain.
-            continue
-        preemption = _preempt_for(job, busy, settings)
-        if preemption is not None:
+        elif may_preempt(job) and (preemption := victims.preempt_for(job, settings)):
+            preemptions.append(preemption)
+    # No GPU is free any more: the rest of the queue may only preempt, in queue order.
+    for _, position in sorted(entry for entry in heap if may_preempt(queue[entry[1]])):
+        if preemption := victims.preempt_for(queue[position], settings):
             preemptions.append(preemption)
     return Decisions(tuple(assignments), tuple(preemptions))
