@@ -299,8 +299,9 @@ def test_placing_a_job_uses_up_its_claim_and_ending_it_drops_the_rest(
     [(job_id, held)] = store.reservations(["u1"]).items()
     assert (job_id, held.instance_id, held.on_demand, held.holds(clock.now())) == (
         "u1", "", True, False)  # fmt: skip
+    assert store.live_reservations() == store.reservations(["u1"])  # what the scheduler reads
     store.transition("u1", JobState.CANCELLED, expected_version=2, actor="s", reason="done")
-    assert store.reservations(["u1"]) == {}
+    assert store.reservations(["u1"]) == store.live_reservations() == {}
 
 
 def test_the_checkpoint_step_of_existing_jobs_is_filled_from_their_key(sqlite_url: str) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from kernel.errors import FrameFleetError
 from kernel.job_record import JobMove, JobRecord
+from kernel.job_state import JobState
 from orchestrator.control.job_events import Decision, Ignore, Record
+from orchestrator.scheduling.snapshots import Assignment
 from orchestrator.store.job_store import JobStore
 
 
@@ -17,6 +19,14 @@ def as_move(job: JobRecord, decision: Decision) -> JobMove | None:
             return None
         return JobMove(job.job_id, job.version, (), decision.reason, decision.changes)
     return JobMove(job.job_id, job.version, decision.path, decision.reason, decision.changes)
+
+
+def assignment_move(assignment: Assignment, job: JobRecord) -> JobMove:
+    """The write that gives `job` (as the scheduler read it) the GPU it was assigned."""
+    return JobMove(
+        job.job_id, job.version, (JobState.ASSIGNED,), assignment.reason,
+        worker_id=assignment.worker_id, gpu_index=assignment.gpu_index,
+    )  # fmt: skip
 
 
 def apply_decision(store: JobStore, job: JobRecord, decision: Decision, actor: str) -> JobRecord:

@@ -24,6 +24,19 @@ def can_restart(job: JobRecord, reservation: Reservation | None, now: datetime) 
     return until is None or now <= until
 
 
+# How much of the queue a tick reads: the most urgent and the oldest jobs (see
+# `JobStore.schedulable`), four for each free GPU, so that jobs that do not fit one still
+# leave others that do; never fewer than QUEUE_WINDOW_LEAST (preemption and aging look at the
+# queue's head when nothing is free) nor more than QUEUE_WINDOW_MOST.
+QUEUE_WINDOW_LEAST, QUEUE_WINDOW_MOST = 200, 2000
+
+
+def queue_window(free_gpus: int) -> int:
+    """The queue's jobs a tick reads, by the GPUs free: a full fleet with a queue of 10,000
+    reads 200 of them, not 2,000, five times a second."""
+    return min(QUEUE_WINDOW_MOST, max(QUEUE_WINDOW_LEAST, 4 * free_gpus))
+
+
 def pending_jobs(
     queued: list[JobRecord],
     reserved: dict[str, Reservation],

@@ -29,7 +29,7 @@ from kernel.worker_protocol import (
     decode_worker_message,
 )
 from orchestrator.control.admission import Inbound, admit
-from orchestrator.control.apply import as_move
+from orchestrator.control.apply import as_move, assignment_move
 from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.drains import Drains
@@ -38,7 +38,12 @@ from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_eve
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.readiness import Readiness
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.scheduling_view import freeing_now, pending_jobs, running_jobs
+from orchestrator.control.scheduling_view import (
+    freeing_now,
+    pending_jobs,
+    queue_window,
+    running_jobs,
+)
 from orchestrator.control.settings import (
     ACTOR,
     ConnectLink,
@@ -346,11 +351,13 @@ class ControlPlaneService(InstanceEvents):
 
     async def _schedule(self, placements: list[Placement]) -> None:
         now = self._clock.now()
-        queued = await asyncio.to_thread(self._store.schedulable, now)
+        window = queue_window(
+            self.registry.free_gpus({(p.worker_id, p.gpu_index) for p in placements})
+        )
+        queued = await asyncio.to_thread(self._store.schedulable, now, window)
         if not queued:
             return
-        ids = [j.job_id for j in queued] + [p.job.job_id for p in placements]
-        reserved = await asyncio.to_thread(self._store.reservations, ids)
+        reserved = await asyncio.to_thread(self._store.live_reservations)
         faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
         self._freeing, held, freed_for = freeing_now(self._freeing, queued, placements)
         pending = pending_jobs(queued, reserved, self.registry, now, freed_for, faulted)
@@ -361,17 +368,7 @@ class ControlPlaneService(InstanceEvents):
         )
         self.stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}
-        moves = [
-            JobMove(
-                a.job_id,
-                by_id[a.job_id].version,
-                (JobState.ASSIGNED,),
-                a.reason,
-                worker_id=a.worker_id,
-                gpu_index=a.gpu_index,
-            )
-            for a in decisions.assignments
-        ]
+        moves = [assignment_move(a, by_id[a.job_id]) for a in decisions.assignments]
         fence = self._fence()
         outcomes = (
             await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, fence) if moves else []

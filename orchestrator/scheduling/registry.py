@@ -145,6 +145,15 @@ class WorkerRegistry:
                 del self._workers[worker_id]
         return changes
 
+    def free_gpus(self, busy: set[tuple[str, int]]) -> int:
+        """GPUs of the workers taking work that hold none of the `busy` (worker, GPU) slots."""
+        return sum(
+            (worker_id, gpu.index) not in busy
+            for worker_id, record in self._workers.items()
+            if record.health is WorkerHealth.ALIVE
+            for gpu in record.hello.gpus
+        )
+
     def snapshot(
         self,
         running: dict[tuple[str, int], RunningJob],

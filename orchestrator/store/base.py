@@ -3,14 +3,15 @@ row-to-record mapping with its spec cache, and the join to a job's current attem
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, Row, Table
+from sqlalchemy import select as select_columns
 from sqlalchemy.exc import OperationalError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col
 
 from kernel.clock import Clock
 from kernel.errors import StoreUnavailable
@@ -18,7 +19,7 @@ from kernel.job_record import JobRecord
 from kernel.job_spec import JobSpec, parse_job
 from kernel.job_state import JobState
 from orchestrator.store.migrate import upgrade_to_head
-from orchestrator.store.tables import JobAttemptRow, JobRow, ReservationRow
+from orchestrator.store.tables import JobAttemptRow, JobRow
 
 # A job's row joined to the row of its current attempt (who runs it, on which GPU).
 CURRENT_ATTEMPT = (col(JobAttemptRow.job_id) == col(JobRow.job_id)) & (
@@ -26,12 +27,61 @@ CURRENT_ATTEMPT = (col(JobAttemptRow.job_id) == col(JobRow.job_id)) & (
 )
 
 
+def table_of(row: type[object]) -> Table:
+    """A SQLModel table's Core table, for the hot paths that read columns, not objects."""
+    table = getattr(row, "__table__")  # noqa: B009 - SQLModel leaves it untyped
+    assert isinstance(table, Table)
+    return table
+
+
+JOBS, ATTEMPTS = table_of(JobRow), table_of(JobAttemptRow)
+# A job's columns but its spec: specs never change once stored and are parsed once a process,
+# so the hot reads (queue, placements, a batch of moves) take the digest and fetch the text
+# only of a spec this process has not seen.
+JOB_COLUMNS = tuple(column for column in JOBS.c if column.name != "spec_json")
+# The join of those columns to the job's current attempt, by Core columns.
+CURRENT_ATTEMPT_COLUMNS = (ATTEMPTS.c.job_id == JOBS.c.job_id) & (
+    ATTEMPTS.c.attempt == JOBS.c.attempt
+)
+
+
+class JobColumns(Protocol):
+    """What a record is made of: a JobRow, or a row of JOB_COLUMNS."""
+
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def deadline(self) -> datetime | None: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def last_checkpoint(self) -> str | None: ...
+    @property
+    def checkpoint_step(self) -> int: ...
+    @property
+    def job_faults(self) -> int: ...
+    @property
+    def not_before(self) -> datetime | None: ...
+    @property
+    def spec_sha256(self) -> str: ...
+
+
 def utc(value: datetime) -> datetime:
     # SQLite hands back naive datetimes; everything we store is UTC.
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _record(row: JobRow, spec: JobSpec, worker_id: str | None) -> JobRecord:
+def _record(row: JobColumns, spec: JobSpec, worker_id: str | None) -> JobRecord:
     return JobRecord(
         job_id=row.job_id,
         state=JobState(row.state),
@@ -50,15 +100,10 @@ def _record(row: JobRow, spec: JobSpec, worker_id: str | None) -> JobRecord:
     )
 
 
-_Keyed = TypeVar("_Keyed", JobRow, ReservationRow)
-
-
-def rows_of(session: Session, table: type[_Keyed], job_ids: Sequence[str]) -> list[_Keyed]:
-    found: list[_Keyed] = []
-    for start in range(0, len(job_ids), 500):  # bounded IN lists
-        chunk = job_ids[start : start + 500]
-        found.extend(session.exec(select(table).where(col(table.job_id).in_(chunk))).all())
-    return found
+def in_chunks(job_ids: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
+    """Bounded IN lists: a query per `size` ids, whatever the batch's length."""
+    for start in range(0, len(job_ids), size):
+        yield job_ids[start : start + size]
 
 
 class StoreBase:
@@ -75,31 +120,50 @@ class StoreBase:
         except OperationalError as error:
             raise StoreUnavailable(f"database error: {error.orig}") from error
 
-    @staticmethod
-    def _rows(session: Session, job_ids: Sequence[str]) -> Sequence[JobRow]:
-        return rows_of(session, JobRow, job_ids)
-
     def _records(self, session: Session, job_ids: Sequence[str]) -> dict[str, JobRecord]:
-        found: dict[str, JobRecord] = {}
-        for start in range(0, len(job_ids), 500):  # bounded IN lists
+        rows: list[Row[Any]] = []
+        for chunk in in_chunks(job_ids):
             query = (
-                select(JobRow, JobAttemptRow.worker_id)
-                .outerjoin(JobAttemptRow, CURRENT_ATTEMPT)
-                .where(col(JobRow.job_id).in_(job_ids[start : start + 500]))
+                select_columns(*JOB_COLUMNS, ATTEMPTS.c.worker_id)
+                .outerjoin(ATTEMPTS, CURRENT_ATTEMPT_COLUMNS)
+                .where(JOBS.c.job_id.in_(chunk))
             )
-            for row, worker_id in session.exec(query):
-                found[row.job_id] = self._cached_record(row, worker_id)
-        return found
+            rows.extend(session.execute(query))
+        return {record.job_id: record for record in self._light_records(session, rows)}
 
     def _cached_record(self, row: JobRow, worker_id: str | None = None) -> JobRecord:
         # Parsing a spec costs more than reading its row; specs never change once stored.
-        spec = self._specs.get(row.spec_sha256)
-        if spec is None:
-            spec = parse_job(row.spec_json, now=None)
-            if len(self._specs) > 50_000:
-                self._specs.clear()
-            self._specs[row.spec_sha256] = spec
+        spec = self._specs.get(row.spec_sha256) or self._remember_spec(
+            row.spec_sha256, row.spec_json
+        )
         return _record(row, spec, worker_id)
+
+    def _remember_spec(self, digest: str, spec_json: str) -> JobSpec:
+        spec = parse_job(spec_json, now=None)
+        if len(self._specs) > 50_000:
+            self._specs.clear()
+        self._specs[digest] = spec
+        return spec
+
+    def _light_records(
+        self, session: Session, rows: Iterable[Row[Any]], worker_of: str | None = "worker_id"
+    ) -> list[JobRecord]:
+        """Records of rows of JOB_COLUMNS (with the attempt's worker in `worker_of`); the
+        specs this process has not parsed yet are fetched in one query."""
+        rows = list(rows)
+        specs = {row.spec_sha256: self._specs.get(row.spec_sha256) for row in rows}
+        missing = [row.job_id for row in rows if specs[row.spec_sha256] is None]
+        for chunk in in_chunks(missing):
+            query = select_columns(JOBS.c.spec_sha256, JOBS.c.spec_json).where(
+                JOBS.c.job_id.in_(chunk)
+            )
+            for digest, spec_json in session.execute(query):
+                specs[digest] = self._remember_spec(digest, spec_json)
+        return [
+            _record(row, specs[row.spec_sha256] or self._specs[row.spec_sha256],
+                    getattr(row, worker_of) if worker_of else None)
+            for row in rows
+        ]  # fmt: skip
 
     @property
     def engine(self) -> Engine:

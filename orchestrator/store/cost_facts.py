@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 from kernel.fleet_facts import InstanceSeen, PriceSeen
 from kernel.job_spec import CostTags
 from kernel.market import Market
-from orchestrator.store.base import StoreBase, utc
+from orchestrator.store.base import StoreBase, in_chunks, utc
 from orchestrator.store.tables import InstanceLifeRow, JobAttemptRow, JobRow, PriceChangeRow
 
 PoolKey = tuple[str, str, Market]  # (instance type, availability zone, market)
@@ -157,8 +157,7 @@ class CostFactBook(StoreBase):
     def attempts_on(self, instance_ids: Sequence[str]) -> list[AttemptSpan]:
         spans: list[AttemptSpan] = []
         with self._session() as session:
-            for start in range(0, len(instance_ids), 500):  # bounded IN lists
-                chunk = list(instance_ids[start : start + 500])
+            for chunk in in_chunks(instance_ids):
                 rows = session.exec(
                     select(JobAttemptRow, JobRow)
                     .join(JobRow, col(JobRow.job_id) == col(JobAttemptRow.job_id))

@@ -12,7 +12,7 @@ from sqlmodel import col, select
 
 from kernel.job_record import JobEvent, JobRecord
 from kernel.job_state import JobState
-from orchestrator.store.base import StoreBase, utc
+from orchestrator.store.base import StoreBase, in_chunks, utc
 from orchestrator.store.tables import (
     GoneInstanceRow,
     JobAttemptRow,
@@ -160,8 +160,7 @@ class JobPageBook(StoreBase):
     def progress_of_jobs(self, job_ids: Sequence[str]) -> dict[str, JobProgress]:
         found: dict[str, JobProgress] = {}
         with self._session() as session:
-            for start in range(0, len(job_ids), 500):  # bounded IN lists
-                chunk = list(job_ids[start : start + 500])
+            for chunk in in_chunks(job_ids):
                 rows = session.exec(
                     select(JobProgressRow).where(col(JobProgressRow.job_id).in_(chunk))
                 ).all()

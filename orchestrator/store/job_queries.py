@@ -6,12 +6,21 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import func
+from sqlalchemy import select as select_columns
 from sqlmodel import col, select
 
 from kernel.errors import JobNotFound
 from kernel.job_record import FinishedRun, JobEvent, JobRecord, Placement
 from kernel.job_state import ACTIVE_STATES, JobState
-from orchestrator.store.base import CURRENT_ATTEMPT, StoreBase, utc
+from orchestrator.store.base import (
+    ATTEMPTS,
+    CURRENT_ATTEMPT,
+    CURRENT_ATTEMPT_COLUMNS,
+    JOB_COLUMNS,
+    JOBS,
+    StoreBase,
+    utc,
+)
 from orchestrator.store.job_moves import WORKER_FAULT
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow
 
@@ -34,17 +43,17 @@ class JobQueries(StoreBase):
     def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
         """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base
         priority and the oldest `limit` (which aging may have made urgent), without repeats."""
-        base = select(JobRow).where(
-            col(JobRow.state) == JobState.QUEUED.value,
-            (col(JobRow.not_before).is_(None)) | (col(JobRow.not_before) <= now),
+        base = select_columns(*JOB_COLUMNS).where(
+            JOBS.c.state == JobState.QUEUED.value,
+            JOBS.c.not_before.is_(None) | (JOBS.c.not_before <= now),
         )
         with self._session() as session:
-            urgent = session.exec(
-                base.order_by(col(JobRow.priority).desc(), col(JobRow.created_at)).limit(limit)
+            urgent = session.execute(
+                base.order_by(JOBS.c.priority.desc(), JOBS.c.created_at).limit(limit)
             ).all()
-            oldest = session.exec(base.order_by(col(JobRow.created_at)).limit(limit)).all()
-        rows = {row.job_id: row for row in [*urgent, *oldest]}
-        return [self._cached_record(row) for row in rows.values()]
+            oldest = session.execute(base.order_by(JOBS.c.created_at).limit(limit)).all()
+            rows = {row.job_id: row for row in [*urgent, *oldest]}
+            return self._light_records(session, rows.values(), worker_of=None)
 
     def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[JobRecord]:
         with self._session() as session:
@@ -126,21 +135,20 @@ class JobQueries(StoreBase):
     def placements(self) -> list[Placement]:
         """Jobs assigned, running or checkpointing, with the worker and GPU of their attempt."""
         active = [state.value for state in ACTIVE_STATES]
-        with self._session() as session:
-            rows = session.exec(
-                select(JobRow, JobAttemptRow)
-                .join(JobAttemptRow, CURRENT_ATTEMPT)
-                .where(col(JobRow.state).in_(active))
-                .order_by(col(JobRow.job_id))
-            ).all()
-        return [
-            Placement(
-                self._cached_record(job, attempt.worker_id),
-                attempt.worker_id or "",
-                attempt.gpu_index or 0,
-                utc(attempt.started_at),
+        query = (
+            select_columns(
+                *JOB_COLUMNS, ATTEMPTS.c.worker_id, ATTEMPTS.c.gpu_index, ATTEMPTS.c.started_at
             )
-            for job, attempt in rows
+            .join(ATTEMPTS, CURRENT_ATTEMPT_COLUMNS)
+            .where(JOBS.c.state.in_(active))
+            .order_by(JOBS.c.job_id)
+        )
+        with self._session() as session:
+            rows = session.execute(query).all()
+            records = self._light_records(session, rows)
+        return [
+            Placement(record, row.worker_id or "", row.gpu_index or 0, utc(row.started_at))
+            for record, row in zip(records, rows, strict=True)
         ]
 
     def count_jobs(self) -> int:

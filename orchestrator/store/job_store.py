@@ -10,10 +10,12 @@ state machine's writes and the queries.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import Table, bindparam, delete, insert, update
+from sqlalchemy import Row, bindparam, delete, insert, update
+from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from kernel.errors import (
     ConcurrentModification,
@@ -23,7 +25,14 @@ from kernel.errors import (
 )
 from kernel.job_record import JobChanges, JobMove, JobRecord
 from kernel.job_state import JobState
-from orchestrator.store.base import CURRENT_ATTEMPT
+from orchestrator.store.base import (
+    ATTEMPTS,
+    CURRENT_ATTEMPT_COLUMNS,
+    JOB_COLUMNS,
+    JOBS,
+    in_chunks,
+    table_of,
+)
 from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.drains import DrainBook
 from orchestrator.store.fleet_view import FleetViewBook
@@ -41,30 +50,27 @@ from orchestrator.store.pool_marks import PoolMarkBook
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.report_sends import ReportSendBook
 from orchestrator.store.reservations import ReservationBook
-from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow, ReservationRow
+from orchestrator.store.tables import JobEventRow, ReservationRow
 from orchestrator.store.tokens import TokenBook
 
-
-def _table(row: type[object]) -> Table:
-    table = getattr(row, "__table__")  # noqa: B009 - SQLModel leaves it untyped
-    assert isinstance(table, Table)
-    return table
-
-
-_JOBS, _EVENTS = _table(JobRow), _table(JobEventRow)
-_ATTEMPTS, _RESERVATIONS = _table(JobAttemptRow), _table(ReservationRow)
+_EVENTS, _RESERVATIONS = table_of(JobEventRow), table_of(ReservationRow)
+# The current attempt's columns a batch reads, labelled apart from the job's.
+_ATTEMPT_READ = tuple(
+    ATTEMPTS.c[name].label(f"a_{name}")
+    for name in ("worker_id", "attempt", *ATTEMPT_FIELDS_CHANGED)
+)
 # A batch's statements, each executed once for all its rows (executemany). A job's UPDATE
 # names the version it read; an attempt's names the attempt.
 _UPDATE_JOB = (
-    update(_JOBS)
-    .where(_JOBS.c.job_id == bindparam("b_job_id"), _JOBS.c.version == bindparam("b_version"))
+    update(JOBS)
+    .where(JOBS.c.job_id == bindparam("b_job_id"), JOBS.c.version == bindparam("b_version"))
     .values({name: bindparam(f"v_{name}") for name in JOB_FIELDS_MOVED})
 )
 _UPDATE_ATTEMPT = (
-    update(_ATTEMPTS)
+    update(ATTEMPTS)
     .where(
-        _ATTEMPTS.c.job_id == bindparam("b_job_id"),
-        _ATTEMPTS.c.attempt == bindparam("b_attempt"),
+        ATTEMPTS.c.job_id == bindparam("b_job_id"),
+        ATTEMPTS.c.attempt == bindparam("b_attempt"),
     )
     .values({name: bindparam(f"v_{name}") for name in ATTEMPT_FIELDS_CHANGED})
 )
@@ -165,22 +171,30 @@ class JobStore(
     def _as_read(
         self, session: Session, job_ids: Sequence[str]
     ) -> tuple[dict[str, JobRecord], dict[str, AttemptNow]]:
-        jobs: dict[str, JobRecord] = {}
-        attempts: dict[str, AttemptNow] = {}
-        for start in range(0, len(job_ids), 500):  # bounded IN lists
+        rows: list[Row[Any]] = []
+        for chunk in in_chunks(job_ids):
             query = (
-                select(JobRow, JobAttemptRow)
-                .outerjoin(JobAttemptRow, CURRENT_ATTEMPT)
-                .where(col(JobRow.job_id).in_(job_ids[start : start + 500]))
+                select_columns(*JOB_COLUMNS, *_ATTEMPT_READ)
+                .outerjoin(ATTEMPTS, CURRENT_ATTEMPT_COLUMNS)
+                .where(JOBS.c.job_id.in_(chunk))
             )
-            for row, attempt in session.exec(query):
-                jobs[row.job_id] = self._cached_record(row, attempt.worker_id if attempt else None)
-                if attempt is not None:
-                    attempts[row.job_id] = AttemptNow(
-                        attempt.job_id, attempt.attempt, attempt.ended_at, attempt.outcome,
-                        attempt.denoise_seconds, attempt.model_load_seconds,
-                        attempt.checkpoint_seconds, attempt.checkpointed_at, attempt.checkpoints,
-                    )  # fmt: skip
+            rows.extend(session.execute(query))
+        jobs = {job.job_id: job for job in self._light_records(session, rows, "a_worker_id")}
+        attempts = {
+            row.job_id: AttemptNow(
+                row.job_id,
+                row.a_attempt,
+                row.a_ended_at,
+                row.a_outcome,
+                row.a_denoise_seconds,
+                row.a_model_load_seconds,
+                row.a_checkpoint_seconds,
+                row.a_checkpointed_at,
+                row.a_checkpoints,
+            )
+            for row in rows
+            if row.a_attempt is not None
+        }
         return jobs, attempts
 
     @staticmethod
@@ -196,7 +210,7 @@ class JobStore(
         if writes.attempts_changed:
             connection.execute(_UPDATE_ATTEMPT, writes.attempts_changed)
         if writes.attempts_started:  # after the ends: the GPU's last attempt closes first
-            connection.execute(insert(_ATTEMPTS), writes.attempts_started)
+            connection.execute(insert(ATTEMPTS), writes.attempts_started)
         if writes.assigned:
             # The instance reserved for a job is used up once the job is placed: if it comes
             # back to the queue it has no claim on that GPU (the market choice stays).

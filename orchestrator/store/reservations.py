@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Row, select
 
 from kernel.job_record import Reservation
-from orchestrator.store.base import StoreBase, rows_of, utc
-from orchestrator.store.tables import ReservationRow
+from kernel.job_state import ACTIVE_STATES, JobState
+from orchestrator.store.base import StoreBase, in_chunks, table_of, utc
+from orchestrator.store.tables import JobRow, ReservationRow
 
 
 class ReservationBook(StoreBase):
@@ -24,10 +28,32 @@ class ReservationBook(StoreBase):
 
     def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]:
         """The reservations of these jobs (expired claims included: see Reservation)."""
+        rows: list[Row[Any]] = []
         with self._session() as session:
-            rows = rows_of(session, ReservationRow, job_ids)
-        return {
-            r.job_id: Reservation(r.job_id, r.instance_id, r.on_demand, utc(r.expires_at),
-                                  r.seconds_per_step, r.margin_seconds)
-            for r in rows
-        }  # fmt: skip
+            for chunk in in_chunks(job_ids):
+                rows.extend(session.execute(select(_RESERVATIONS).where(_JOB.in_(chunk))))
+        return _by_job(rows)
+
+    def live_reservations(self) -> dict[str, Reservation]:
+        """The reservations of every job queued or on a GPU: what the scheduler reads each
+        tick, in one query whatever the queue's length (a job that ended has none)."""
+        live = [JobState.QUEUED.value, *(state.value for state in ACTIVE_STATES)]
+        jobs = table_of(JobRow)
+        query = (
+            select(_RESERVATIONS).join(jobs, jobs.c.job_id == _JOB).where(jobs.c.state.in_(live))
+        )
+        with self._session() as session:
+            return _by_job(session.execute(query).all())
+
+
+# Columns, not objects: the scheduler reads them every tick.
+_RESERVATIONS = table_of(ReservationRow)
+_JOB = _RESERVATIONS.c.job_id
+
+
+def _by_job(rows: Sequence[Row[Any]]) -> dict[str, Reservation]:
+    return {
+        r.job_id: Reservation(r.job_id, r.instance_id, r.on_demand, utc(r.expires_at),
+                              r.seconds_per_step, r.margin_seconds)
+        for r in rows
+    }  # fmt: skip
