@@ -29,6 +29,7 @@ from sqlalchemy import create_engine, text
 
 from benchmarks.common import free_port, write_result
 from kernel.clock import SystemClock
+from kernel.heap import settle_heap
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
@@ -133,6 +134,7 @@ async def run(
             leadership=lease,
         )  # fmt: skip
         services.append((service, lease))
+    settle_heap()  # as `framefleet serve` does once it is set up
     started = time.perf_counter()
     running = [asyncio.create_task(part.run(stop)) for pair in services for part in pair]
     last_report = started

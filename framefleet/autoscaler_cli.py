@@ -48,6 +48,7 @@ from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError, JobValidationError
 from kernel.health_server import HealthServer
+from kernel.heap import settle_heap
 from kernel.job_spec import parse_job
 from kernel.market import Market
 from orchestrator.control.leadership import Leadership
@@ -284,6 +285,7 @@ async def _run(settings: Settings) -> None:
     clock = SystemClock()
     async with live_autoscaler(settings, clock) as live:
         lease = buying_lease(live, settings, clock)
+        settle_heap()
         if live.health is not None:
             await live.health.start()
         try:

@@ -37,6 +37,7 @@ from framefleet.tokens_cli import add_commands as add_token_commands
 from framefleet.tokens_cli import run_command as run_token_commands
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError
+from kernel.heap import settle_heap
 from kernel.job_record import JobRecord
 from kernel.job_spec import job_json_schema
 from kernel.job_state import ACTIVE_STATES, JobState
@@ -227,6 +228,7 @@ def show_job(store: JobStore, job_id: str, console: Console) -> None:
 async def _serve(settings: Settings) -> None:
     stop = stop_on_signals()
     async with control_plane(settings, SystemClock()) as plane:
+        settle_heap()
         log.info("control plane running; SIGTERM drains in-flight batches and stops")
         await plane.run(stop)
         log.info("stopped cleanly")
