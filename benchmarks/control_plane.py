@@ -1,7 +1,8 @@
 """Control-plane throughput: simulated workers speaking the real protocol over a real Mosquitto
 (no pipeline), in a process of their own (`benchmarks/sim_workers.py`), against the real
 control-plane service and store; `--replicas N` runs N services on one database, each with
-its leader lease and a connection pool of its own (one leads, the others stand by).
+its leader lease, each in a process of its own (`benchmarks/cp_replica.py`; one leads, the
+others stand by).
 
     .venv/bin/python -m benchmarks.control_plane [--workers 1000] [--jobs 10000]
         [--database postgresql+psycopg://postgres@127.0.0.1/test] [--replicas 3]
@@ -29,18 +30,14 @@ from sqlalchemy import create_engine, text
 
 from benchmarks.common import free_port, write_result
 from kernel.clock import SystemClock
-from kernel.heap import settle_heap
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink
-from orchestrator.control.leadership import Leadership
-from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
-from orchestrator.control.settings import ConnectLink, ControlSettings, MessageHandler, WorkerLink
+from orchestrator.control.service import WORKER_TOPICS
+from orchestrator.control.settings import ConnectLink, MessageHandler, WorkerLink
 from orchestrator.store.engine import make_engine
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 
@@ -84,6 +81,13 @@ def queue_jobs(store: JobStore, jobs: int) -> None:
         ])  # fmt: skip
 
 
+def progress(store: JobStore) -> tuple[int, int]:
+    """Jobs succeeded, and assignments made (each one opened an attempt)."""
+    with store.engine.connect() as connection:
+        attempts = connection.execute(text("SELECT count(*) FROM job_attempts")).scalar_one()
+    return store.count_by_state().get(JobState.SUCCEEDED, 0), int(attempts)
+
+
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) if values else float("nan")
 
@@ -120,54 +124,44 @@ async def run(
     assert sim.stdout is not None
     while (await sim.stdout.readline()).strip() != b"ready":
         pass
-    clock = SystemClock()
-    stop = asyncio.Event()
-    services, stores = [], []
-    for index in range(replicas):
-        replica_store = JobStore(make_engine(url), clock)  # a connection pool of its own
-        stores.append(replica_store)
-        lease = Leadership(replica_store, clock, "control-plane", f"bench-{index}")
-        service = ControlPlaneService(
-            replica_store, clock, ControlSettings(tick_seconds=0.2),
-            connect=connector(broker.port, f"bench-cp-{index}", clock),
-            refusals=RefusedMessages(clock), instances=InstanceLedger(replica_store.engine, clock),
-            leadership=lease,
+    replica_files = [folder / f"replica-{index}.json" for index in range(replicas)]
+    processes = []
+    for index, replica_file in enumerate(replica_files):  # each its own process, as deployed
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "benchmarks.cp_replica", "--port", str(broker.port),
+            "--database", url, "--name", f"bench-{index}", "--results", str(replica_file),
+            stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        services.append((service, lease))
-    settle_heap()  # as `framefleet serve` does once it is set up
+        assert process.stdout is not None
+        while (await process.stdout.readline()).strip() != b"ready":
+            pass
+        processes.append(process)
     started = time.perf_counter()
-    running = [asyncio.create_task(part.run(stop)) for pair in services for part in pair]
     last_report = started
     # The steady state: until 90% of the jobs are done. The last few are the ones the spot
     # notices keep hitting (each restarts its 10 s), which says nothing of the control plane.
     steady: tuple[float, int] | None = None
     while True:
-        counts = await asyncio.to_thread(store.count_by_state)
-        done = counts.get(JobState.SUCCEEDED, 0)
+        done, assigned = await asyncio.to_thread(progress, store)
         if time.perf_counter() - last_report > 5:
             seconds = time.perf_counter() - started
-            assigned = sum(service.stats.assignments for service, _ in services)
-            waiting = sum(service.memory_sizes()["inbox"] for service, _ in services)
-            console.print(f"  {seconds:5.0f}s: {done} succeeded, {assigned} assignments, "
-                          f"{waiting} worker messages waiting")  # fmt: skip
+            console.print(f"  {seconds:5.0f}s: {done} succeeded, {assigned} assignments")
             last_report = time.perf_counter()
         if steady is None and done >= 0.9 * jobs:
-            steady = (time.perf_counter() - started,
-                      sum(service.stats.assignments for service, _ in services))  # fmt: skip
+            steady = (time.perf_counter() - started, assigned)
         if done >= jobs:
             break
         await asyncio.sleep(0.5)  # the progress report's pace, not a wait for an outcome
     elapsed = time.perf_counter() - started
-    stop.set()
-    sim.terminate()
-    await sim.wait()
-    await asyncio.gather(*running, return_exceptions=True)
+    for each in (sim, *processes):
+        each.terminate()
+        await each.wait()
     broker.stop()
-    for each in (store, *stores):
-        each.dispose()
+    store.dispose()
     latencies = json.loads(results_file.read_text())["notice_to_running_s"]
-    assignments = sum(service.stats.assignments for service, _ in services)
-    decisions = [d for service, _ in services for d in service.stats.schedule_seconds]
+    measured = [json.loads(replica_file.read_text()) for replica_file in replica_files]
+    assignments = sum(int(m["assignments"]) for m in measured)
+    decisions = [d for m in measured for d in m["schedule_seconds"]]
     kind = "postgresql" if database and "postgres" in database else "sqlite"
     results = {
         "workers": workers,
