@@ -120,3 +120,19 @@ def test_a_heartbeat_sent_after_the_last_will_brings_an_offline_worker_back() ->
     registry.on_heartbeat(Heartbeat(worker_id="w1", sent_at=clock.now(), sequence=2))
     assert registry.health("w1") is WorkerHealth.ALIVE
     assert registry.history("w1")[-1].reason == "heartbeat after its last will"
+
+
+def test_a_tick_offers_work_only_to_the_workers_it_sized_its_queue_read_for() -> None:
+    """A hello that arrives while a tick reads the queue waits for the next tick: the read
+    was sized for the free GPUs counted before it (four queued jobs per GPU)."""
+    clock = FakeClock()
+    registry = WorkerRegistry(clock)
+    registry.on_hello(hello("w1"))
+    registry.on_hello(hello("w2"))
+    accepting = registry.accepting()
+    busy = {("w2", 0)}
+    assert registry.free_gpus(busy, accepting) == 1
+    registry.on_hello(hello("w3"))  # while the queue is being read
+    offered = {w.worker_id: w.accepting for w in registry.snapshot({}, None, accepting)}
+    assert offered == {"w1": True, "w2": True, "w3": False}
+    assert registry.free_gpus(busy, registry.accepting()) == 2  # the next tick's count

@@ -351,9 +351,11 @@ class ControlPlaneService(InstanceEvents):
 
     async def _schedule(self, placements: list[Placement]) -> None:
         now = self._clock.now()
-        window = queue_window(
-            self.registry.free_gpus({(p.worker_id, p.gpu_index) for p in placements})
-        )
+        # The workers that take work now: a hello that arrives while this tick reads the queue
+        # waits for the next one (the read was sized for these workers' free GPUs).
+        accepting = self.registry.accepting()
+        busy = {(p.worker_id, p.gpu_index) for p in placements}
+        window = queue_window(self.registry.free_gpus(busy, accepting))
         queued = await asyncio.to_thread(self._store.schedulable, now, window)
         if not queued:
             return
@@ -364,8 +366,9 @@ class ControlPlaneService(InstanceEvents):
         running = running_jobs(placements, reserved, now)
         started = time.perf_counter()
         decisions = schedule(
-            pending, self.registry.snapshot(running, held), now, self._settings.scheduler
-        )
+            pending, self.registry.snapshot(running, held, accepting), now,
+            self._settings.scheduler,
+        )  # fmt: skip
         self.stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}
         moves = [assignment_move(a, by_id[a.job_id]) for a in decisions.assignments]

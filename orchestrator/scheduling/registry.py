@@ -145,12 +145,16 @@ class WorkerRegistry:
                 del self._workers[worker_id]
         return changes
 
-    def free_gpus(self, busy: set[tuple[str, int]]) -> int:
-        """GPUs of the workers taking work that hold none of the `busy` (worker, GPU) slots."""
+    def accepting(self) -> frozenset[str]:
+        """The workers that take new work now."""
+        return frozenset(w for w, r in self._workers.items() if r.health is WorkerHealth.ALIVE)
+
+    def free_gpus(self, busy: set[tuple[str, int]], among: frozenset[str]) -> int:
+        """GPUs of the workers `among` that hold none of the `busy` (worker, GPU) slots."""
         return sum(
             (worker_id, gpu.index) not in busy
-            for worker_id, record in self._workers.items()
-            if record.health is WorkerHealth.ALIVE
+            for worker_id in among
+            if (record := self._workers.get(worker_id)) is not None
             for gpu in record.hello.gpus
         )
 
@@ -158,9 +162,11 @@ class WorkerRegistry:
         self,
         running: dict[tuple[str, int], RunningJob],
         freeing: Mapping[tuple[str, int], str] | None = None,
+        accepting: frozenset[str] | None = None,
     ) -> tuple[WorkerSnapshot, ...]:
         """The scheduler's view: every known worker's GPUs with what runs on them, and which
-        busy GPUs a preemption is freeing for which job (`freeing`)."""
+        busy GPUs a preemption is freeing for which job (`freeing`); with `accepting`, only
+        those workers take new work (the ones the tick sized its read of the queue for)."""
         freeing = freeing or {}
         return tuple(
             WorkerSnapshot(
@@ -177,7 +183,8 @@ class WorkerRegistry:
                     )
                     for gpu in record.hello.gpus
                 ),
-                accepting=record.health is WorkerHealth.ALIVE,
+                accepting=record.health is WorkerHealth.ALIVE
+                and (accepting is None or worker_id in accepting),
             )
             for worker_id, record in sorted(self._workers.items())
         )

@@ -180,18 +180,9 @@ class JobStore(
             )
             rows.extend(session.execute(query))
         jobs = {job.job_id: job for job in self._light_records(session, rows, "a_worker_id")}
+        read = ("attempt", *ATTEMPT_FIELDS_CHANGED)
         attempts = {
-            row.job_id: AttemptNow(
-                row.job_id,
-                row.a_attempt,
-                row.a_ended_at,
-                row.a_outcome,
-                row.a_denoise_seconds,
-                row.a_model_load_seconds,
-                row.a_checkpoint_seconds,
-                row.a_checkpointed_at,
-                row.a_checkpoints,
-            )
+            row.job_id: AttemptNow(row.job_id, **{name: getattr(row, f"a_{name}") for name in read})
             for row in rows
             if row.a_attempt is not None
         }
