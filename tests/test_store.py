@@ -263,6 +263,22 @@ def test_a_batch_commits_each_fenced_move_and_reports_the_rest(store: JobStore) 
     assert [(p.job.job_id, p.worker_id) for p in store.placements()] == [("ok", "w1")]
 
 
+def test_a_move_that_opens_and_ends_an_attempt_leaves_its_gpu_free(store: JobStore) -> None:
+    store.accept_batch([submission("whole", "m1"), submission("next", "m2")])
+    path = (JobState.ASSIGNED, JobState.RUNNING, JobState.SUCCEEDED)
+    (done,) = store.apply_moves([JobMove("whole", 1, path, "all at once", worker_id="w1",
+                                         gpu_index=0)], "t")  # fmt: skip
+    assert isinstance(done, JobRecord)
+    assert (done.state, done.attempt, done.worker_id) == (JobState.SUCCEEDED, 1, "w1")
+    assert done == store.get("whole")
+    # Its attempt ended with it: the GPU takes the next job (one open attempt per GPU).
+    (placed,) = store.apply_moves(
+        [JobMove("next", 1, (JobState.ASSIGNED,), "free", worker_id="w1", gpu_index=0)], "t"
+    )
+    assert isinstance(placed, JobRecord)
+    assert [p.job.job_id for p in store.placements()] == ["next"]
+
+
 def test_a_batch_moves_each_job_at_most_once(store: JobStore) -> None:
     store.accept_batch([submission("twice", "m1")])
     with pytest.raises(ValueError, match="at most once"):

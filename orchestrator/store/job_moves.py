@@ -68,17 +68,14 @@ class MoveWrites:
         for before, after in zip((job.state, *move.path), move.path, strict=False):
             check_transition(move.job_id, before, after)  # all steps before any write
         state, version, number, worker_id = job.state, job.version, job.attempt, job.worker_id
-        read = attempt
+        read, started = attempt, False  # started: `attempt` is one this move opens
         for index, target in enumerate(move.path):
             last = index == len(move.path) - 1
             version += 1
             if target is JobState.ASSIGNED:
-                number += 1
-                worker_id = move.worker_id
-                self.attempts_started.append({
-                    "job_id": move.job_id, "attempt": number, "worker_id": move.worker_id,
-                    "gpu_index": move.gpu_index, "started_at": self.now,
-                })  # fmt: skip
+                self._keep(attempt, read, started, move)
+                number, worker_id, started = number + 1, move.worker_id, True
+                attempt = AttemptNow(move.job_id, number, None, None, None, 0.0, 0.0, None, 0)
             elif state is not JobState.QUEUED and (target.terminal or target is JobState.QUEUED):
                 changes = move.changes if last else JobChanges()
                 attempt = self._end(attempt, target, changes)
@@ -92,8 +89,7 @@ class MoveWrites:
             version += 1
             if move.changes.last_checkpoint is not None:
                 attempt = self._checkpointed(attempt, move.changes)
-        if attempt is not None and attempt != read:
-            self._changed(attempt)
+        self._keep(attempt, read, started, move)
         moved = self._moved(job, move.changes, state, version, number, worker_id)
         self.jobs.append({
             "b_job_id": move.job_id, "b_version": move.expected_version,
@@ -168,6 +164,22 @@ class MoveWrites:
             checkpoint_seconds=attempt.checkpoint_seconds + changes.checkpoint_write_seconds,
             checkpoints=attempt.checkpoints + 1,
         )
+
+    def _keep(
+        self, attempt: AttemptNow | None, read: AttemptNow | None, started: bool, move: JobMove
+    ) -> None:
+        """Write the attempt as the move leaves it: a new one whole, a read one if changed."""
+        if attempt is None:
+            return
+        if started:
+            self.attempts_started.append({
+                "job_id": attempt.job_id, "attempt": attempt.attempt,
+                "worker_id": move.worker_id, "gpu_index": move.gpu_index,
+                "started_at": self.now,
+                **{name: getattr(attempt, name) for name in ATTEMPT_FIELDS_CHANGED},
+            })  # fmt: skip
+        elif attempt != read:
+            self._changed(attempt)
 
     def _changed(self, attempt: AttemptNow) -> None:
         self.attempts_changed.append({
