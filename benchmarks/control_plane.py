@@ -34,9 +34,6 @@ from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.mosquitto import LocalMosquitto
-from kernel.mqtt_link import LinkSettings, MqttLink
-from orchestrator.control.service import WORKER_TOPICS
-from orchestrator.control.settings import ConnectLink, MessageHandler, WorkerLink
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
@@ -45,15 +42,6 @@ NOW = datetime.now(UTC)
 
 
 OUTPUT_PREFIX = "s3://bench/out/"
-
-
-def connector(port: int, client_id: str, clock: SystemClock) -> ConnectLink:
-    link = LinkSettings(port=port, client_id=client_id)
-
-    def connect(deliver: MessageHandler) -> WorkerLink:
-        return MqttLink(link, WORKER_TOPICS, deliver, clock)
-
-    return connect
 
 
 def own_schema(database: str) -> str:

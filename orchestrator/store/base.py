@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from sqlalchemy import Engine, Row, Table
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import OperationalError
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from kernel.clock import Clock
 from kernel.errors import StoreUnavailable
@@ -20,11 +20,6 @@ from kernel.job_spec import JobSpec, parse_job
 from kernel.job_state import JobState
 from orchestrator.store.migrate import upgrade_to_head
 from orchestrator.store.tables import JobAttemptRow, JobRow
-
-# A job's row joined to the row of its current attempt (who runs it, on which GPU).
-CURRENT_ATTEMPT = (col(JobAttemptRow.job_id) == col(JobRow.job_id)) & (
-    col(JobAttemptRow.attempt) == col(JobRow.attempt)
-)
 
 
 def table_of(row: type[object]) -> Table:
@@ -39,10 +34,8 @@ JOBS, ATTEMPTS = table_of(JobRow), table_of(JobAttemptRow)
 # so the hot reads (queue, placements, a batch of moves) take the digest and fetch the text
 # only of a spec this process has not seen.
 JOB_COLUMNS = tuple(column for column in JOBS.c if column.name != "spec_json")
-# The join of those columns to the job's current attempt, by Core columns.
-CURRENT_ATTEMPT_COLUMNS = (ATTEMPTS.c.job_id == JOBS.c.job_id) & (
-    ATTEMPTS.c.attempt == JOBS.c.attempt
-)
+# A job's row joined to the row of its current attempt (who runs it, on which GPU).
+CURRENT_ATTEMPT = (ATTEMPTS.c.job_id == JOBS.c.job_id) & (ATTEMPTS.c.attempt == JOBS.c.attempt)
 
 
 class JobColumns(Protocol):
@@ -125,7 +118,7 @@ class StoreBase:
         for chunk in in_chunks(job_ids):
             query = (
                 select_columns(*JOB_COLUMNS, ATTEMPTS.c.worker_id)
-                .outerjoin(ATTEMPTS, CURRENT_ATTEMPT_COLUMNS)
+                .outerjoin(ATTEMPTS, CURRENT_ATTEMPT)
                 .where(JOBS.c.job_id.in_(chunk))
             )
             rows.extend(session.execute(query))
@@ -151,8 +144,9 @@ class StoreBase:
         """Records of rows of JOB_COLUMNS (with the attempt's worker in `worker_of`); the
         specs this process has not parsed yet are fetched in one query."""
         rows = list(rows)
-        specs = {row.spec_sha256: self._specs.get(row.spec_sha256) for row in rows}
-        missing = [row.job_id for row in rows if specs[row.spec_sha256] is None]
+        specs = {row.spec_sha256: self._specs[row.spec_sha256] for row in rows
+                 if row.spec_sha256 in self._specs}  # fmt: skip
+        missing = [row.job_id for row in rows if row.spec_sha256 not in specs]
         for chunk in in_chunks(missing):
             query = select_columns(JOBS.c.spec_sha256, JOBS.c.spec_json).where(
                 JOBS.c.job_id.in_(chunk)
@@ -160,8 +154,7 @@ class StoreBase:
             for digest, spec_json in session.execute(query):
                 specs[digest] = self._remember_spec(digest, spec_json)
         return [
-            _record(row, specs[row.spec_sha256] or self._specs[row.spec_sha256],
-                    getattr(row, worker_of) if worker_of else None)
+            _record(row, specs[row.spec_sha256], getattr(row, worker_of) if worker_of else None)
             for row in rows
         ]  # fmt: skip
 

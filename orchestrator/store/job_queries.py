@@ -15,7 +15,6 @@ from kernel.job_state import ACTIVE_STATES, JobState
 from orchestrator.store.base import (
     ATTEMPTS,
     CURRENT_ATTEMPT,
-    CURRENT_ATTEMPT_COLUMNS,
     JOB_COLUMNS,
     JOBS,
     StoreBase,
@@ -139,7 +138,7 @@ class JobQueries(StoreBase):
             select_columns(
                 *JOB_COLUMNS, ATTEMPTS.c.worker_id, ATTEMPTS.c.gpu_index, ATTEMPTS.c.started_at
             )
-            .join(ATTEMPTS, CURRENT_ATTEMPT_COLUMNS)
+            .join(ATTEMPTS, CURRENT_ATTEMPT)
             .where(JOBS.c.state.in_(active))
             .order_by(JOBS.c.job_id)
         )

@@ -27,7 +27,7 @@ from kernel.job_record import JobChanges, JobMove, JobRecord
 from kernel.job_state import JobState
 from orchestrator.store.base import (
     ATTEMPTS,
-    CURRENT_ATTEMPT_COLUMNS,
+    CURRENT_ATTEMPT,
     JOB_COLUMNS,
     JOBS,
     in_chunks,
@@ -175,7 +175,7 @@ class JobStore(
         for chunk in in_chunks(job_ids):
             query = (
                 select_columns(*JOB_COLUMNS, *_ATTEMPT_READ)
-                .outerjoin(ATTEMPTS, CURRENT_ATTEMPT_COLUMNS)
+                .outerjoin(ATTEMPTS, CURRENT_ATTEMPT)
                 .where(JOBS.c.job_id.in_(chunk))
             )
             rows.extend(session.execute(query))

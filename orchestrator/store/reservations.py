@@ -9,8 +9,8 @@ from sqlalchemy import Row, select
 
 from kernel.job_record import Reservation
 from kernel.job_state import ACTIVE_STATES, JobState
-from orchestrator.store.base import StoreBase, in_chunks, table_of, utc
-from orchestrator.store.tables import JobRow, ReservationRow
+from orchestrator.store.base import JOBS, StoreBase, in_chunks, table_of, utc
+from orchestrator.store.tables import ReservationRow
 
 
 class ReservationBook(StoreBase):
@@ -38,9 +38,8 @@ class ReservationBook(StoreBase):
         """The reservations of every job queued or on a GPU: what the scheduler reads each
         tick, in one query whatever the queue's length (a job that ended has none)."""
         live = [JobState.QUEUED.value, *(state.value for state in ACTIVE_STATES)]
-        jobs = table_of(JobRow)
         query = (
-            select(_RESERVATIONS).join(jobs, jobs.c.job_id == _JOB).where(jobs.c.state.in_(live))
+            select(_RESERVATIONS).join(JOBS, JOBS.c.job_id == _JOB).where(JOBS.c.state.in_(live))
         )
         with self._session() as session:
             return _by_job(session.execute(query).all())
