@@ -3,25 +3,45 @@ object store, IMDS, the model cache, checkpoints, a runner per GPU)."""
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import aiohttp
 import torch
 
 from kernel.clock import Clock, SystemClock
 from kernel.errors import ConfigurationError
+from kernel.stall import StallRule
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.errors import ImdsError
 from worker_ami.agent.imds import ImdsClient
 from worker_ami.agent.imds_emulator import InstanceIdentity
+from worker_ami.agent.job_cgroup import delegated_root
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.preflight import GIB
+from worker_ami.agent.render_process import ChildRenders, host_memory_bytes, limits_for
+from worker_ami.agent.render_session import RenderFactory, ThreadRenders
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.telemetry import Nvml
+
+
+def test_hooks(path: Path | None) -> dict[str, dict[str, Any]]:
+    """The render fault hooks of the isolation tests (`render_test_hooks`), or none."""
+    if path is None:
+        return {}
+    hooks = json.loads(path.read_text())
+    if not isinstance(hooks, dict):
+        raise ConfigurationError(f"{path}: render test hooks must be a JSON object")
+    return hooks
 
 
 def resolve_device(settings: WorkerSettings) -> str:
@@ -60,6 +80,20 @@ async def worker_parts(
         )
         models = ModelCache(store, settings.cache_dir, int(settings.cache_budget_gib * GIB), clock)
 
+        gpus = Nvml().read()
+        slots = len(gpus) if isinstance(gpus, list) and gpus else settings.cpu_slots
+        limits = limits_for(settings.job_memory_gib, settings.job_threads,
+                            settings.job_gpu_memory_fraction, slots, host_memory_bytes(),
+                            os.cpu_count() or 1)  # fmt: skip
+        hooks = test_hooks(settings.render_test_hooks)
+        cgroups = delegated_root() if settings.render_isolation == "process" else None
+
+        def renders_on(on_device: str) -> RenderFactory:
+            if settings.render_isolation == "thread":
+                return ThreadRenders(on_device)
+            scratch = settings.scratch_dir or Path(tempfile.gettempdir()) / "framefleet-jobs"
+            return ChildRenders(on_device, limits, scratch, hooks, cgroups)
+
         def new_runner(on_device: str) -> JobRunner:
             runner_settings = replace(
                 RunnerSettings(),
@@ -67,7 +101,12 @@ async def worker_parts(
                 mean_time_between_interruptions_s=settings.mtbi_seconds(lifecycle),
                 initial_checkpoint_write_s=settings.initial_checkpoint_write_s,
                 max_checkpoint_interval_s=settings.max_checkpoint_interval_s,
-            )
-            return JobRunner(store, checkpoints, models, registry, clock, runner_settings)
+                stall=StallRule(settings.stall_factor, settings.stall_floor_s,
+                                settings.stall_startup_s),
+                load_timeout_s=settings.load_timeout_s,
+            )  # fmt: skip
+            return JobRunner(store, checkpoints, models, registry, clock, runner_settings,
+                             renders_on(on_device))  # fmt: skip
 
-        yield WorkerParts(settings, new_runner(device), store, identity, imds, clock, new_runner)
+        yield WorkerParts(settings, new_runner(device), store, identity, imds, clock, new_runner,
+                          Nvml())  # fmt: skip

@@ -106,6 +106,12 @@ class GpuHealth(BaseModel):
     memory_used_gib: float = Field(ge=0, le=4096)
     temperature_celsius: int = Field(ge=-100, le=300)
     ecc_uncorrected_errors: int | None = Field(default=None, ge=0, le=MAX_COUNT)
+    # Critical XID errors the driver reported since the last heartbeat (48: double-bit ECC,
+    # 79: fallen off the bus, ...), and NVML's clock throttle reasons (a bit mask).
+    xid_errors: tuple[Annotated[int, Field(ge=0, le=10_000)], ...] = Field(
+        default=(), max_length=32
+    )
+    throttle_reasons: int = Field(default=0, ge=0, le=2**64 - 1)
 
 
 class Heartbeat(_Message):
@@ -158,7 +164,9 @@ class WorkerEvent(_Message):
     model_load_seconds: float | None = Field(default=None, ge=0, le=86400)
     # job: the job's own fault; worker: the machine's; refused: declined before starting
     # (draining, GPU busy); preflight: declined because this machine failed its checks for it.
-    failure_kind: Literal["job", "worker", "refused", "preflight"] | None = None
+    # stalled: no step within the watchdog's bound, the render killed (the worker's fault).
+    failure_kind: Literal["job", "worker", "refused", "preflight", "stalled"] | None = None
+    gpu_index: int | None = Field(default=None, ge=0, le=63)  # failed: the GPU it ran on
     error: str | None = Field(default=None, max_length=4000)
     notice: str | None = Field(
         default=None, max_length=64, description="instance-action or rebalance"
@@ -194,6 +202,9 @@ class Command(_Message):
     # The worker's pool's mean time between interruptions as measured (spot only): the job
     # checkpoints at the Young/Daly interval for it.
     mtbi_seconds: float | None = Field(default=None, gt=0, le=10 * 365 * 86400)
+    # The throughput model's time per step for this job on this GPU's family: the worker's
+    # stall watchdog bounds a step by it (kernel.stall) until it has measured its own.
+    expected_step_seconds: float | None = Field(default=None, gt=0, le=86400)
 
 
 WorkerMessage = Annotated[Hello | Heartbeat | WorkerEvent | Status, Field(discriminator="type")]

@@ -41,14 +41,13 @@ from simulator.fakes import MemoryLink
 from tests.autoscaler.test_loop import TRACES, autoscaler
 from tests.support import job_dict
 from tests.test_authorised_events import plane_in_memory
-from worker_ami.agent.model_cache import CachedModel
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.parts import WorkerParts
-from worker_ami.agent.renderer import Renderer
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.service import RECENT_OUTCOMES, SEEN_ASSIGNMENTS, WorkerService
 from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.telemetry import NvmlUnavailable
 
 GENERATIONS, WORKERS, GPUS, JOBS = 20, 4, 4, 120
 
@@ -166,9 +165,11 @@ class InstantRunner(JobRunner):
         self.on_step = None
         self.on_checkpoint = None
 
-    async def load(self, model_name: str) -> tuple[Renderer, CachedModel]:
+    async def prepare(
+        self, spec: JobSpec, resume_from: str | None = None
+    ) -> tuple[str | None, str | None]:
         """Preflight's model load and one-step smoke run: nothing to load, nothing to run."""
-        return cast(Renderer, NothingToRender()), cast(CachedModel, None)
+        return None, None
 
     async def run(
         self,
@@ -176,6 +177,7 @@ class InstantRunner(JobRunner):
         attempt: int,
         resume_from: str | None = None,
         mtbi_seconds: float | None = None,
+        expected_step_seconds: float | None = None,
     ) -> JobReport:
         return JobReport(
             job_id=spec.job_id, attempt=attempt, status=RunStatus.SUCCEEDED,
@@ -184,15 +186,11 @@ class InstantRunner(JobRunner):
         )  # fmt: skip
 
 
-class NothingToRender:
-    def initial_state(self, spec: JobSpec) -> None:
-        return None
+class NoNvml:
+    """A host without an NVIDIA driver (CPU slots)."""
 
-    def encode(self, spec: JobSpec) -> None:
-        return None
-
-    def step(self, state: object, prompt: object, guidance: float) -> None:
-        return None
+    def read(self) -> NvmlUnavailable:
+        return NvmlUnavailable("no driver in this test")
 
 
 class KeptLink:
@@ -227,7 +225,7 @@ async def test_a_long_run_through_the_worker_service_keeps_its_maps_bounded(
         imds_enabled=False, cache_dir=tmp_path, cpu_slots=1, allow_cpu=True, min_free_disk_gib=0
     )
     parts = WorkerParts(settings, InstantRunner(), cast(S3ObjectStore, None), None, None, clock,
-                        lambda _device: InstantRunner())  # fmt: skip
+                        lambda _device: InstantRunner(), NoNvml())  # fmt: skip
     service = WorkerService("w-long", parts, clock, connect)
     spec = parse_job(job_dict("template"), now=None)
     for n in range(5000):

@@ -15,7 +15,6 @@ import pytest
 from kernel.job_spec import JobSpec
 from tests.worker.conftest import Buckets, make_runner, read_object, video_job
 from worker_ami.agent.checkpoint import LATENTS, MANIFEST, RNG, CheckpointIdentity, CheckpointStore
-from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import CheckpointRejected
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
@@ -53,8 +52,8 @@ def checkpoints(object_store: S3ObjectStore, buckets: Buckets) -> CheckpointStor
 async def stop_at(runner: JobRunner, spec: JobSpec, step: int, attempt: int) -> JobReport:
     """Run until a notice at `step`; the runner checkpoints there and stops."""
 
-    def notice(state: DenoiseState) -> None:
-        if state.step == step:
+    def notice(done: int) -> None:
+        if done == step:
             runner.request_checkpoint("test notice")
 
     runner.on_step = notice
@@ -79,7 +78,7 @@ async def interrupted(
     assert second.resumed_from == first.checkpoint
     assert first.checkpoint is not None
     assert second.checkpoint is not None
-    _, model = await runner.load(spec.model)
+    model = await runner.cached_model(spec.model)
     identity = checkpoint_identity(spec, model)
     return spec, identity, [second.checkpoint, first.checkpoint]
 

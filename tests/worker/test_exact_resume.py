@@ -17,7 +17,6 @@ from kernel.job_spec import parse_job
 from tests.support import job_dict
 from tests.worker.conftest import MODEL, Buckets, read_object, video_job
 from worker_ami.agent.checkpoint import decode_state, encode_state
-from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.renderer import Renderer, load_pipeline
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner
@@ -92,8 +91,8 @@ async def test_resume_in_a_new_process_gives_identical_mp4_bytes(
 
     spec = video_job(buckets, f"cut-at-{interrupt_at}", steps=STEPS)
 
-    def interrupt(state: DenoiseState) -> None:
-        if state.step == interrupt_at:
+    def interrupt(step: int) -> None:
+        if step == interrupt_at:
             runner.request_checkpoint("test notice")
 
     runner.on_step = interrupt

@@ -11,7 +11,6 @@ import pytest
 from kernel.clock import FakeClock, SystemClock
 from tests.support import async_wait_until
 from tests.worker.conftest import Buckets, video_job
-from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import ImdsError
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.imds_emulator import TOKEN_HEADER, TTL_HEADER, ImdsEmulator
@@ -133,8 +132,8 @@ async def test_an_instance_action_checkpoints_the_running_job(
             runner.request_checkpoint(f"spot {notice.action}")
             noticed.set()
 
-    def after_step(state: DenoiseState) -> None:
-        if state.step == 2:
+    def after_step(step: int) -> None:
+        if step == 2:
             emulator.set_instance_action()
 
     runner.on_step = after_step

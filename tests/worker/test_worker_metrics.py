@@ -17,7 +17,7 @@ from kernel.health_server import HealthServer
 from kernel.job_spec import parse_job
 from kernel.worker_protocol import Channel, Command, CommandKind, topic
 from tests.support import async_wait_until, job_dict
-from tests.test_bounded_memory import InstantRunner
+from tests.test_bounded_memory import InstantRunner, NoNvml
 from tests.test_faulty_worker import without_broker
 from tests.test_health_and_metrics import get, samples
 from worker_ami.agent.metrics import WorkerMetrics
@@ -47,7 +47,7 @@ async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
     settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1, allow_cpu=True,
                               min_free_disk_gib=0, checkpoint_bucket="checkpoints")  # fmt: skip
     parts = WorkerParts(settings, InstantRunner(), cast(S3ObjectStore, ReachableBucket()), None,
-                        None, clock, lambda _device: InstantRunner())  # fmt: skip
+                        None, clock, lambda _device: InstantRunner(), NoNvml())  # fmt: skip
     registry = CollectorRegistry()
     service = WorkerService("w-metered", parts, clock, connect,
                             WorkerMetrics(registry, gpus=one_busy_gpu))  # fmt: skip

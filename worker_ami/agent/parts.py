@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kernel.clock import Clock
 from kernel.job_spec import JobSpec
-from worker_ami.agent.errors import PreflightFailed, WorkerError
+from worker_ami.agent.errors import PreflightFailed
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.imds_emulator import InstanceIdentity
 from worker_ami.agent.object_store import S3ObjectStore
@@ -19,7 +19,7 @@ from worker_ami.agent.preflight import GIB, PreflightFacts, preflight_problems
 from worker_ami.agent.report import JobReport
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
-from worker_ami.agent.telemetry import read_gpus
+from worker_ami.agent.telemetry import GpuReadings
 
 
 @dataclass
@@ -31,26 +31,18 @@ class WorkerParts:
     imds: ImdsClient | None
     clock: Clock
     new_runner: Callable[[str], JobRunner]  # one per GPU (device "cuda:N" or "cpu")
+    gpu_readings: GpuReadings  # NVML (a fake in tests)
 
-    async def preflight(self, spec: JobSpec, runner: JobRunner | None = None) -> None:
+    async def preflight(
+        self, spec: JobSpec, runner: JobRunner | None = None, resume_from: str | None = None
+    ) -> None:
         """Refuse the job (PreflightFailed with every reason) unless this worker can run it
-        (on `runner`'s device: the default one unless given)."""
-        model_error = smoke_error = None
-        try:
-            renderer, _ = await (runner or self.runner).load(spec.model)
-        except WorkerError as error:
-            model_error = str(error)
-        else:
-            smoke = spec.model_copy(update={"width": 16, "height": 16, "num_frames": 1, "steps": 1})
-            try:
-                state = await asyncio.to_thread(renderer.initial_state, smoke)
-                prompt = await asyncio.to_thread(renderer.encode, smoke)
-                await asyncio.to_thread(renderer.step, state, prompt, smoke.guidance)
-            except (WorkerError, RuntimeError, ValueError) as error:
-                smoke_error = str(error)
+        (on `runner`'s device: the default one unless given). The render session it opens
+        for the smoke step is the one the run goes on with."""
+        model_error, smoke_error = await (runner or self.runner).prepare(spec, resume_from)
         disk = shutil.disk_usage(self.settings.cache_dir)
         facts = PreflightFacts(
-            gpus=read_gpus(),
+            gpus=self.gpu_readings.read(),
             allow_cpu=self.settings.allow_cpu,
             free_disk_bytes=disk.free,
             min_free_disk_bytes=int(self.settings.min_free_disk_gib * GIB),

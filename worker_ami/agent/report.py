@@ -16,6 +16,7 @@ class RunStatus(StrEnum):
 class FailureKind(StrEnum):
     JOB = "job"  # the job cannot succeed anywhere: do not retry it elsewhere
     WORKER = "worker"  # this worker or instance failed: retry elsewhere
+    STALLED = "stalled"  # no step within the watchdog's bound: killed, resumed elsewhere
 
 
 class Timings(BaseModel):

@@ -12,31 +12,35 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import torch
 
 from kernel.clock import Clock
 from kernel.job_spec import JobSpec
-from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore
+from kernel.stall import StallRule, expected_step
+from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore, ResumePoint
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,
     checkpoint_interval,
     periodic_checkpoint_due,
     smoothed,
 )
-from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, WorkerError
 from worker_ami.agent.model_cache import CachedModel, ModelCache, ModelRegistry
 from worker_ami.agent.object_store import ObjectStore
-from worker_ami.agent.renderer import Renderer, load_pipeline
+from worker_ami.agent.render_session import (
+    RenderFactory,
+    RenderSession,
+    RenderStalled,
+    ThreadRenders,
+)
 from worker_ami.agent.report import FailureKind, JobReport, RunStatus
-from worker_ami.agent.video import ENCODER_SETTINGS, encode_mp4
+from worker_ami.agent.video import ENCODER_SETTINGS
 
 log = logging.getLogger(__name__)
 
-StepObserver = Callable[[DenoiseState], None]
+StepObserver = Callable[[int], None]  # the steps done
 CheckpointObserver = Callable[[str, int, float], None]  # key, step, write seconds
 
 
@@ -50,6 +54,10 @@ class RunnerSettings:
     # On spot, at most this long between checkpoints (the autoscaler's
     # `checkpoint_interval_seconds` assumes it).
     max_checkpoint_interval_s: float = 600.0
+    # The watchdog: a step past this rule's bound stops the job (the render process killed).
+    stall: StallRule = field(default_factory=StallRule)
+    # What loading the model, a checkpoint's state or the video may take at most.
+    load_timeout_s: float = 900.0
 
 
 def checkpoint_identity(spec: JobSpec, model: CachedModel) -> CheckpointIdentity:
@@ -63,6 +71,18 @@ def checkpoint_identity(spec: JobSpec, model: CachedModel) -> CheckpointIdentity
     )
 
 
+@dataclass
+class _Prepared:
+    """A job's render session, opened (and smoke-tested) by the preflight, used by its run."""
+
+    job_id: str
+    model: CachedModel
+    identity: CheckpointIdentity
+    resume: ResumePoint
+    session: RenderSession
+    step: int
+
+
 class JobRunner:
     def __init__(
         self,
@@ -72,6 +92,7 @@ class JobRunner:
         registry: ModelRegistry,
         clock: Clock,
         settings: RunnerSettings,
+        renders: RenderFactory | None = None,
     ) -> None:
         self._objects = objects
         self._checkpoints = checkpoints
@@ -79,7 +100,8 @@ class JobRunner:
         self._registry = registry
         self._clock = clock
         self._settings = settings
-        self._renderers: dict[Path, Renderer] = {}
+        self._renders: RenderFactory = renders or ThreadRenders(settings.device)
+        self._prepared: _Prepared | None = None
         self._checkpoint_request = asyncio.Event()
         self._write_estimate = settings.initial_checkpoint_write_s
         # The current job's pool's mean time between interruptions, as the control plane
@@ -97,14 +119,43 @@ class JobRunner:
         log.info("checkpoint requested: %s", reason)
         self._checkpoint_request.set()
 
-    async def load(self, model_name: str) -> tuple[Renderer, CachedModel]:
-        model = await self._models.ensure(model_name, self._registry.resolve(model_name))
-        renderer = self._renderers.get(model.path)
-        if renderer is None:
-            pipe = await asyncio.to_thread(load_pipeline, model.path, self._settings.device)
-            renderer = Renderer(pipe, self._settings.device)
-            self._renderers[model.path] = renderer
-        return renderer, model
+    async def cached_model(self, name: str) -> CachedModel:
+        """The model as this worker's cache holds it (fetched first if it must be)."""
+        return await self._models.ensure(name, self._registry.resolve(name))
+
+    async def prepare(
+        self, spec: JobSpec, resume_from: str | None = None
+    ) -> tuple[str | None, str | None]:
+        """The preflight's part: the model in the cache, a render session open on this
+        device (resumed from the newest checkpoint), one tiny smoke step in it. Returns
+        (why the model does not load, why the smoke step failed), None for each that passed;
+        the session is kept for `run` only when both passed."""
+        await self._discard_prepared()
+        limit = self._settings.load_timeout_s
+        try:
+            model = await self.cached_model(spec.model)
+            identity = checkpoint_identity(spec, model)
+            resume = await self._checkpoints.resume_point(identity, preferred=resume_from)
+            session = await self._renders.start(spec.job_id)
+        except WorkerError as error:
+            return str(error), None
+        try:
+            step = await session.open(model.path, spec, resume.state, limit)
+        except WorkerError as error:
+            await session.close()
+            return str(error), None
+        try:
+            await session.smoke(limit)
+        except WorkerError as error:
+            await session.close()
+            return None, str(error)
+        self._prepared = _Prepared(spec.job_id, model, identity, resume, session, step)
+        return None, None
+
+    async def _discard_prepared(self) -> None:
+        if self._prepared is not None:
+            await self._prepared.session.close()
+            self._prepared = None
 
     async def run(
         self,
@@ -112,80 +163,93 @@ class JobRunner:
         attempt: int,
         resume_from: str | None = None,
         mtbi_seconds: float | None = None,
+        expected_step_seconds: float | None = None,
     ) -> JobReport:
         """`mtbi_seconds`: the pool's measured mean time between interruptions, which sets
-        the Young/Daly checkpoint interval of this run (else the worker's setting)."""
+        the Young/Daly checkpoint interval of this run (else the worker's setting).
+        `expected_step_seconds`: the throughput model's estimate, which sets the watchdog's
+        bound until this run has measured its own steps."""
         self._mtbi_s = mtbi_seconds
         report = JobReport(
             job_id=spec.job_id, attempt=attempt, status=RunStatus.FAILED, steps_done=0,
             total_steps=spec.steps,
         )  # fmt: skip
         try:
-            await self._run(spec, attempt, resume_from, report)
+            await self._run(spec, attempt, resume_from, expected_step_seconds, report)
         except JobFault as error:
             report.failure_kind, report.error = FailureKind.JOB, str(error)
         except torch.cuda.OutOfMemoryError as error:
             report.failure_kind, report.error = FailureKind.JOB, f"out of GPU memory: {error}"
+        except RenderStalled as error:
+            report.failure_kind, report.error = FailureKind.STALLED, str(error)
         except WorkerError as error:
             report.failure_kind, report.error = FailureKind.WORKER, str(error)
+        finally:
+            await self._discard_prepared()
         if report.error:
             log.error("job %s attempt %d failed: %s", spec.job_id, attempt, report.error)
         return report
 
-    async def _run(
-        self, spec: JobSpec, attempt: int, resume_from: str | None, report: JobReport
-    ) -> None:
-        started = self._clock.monotonic()
-        renderer, model = await self.load(spec.model)
-        identity = checkpoint_identity(spec, model)
-        prompt = await asyncio.to_thread(renderer.encode, spec)
-        resume = await self._checkpoints.resume_point(identity, preferred=resume_from)
-        report.resume_notes = list(resume.notes)
-        report.resumed_from = resume.manifest_key
-        if resume.state is not None:
-            await asyncio.to_thread(renderer.prepare_resume, resume.state)
-            state = resume.state
-        else:
-            state = await asyncio.to_thread(renderer.initial_state, spec)
-        report.timings.model_load_s = self._clock.monotonic() - started
-        log.info("job %s: denoising from step %d of %d", spec.job_id, state.step, spec.steps)
+    async def _opened(self, spec: JobSpec, resume_from: str | None) -> _Prepared:
+        prepared = self._prepared
+        if prepared is None or prepared.job_id != spec.job_id:
+            model_error, smoke_error = await self.prepare(spec, resume_from)
+            if model_error or smoke_error:
+                raise WorkerError(model_error or f"smoke step failed: {smoke_error}")
+            prepared = self._prepared
+            assert prepared is not None
+        return prepared
 
+    async def _run(self, spec: JobSpec, attempt: int, resume_from: str | None,
+                   expected_step_s: float | None, report: JobReport) -> None:  # fmt: skip
+        started = self._clock.monotonic()
+        prepared = await self._opened(spec, resume_from)
+        session, identity, step = prepared.session, prepared.identity, prepared.step
+        report.resume_notes = list(prepared.resume.notes)
+        report.resumed_from = prepared.resume.manifest_key
+        report.timings.model_load_s = self._clock.monotonic() - started
+        log.info("job %s: denoising from step %d of %d", spec.job_id, step, spec.steps)
+
+        stall = self._settings.stall
         step_seconds = 0.0
         since_checkpoint = self._clock.monotonic()
         last_checkpoint: tuple[int, str] | None = None
         denoise_started = self._clock.monotonic()
+        first = True
         while True:
-            report.steps_done = state.step
+            report.steps_done = step
             if self._checkpoint_request.is_set():
-                if last_checkpoint is not None and last_checkpoint[0] == state.step:
+                if last_checkpoint is not None and last_checkpoint[0] == step:
                     report.checkpoint = last_checkpoint[1]  # this very state is already durable
                 else:
                     report.checkpoint = await self._write_checkpoint(
-                        state, identity, attempt, report
+                        session, identity, attempt, report
                     )
                 report.status = RunStatus.PREEMPTED
                 report.timings.denoise_s = self._clock.monotonic() - denoise_started
                 return
-            if state.done:
+            if step >= spec.steps:
                 break
             step_started = self._clock.monotonic()
-            state = await asyncio.to_thread(renderer.step, state, prompt, spec.guidance)
+            bound = stall.bound(expected_step(expected_step_s, step_seconds or None), first)
+            step = await session.step(bound)
+            first = False
             measured = self._clock.monotonic() - step_started
             step_seconds = measured if step_seconds == 0 else smoothed(step_seconds, measured)
             if self.on_step is not None:
-                self.on_step(state)
+                self.on_step(step)
             view = CheckpointClock(
                 interval=self._interval(),
                 seconds_since_last=self._clock.monotonic() - since_checkpoint,
-                remaining_seconds=(state.total_steps - state.step) * step_seconds,
+                remaining_seconds=(spec.steps - step) * step_seconds,
                 write_seconds=self._write_estimate,
             )
-            if not state.done and periodic_checkpoint_due(view):
-                key = await self._write_checkpoint(state, identity, attempt, report)
-                last_checkpoint = (state.step, key)
+            if step < spec.steps and periodic_checkpoint_due(view):
+                key = await self._write_checkpoint(session, identity, attempt, report)
+                last_checkpoint = (step, key)
                 since_checkpoint = self._clock.monotonic()
         report.timings.denoise_s = self._clock.monotonic() - denoise_started
-        await self._publish(spec, attempt, renderer, state, model, report)
+        await self._publish(spec, attempt, session, step, prepared.model, report)
 
     def _interval(self) -> float:
         return checkpoint_interval(
@@ -194,10 +258,10 @@ class JobRunner:
             self._settings.max_checkpoint_interval_s,
         )
 
-    async def _write_checkpoint(
-        self, state: DenoiseState, identity: CheckpointIdentity, attempt: int, report: JobReport
-    ) -> str:
+    async def _write_checkpoint(self, session: RenderSession, identity: CheckpointIdentity,
+                                attempt: int, report: JobReport) -> str:  # fmt: skip
         started = self._clock.monotonic()
+        state = await session.state(self._settings.load_timeout_s)
         key = await self._checkpoints.write(state, identity, attempt, self._clock.now())
         elapsed = self._clock.monotonic() - started
         self._write_estimate = smoothed(self._write_estimate, elapsed)
@@ -212,14 +276,13 @@ class JobRunner:
         self,
         spec: JobSpec,
         attempt: int,
-        renderer: Renderer,
-        state: DenoiseState,
+        session: RenderSession,
+        step: int,
         model: CachedModel,
         report: JobReport,
     ) -> None:
         started = self._clock.monotonic()
-        frames = await asyncio.to_thread(renderer.decode, state)
-        video = await asyncio.to_thread(encode_mp4, frames, spec.fps)
+        video, frames = await session.video(spec.fps, self._settings.load_timeout_s)
         report.timings.decode_encode_s = self._clock.monotonic() - started
         digest = hashlib.sha256(video).hexdigest()
         video_key = f"{spec.output_prefix}{spec.job_id}.mp4"
@@ -231,7 +294,7 @@ class JobRunner:
             "model": spec.model,
             "model_revision": model.revision,
             "video_sha256": digest,
-            "frames": int(frames.shape[0]),
+            "frames": frames,
             "width": spec.width,
             "height": spec.height,
             "fps": spec.fps,
@@ -259,6 +322,6 @@ class JobRunner:
         report.output_video = f"s3://{spec.output_bucket}/{video_key}"
         report.output_metadata = f"s3://{spec.output_bucket}/{metadata_key}"
         report.video_sha256 = digest
-        report.steps_done = state.step
+        report.steps_done = step
         report.status = RunStatus.SUCCEEDED
         await self._checkpoints.delete_all(spec.job_id)

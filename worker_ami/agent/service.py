@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from kernel.bounded import BoundedSet
 from kernel.clock import Clock, sleep_unless_stopped
-from kernel.market import Market, family_of_gpu
+from kernel.market import Market
 from kernel.mqtt_link import (
     ConnectHandler,
     LastWill,
@@ -44,15 +44,14 @@ from kernel.worker_protocol import (
     decode_command,
     topic,
 )
-from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import PreflightFailed
+from worker_ami.agent.gpus import detect_gpus, health_of
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.metrics import WorkerMetrics
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
-from worker_ami.agent.telemetry import NvmlUnavailable, read_gpus
 
 log = logging.getLogger(__name__)
 AGENT_VERSION = "0.1.0"
@@ -84,25 +83,6 @@ class _State:
         default_factory=lambda: BoundedSet(SEEN_ASSIGNMENTS)
     )
     notice_at: float | None = None  # monotonic time of the spot notice, once one came
-
-
-def detect_gpus(agent: WorkerParts) -> list[tuple[GpuInfo, str]]:
-    gpus = read_gpus()
-    if isinstance(gpus, NvmlUnavailable) or not gpus:
-        settings = agent.settings
-        return [
-            (GpuInfo(index=i, family=settings.cpu_family, vram_gib=settings.cpu_vram_gib), "cpu")
-            for i in range(settings.cpu_slots)
-        ]
-    return [
-        (
-            GpuInfo(
-                index=g.index, family=family_of_gpu(g.name), vram_gib=g.memory_total_bytes / GIB
-            ),
-            f"cuda:{g.index}",
-        )
-        for g in gpus
-    ]
 
 
 class AgentLink(Protocol):
@@ -151,7 +131,8 @@ class WorkerService:
         self._agent = agent
         self._clock = clock
         self._slots = [
-            Slot(gpu, device, agent.new_runner(device)) for gpu, device in detect_gpus(agent)
+            Slot(gpu, device, agent.new_runner(device))
+            for gpu, device in detect_gpus(agent.gpu_readings, agent.settings)
         ]
         self._state = _State()
         self._background: set[asyncio.Task[WorkerEvent]] = set()
@@ -242,6 +223,9 @@ class WorkerService:
                     for s in self._slots
                     if s.job_id is not None
                 ),
+                gpus=await asyncio.to_thread(
+                    health_of, self._agent.gpu_readings, [s.gpu.index for s in self._slots]
+                ),
                 recent=tuple(self._state.recent),
                 accepting=self._state.accepting,
             )
@@ -324,8 +308,8 @@ class WorkerService:
         spec, attempt = command.spec, command.attempt
         loop = asyncio.get_running_loop()
 
-        def progress(state: DenoiseState) -> None:
-            slot.step = state.step
+        def progress(step: int) -> None:
+            slot.step = step
             self.metrics.steps.inc()
 
         def checkpointed(key: str, step: int, write_seconds: float) -> None:
@@ -349,7 +333,7 @@ class WorkerService:
             try:
                 # Before accepting the work: a machine that cannot run it says why, and the
                 # control plane keeps the job off it.
-                await self._agent.preflight(spec, slot.runner)
+                await self._agent.preflight(spec, slot.runner, command.resume_from)
             except PreflightFailed as error:
                 outcome = await self._event(EventKind.FAILED, job_id=spec.job_id,
                                             attempt=attempt, failure_kind="preflight",
@@ -357,15 +341,15 @@ class WorkerService:
             else:
                 await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt)
                 with self.metrics.jobs_running.track_inprogress():
-                    report = await slot.runner.run(
-                        spec, attempt, command.resume_from, command.mtbi_seconds
-                    )
-                outcome = await self._outcome(report)
+                    report = await slot.runner.run(spec, attempt, command.resume_from,
+                                                   command.mtbi_seconds,
+                                                   command.expected_step_seconds)  # fmt: skip
+                outcome = await self._outcome(report, slot.gpu.index)
             self._state.recent.append(outcome)
         finally:
             slot.job_id, slot.task = None, None
 
-    async def _outcome(self, report: JobReport) -> WorkerEvent:
+    async def _outcome(self, report: JobReport, gpu_index: int) -> WorkerEvent:
         self.metrics.jobs.labels(report.status.value).inc()
         if report.status is RunStatus.PREEMPTED and self._state.notice_at is not None:
             self.metrics.notice_to_durable.observe(self._clock.monotonic() - self._state.notice_at)
@@ -386,4 +370,5 @@ class WorkerService:
         if report.status is RunStatus.PREEMPTED:
             return await self._event(EventKind.PREEMPTED, checkpoint=report.checkpoint, **common)
         kind = report.failure_kind.value if report.failure_kind else "worker"
-        return await self._event(EventKind.FAILED, failure_kind=kind, error=report.error, **common)
+        return await self._event(EventKind.FAILED, failure_kind=kind, error=report.error,
+                                 gpu_index=gpu_index, **common)  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
@@ -58,6 +58,24 @@ class WorkerSettings(EnvThenTomlSettings):
     cpu_slots: int = Field(default=1, ge=1, le=64)
     cpu_family: str = Field(default="cpu", pattern=r"^[a-z0-9]{1,16}$")
     cpu_vram_gib: float = Field(default=24.0, gt=0)
+    # Each job renders in a process of its own ("process"); "thread" keeps it in the agent,
+    # for debugging only: it isolates nothing and cannot stop a hung step.
+    render_isolation: Literal["process", "thread"] = "process"
+    # A job's memory limit; unset: this host's memory, less 10% for the agent, split evenly
+    # between its GPUs. Its CPU share: the host's cores split evenly (unset), or this many.
+    job_memory_gib: float | None = Field(default=None, gt=0)
+    job_threads: int | None = Field(default=None, ge=1, le=1024)
+    job_gpu_memory_fraction: float = Field(default=0.95, gt=0, le=1)
+    scratch_dir: Path | None = None  # jobs' temp directories; unset: the system's temp dir
+    # The stall watchdog (kernel.stall): a step may take `stall_factor` times its expected
+    # time, never less than `stall_floor_s`; the first step also `stall_startup_s`.
+    stall_factor: float = Field(default=5.0, ge=1)
+    stall_floor_s: float = Field(default=60.0, gt=0)
+    stall_startup_s: float = Field(default=60.0, ge=0)
+    load_timeout_s: float = Field(default=900.0, gt=0)
+    # Tests only: a JSON file {job_id: {"block_at_step": n, ...}} of faults to inject into
+    # the render processes (worker_ami/agent/render_child.py). Never set in production.
+    render_test_hooks: Path | None = None
 
     def require_checkpoint_bucket(self) -> str:
         if not self.checkpoint_bucket:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 import pynvml
 
@@ -17,6 +18,8 @@ class GpuTelemetry:
     memory_total_bytes: int
     temperature_celsius: int
     ecc_uncorrected_errors: int | None  # None where ECC is off or unsupported
+    xid_errors: tuple[int, ...] = ()  # critical XIDs since the last reading
+    throttle_reasons: int = 0  # nvmlDeviceGetCurrentClocksThrottleReasons
 
     @property
     def memory_free_bytes(self) -> int:
@@ -37,6 +40,54 @@ def _ecc_errors(handle: object) -> int | None:
         )
     except pynvml.NVMLError:
         return None
+
+
+class GpuReadings(Protocol):
+    """The agent's port to NVML: what each GPU looks like now (tests give a fake)."""
+
+    def read(self) -> list[GpuTelemetry] | NvmlUnavailable: ...
+
+
+def _throttle_reasons(handle: object) -> int:
+    try:
+        return int(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
+    except pynvml.NVMLError:
+        return 0
+
+
+class Nvml:
+    """NVML through nvidia-ml-py. XID errors arrive as events: the first reading registers
+    for critical ones on every GPU, each later reading collects what came since."""
+
+    def __init__(self) -> None:
+        self._events: object | None = None
+        self._initialised = False
+
+    def read(self) -> list[GpuTelemetry] | NvmlUnavailable:
+        gpus = read_gpus()
+        if isinstance(gpus, NvmlUnavailable) or not gpus:
+            return gpus
+        xids = self._xids(len(gpus))
+        return [replace(g, xid_errors=tuple(xids.get(g.index, ()))) for g in gpus]
+
+    def _xids(self, count: int) -> dict[int, list[int]]:
+        seen: dict[int, list[int]] = {}
+        try:
+            if not self._initialised:
+                pynvml.nvmlInit()  # kept for the events; read_gpus's own init nests inside
+                self._initialised = True
+                self._events = pynvml.nvmlEventSetCreate()
+                for index in range(count):
+                    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                    pynvml.nvmlDeviceRegisterEvents(
+                        handle, pynvml.nvmlEventTypeXidCriticalError, self._events
+                    )
+            while True:
+                event = pynvml.nvmlEventSetWait(self._events, 0)
+                index = int(pynvml.nvmlDeviceGetIndex(event.device))
+                seen.setdefault(index, []).append(int(event.eventData))
+        except pynvml.NVMLError:
+            return seen  # a timeout ends the wait; no event support reads as none
 
 
 def read_gpus() -> list[GpuTelemetry] | NvmlUnavailable:
@@ -61,6 +112,7 @@ def read_gpus() -> list[GpuTelemetry] | NvmlUnavailable:
                         pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
                     ),
                     ecc_uncorrected_errors=_ecc_errors(handle),
+                    throttle_reasons=_throttle_reasons(handle),
                 )
             )
         return gpus

@@ -1,0 +1,191 @@
+"""The render process: one job's pipeline and denoising state in a process of its own.
+
+`python -m worker_ami.agent.render_child` reads one JSON request per line on stdin and writes
+one JSON reply per line on its original stdout (libraries that print are sent to stderr). The
+agent (`render_process.ChildRender`) starts it per job with its limits, a temp directory of its
+own and an environment without the agent's credentials; the child never talks to S3, MQTT or
+IMDS. Tensors cross only as safetensors files in the job's temp directory (nothing is ever
+unpickled). A crash, an out-of-memory or a leak here ends this process alone.
+
+Requests: `open` (load the pipeline, encode the prompt, start or resume the state), `smoke` (one
+tiny step, the preflight), `step`, `save` (the state to files), `video` (decode and encode the
+MP4 to a file). Replies: `{"ok": true, "step": n}` or `{"ok": false, "kind": "job" | "worker",
+"error": "..."}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+PR_SET_PDEATHSIG = 1
+OUT_OF_MEMORY = ("can't allocate memory", "out of memory", "cannot allocate memory")
+
+
+def _die_with_parent() -> None:
+    """An agent killed outright takes its render processes with it (Linux only)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def apply_limits(memory_bytes: int | None, threads: int | None) -> None:
+    """The job's memory limit as RLIMIT_DATA (heap and private writable mappings: what the
+    CPU allocator uses; unlike RLIMIT_AS it leaves the GPU driver's address-space
+    reservations alone), and its share of the CPUs as a thread count."""
+    if memory_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
+    if threads is not None:
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[name] = str(threads)
+
+
+class RenderWork:
+    """The state of one job inside the render process."""
+
+    def __init__(self, device: str, threads: int | None, gpu_fraction: float | None) -> None:
+        import torch
+
+        if threads is not None:
+            torch.set_num_threads(threads)
+        if device.startswith("cuda") and gpu_fraction is not None:
+            torch.cuda.set_per_process_memory_fraction(gpu_fraction, torch.device(device))
+        self._device = device
+        self._renderer: Any = None
+        self._state: Any = None
+        self._prompt: Any = None
+        self._spec: Any = None
+        self._hooks: dict[str, Any] = {}
+        self._held: bytearray | None = None  # the memory hook's allocation
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "open":
+            return self._open(request)
+        if op == "smoke":
+            return self._smoke()
+        if op == "step":
+            return self._step()
+        if op == "save":
+            return self._save(Path(request["dir"]))
+        if op == "video":
+            return self._video(Path(request["path"]), int(request["fps"]))
+        raise ValueError(f"unknown request {op!r}")
+
+    def _open(self, request: dict[str, Any]) -> dict[str, Any]:
+        from kernel.job_spec import parse_job
+        from worker_ami.agent.checkpoint import decode_state
+        from worker_ami.agent.renderer import Renderer, load_pipeline
+
+        self._spec = parse_job(request["spec"], now=None)
+        self._hooks = dict(request.get("hooks") or {})
+        self._renderer = Renderer(load_pipeline(Path(request["model_dir"]), self._device),
+                                  self._device)  # fmt: skip
+        self._prompt = self._renderer.encode(self._spec)
+        resume_dir = request.get("resume_dir")
+        if resume_dir:
+            folder = Path(resume_dir)
+            self._state = decode_state({p.name: p.read_bytes() for p in folder.iterdir()})
+            self._renderer.prepare_resume(self._state)
+        else:
+            self._state = self._renderer.initial_state(self._spec)
+        return {"ok": True, "step": self._state.step}
+
+    def _smoke(self) -> dict[str, Any]:
+        smoke = self._spec.model_copy(update={"width": 16, "height": 16, "num_frames": 1,
+                                              "steps": 1})  # fmt: skip
+        state = self._renderer.initial_state(smoke)
+        self._renderer.step(state, self._renderer.encode(smoke), smoke.guidance)
+        # The smoke run moved the scheduler: point it back at the job's own schedule.
+        self._renderer.prepare_resume(self._state)
+        return {"ok": True, "step": self._state.step}
+
+    def _step(self) -> dict[str, Any]:
+        self._test_hooks(self._state.step)
+        self._state = self._renderer.step(self._state, self._prompt, self._spec.guidance)
+        return {"ok": True, "step": self._state.step}
+
+    def _save(self, folder: Path) -> dict[str, Any]:
+        from worker_ami.agent.checkpoint import encode_state
+
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, blob in encode_state(self._state).items():
+            (folder / name).write_bytes(blob)
+        return {"ok": True, "step": self._state.step}
+
+    def _video(self, path: Path, fps: int) -> dict[str, Any]:
+        from worker_ami.agent.video import encode_mp4
+
+        frames = self._renderer.decode(self._state)
+        path.write_bytes(encode_mp4(frames, fps))
+        return {"ok": True, "step": self._state.step, "frames": int(frames.shape[0])}
+
+    def _test_hooks(self, step: int) -> None:
+        """Faults on demand, for the isolation tests; the agent passes hooks only when its
+        `render_test_hooks` setting names a file of them (never in production)."""
+        hooks = self._hooks
+        if hooks.get("block_at_step") == step:
+            while True:  # a hung kernel: no step, no reply, until the watchdog kills us
+                time.sleep(3600)
+        if hooks.get("allocate_gib_at_step") == step:
+            gib = float(hooks.get("allocate_gib", 64))
+            self._held = bytearray(int(gib * 2**30))  # past any sane limit
+        if hooks.get("segfault_at_step") == step:
+            ctypes.string_at(0)
+
+
+def failure(error: BaseException) -> dict[str, Any]:
+    """A job fault (the job cannot succeed: bad input, its own memory) or the worker's."""
+    from worker_ami.agent.errors import JobFault
+
+    text = f"{type(error).__name__}: {error}"[:2000]
+    lowered = str(error).lower()
+    if isinstance(error, MemoryError) or any(mark in lowered for mark in OUT_OF_MEMORY):
+        return {"ok": False, "kind": "job", "error": f"out of memory: {text}"}
+    kind = "job" if isinstance(error, JobFault) else "worker"
+    return {"ok": False, "kind": kind, "error": text}
+
+
+def serve(requests: IO[str], replies: IO[str], work: RenderWork) -> None:
+    for line in requests:
+        try:
+            reply = work.handle(json.loads(line))
+        except Exception as error:  # every failure is reported, then the process ends
+            replies.write(json.dumps(failure(error)) + "\n")
+            replies.flush()
+            return
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="render_child")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--memory-bytes", type=int)
+    parser.add_argument("--threads", type=int)
+    parser.add_argument("--gpu-memory-fraction", type=float)
+    args = parser.parse_args(argv)
+    _die_with_parent()
+    apply_limits(args.memory_bytes, args.threads)
+    # The protocol owns the original stdout; anything a library prints goes to stderr.
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    try:
+        work = RenderWork(args.device, args.threads, args.gpu_memory_fraction)
+    except Exception as error:  # the agent hears why it could not start
+        replies.write(json.dumps(failure(error)) + "\n")
+        replies.flush()
+        return
+    serve(sys.stdin, replies, work)
+
+
+if __name__ == "__main__":
+    main()

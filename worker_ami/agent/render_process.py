@@ -1,0 +1,212 @@
+"""The render in a child process per job (`render_child`), as production runs it.
+
+Each job gets its own process with a memory limit and a CPU share (a cgroup v2 group where the
+agent was delegated one, resource limits otherwise; on a GPU also a CUDA memory fraction), a
+temp directory of its own (removed with the process), and an environment that carries nothing
+of the agent's credentials: the child never talks to S3, MQTT or IMDS, the agent does. A call
+past its bound, a cancel, a drain or the end of the job kills the process, which frees the GPU
+at once. Its death is classified: a kill at the memory limit is the job's fault; anything else
+(a segfault in a native library, an unexpected kill) is the worker's, so the job is retried
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernel.job_spec import JobSpec
+from worker_ami.agent.checkpoint import decode_state, encode_state
+from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.errors import JobFault, WorkerError
+from worker_ami.agent.job_cgroup import JobCgroup
+from worker_ami.agent.render_session import RenderDied, RenderSession, RenderStalled
+
+log = logging.getLogger(__name__)
+# What a render process may see of the agent's environment: how to run Python and find
+# libraries, the locale and the GPUs. Nothing else (no AWS_*, no MQTT password).
+KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
+                    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HOME")  # fmt: skip
+MAX_REPLY_BYTES = 64 * 1024
+STOP_GRACE_S = 5.0
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class RenderLimits:
+    memory_bytes: int | None = None
+    threads: int | None = None
+    gpu_memory_fraction: float | None = None
+    cpu_weight: int = 100  # cgroup v2 cpu.weight: equal shares between jobs
+
+
+def limits_for(
+    memory_gib: float | None,
+    threads: int | None,
+    gpu_fraction: float,
+    slots: int,
+    host_memory_bytes: int,
+    host_cpus: int,
+) -> RenderLimits:
+    """A job's share of the host: what the settings say, else an even split between its GPUs
+    of 90% of the memory (the rest is the agent's and the system's) and of the cores."""
+    memory = (
+        int(memory_gib * GIB)
+        if memory_gib is not None
+        else int(host_memory_bytes * 0.9 / max(1, slots))
+    )
+    return RenderLimits(
+        memory_bytes=memory,
+        threads=threads or max(1, host_cpus // max(1, slots)),
+        gpu_memory_fraction=gpu_fraction,
+    )
+
+
+def host_memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def child_environment(scratch: Path) -> dict[str, str]:
+    kept = {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
+    return kept | {
+        "TMPDIR": str(scratch),
+        "HF_HUB_OFFLINE": "1",  # models come from the cache, never a hub
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _scratch_folder(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="job-", dir=root))
+
+
+class ChildRender:
+    def __init__(self, process: asyncio.subprocess.Process, scratch: Path,
+                 cgroup: JobCgroup | None, hooks: dict[str, Any]) -> None:  # fmt: skip
+        self._process, self._scratch, self._cgroup = process, scratch, cgroup
+        self._hooks = hooks
+        self.pid = process.pid
+
+    @classmethod
+    async def start(cls, device: str, limits: RenderLimits, scratch_root: Path,
+                    hooks: dict[str, Any], cgroups_root: Path | None) -> ChildRender:  # fmt: skip
+        scratch = await asyncio.to_thread(_scratch_folder, scratch_root)
+        arguments = ["--device", device]
+        if limits.memory_bytes is not None:
+            arguments += ["--memory-bytes", str(limits.memory_bytes)]
+        if limits.threads is not None:
+            arguments += ["--threads", str(limits.threads)]
+        if limits.gpu_memory_fraction is not None and device.startswith("cuda"):
+            arguments += ["--gpu-memory-fraction", str(limits.gpu_memory_fraction)]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "worker_ami.agent.render_child", *arguments,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
+            env=child_environment(scratch), cwd=scratch, limit=MAX_REPLY_BYTES,
+        )  # fmt: skip
+        cgroup = None
+        if cgroups_root is not None:
+            cgroup = JobCgroup.create(cgroups_root, scratch.name, limits.memory_bytes,
+                                      limits.cpu_weight)  # fmt: skip
+            cgroup.adopt(process.pid)
+        return cls(process, scratch, cgroup, hooks)
+
+    async def open(
+        self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None, bound_s: float
+    ) -> int:
+        resume_dir = None
+        if resume is not None:
+            folder = self._scratch / "resume"
+            folder.mkdir()
+            for name, blob in encode_state(resume).items():
+                (folder / name).write_bytes(blob)
+            resume_dir = str(folder)
+        reply = await self._call({"op": "open", "model_dir": str(model_dir),
+                                  "spec": spec.canonical_json(), "resume_dir": resume_dir,
+                                  "hooks": self._hooks}, "model load", bound_s)  # fmt: skip
+        return int(reply["step"])
+
+    async def smoke(self, bound_s: float) -> None:
+        await self._call({"op": "smoke"}, "smoke step", bound_s)
+
+    async def step(self, bound_s: float) -> int:
+        return int((await self._call({"op": "step"}, "step", bound_s))["step"])
+
+    async def state(self, bound_s: float) -> DenoiseState:
+        folder = self._scratch / "state"
+        shutil.rmtree(folder, ignore_errors=True)
+        await self._call({"op": "save", "dir": str(folder)}, "checkpoint", bound_s)
+        return decode_state({path.name: path.read_bytes() for path in folder.iterdir()})
+
+    async def video(self, fps: int, bound_s: float) -> tuple[bytes, int]:
+        path = self._scratch / "video.mp4"
+        reply = await self._call({"op": "video", "path": str(path), "fps": fps}, "video", bound_s)
+        return path.read_bytes(), int(reply["frames"])
+
+    async def close(self) -> None:
+        """End the process (at once: its state is in the last checkpoint or not wanted) and
+        remove its temp directory and group."""
+        if self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._process.wait(), STOP_GRACE_S)
+        shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._cgroup is not None:
+            self._cgroup.remove()
+
+    async def _call(self, request: dict[str, Any], what: str, bound_s: float) -> dict[str, Any]:
+        process = self._process
+        assert process.stdin is not None
+        assert process.stdout is not None
+        try:
+            process.stdin.write(json.dumps(request).encode() + b"\n")
+            await process.stdin.drain()
+            line = await asyncio.wait_for(process.stdout.readline(), bound_s)
+        except TimeoutError:
+            log.warning("render process %d: no %s within %.1f s; killing it", self.pid, what,
+                        bound_s)  # fmt: skip
+            await self.close()
+            raise RenderStalled(what, bound_s) from None
+        except (ConnectionError, ValueError):  # a pipe closed by a dead process, a huge line
+            line = b""
+        if not line:
+            raise await self._death(what)
+        reply: dict[str, Any] = json.loads(line)
+        if reply.get("ok") is True:
+            return reply
+        error = str(reply.get("error", "no reason given"))
+        raise JobFault(error) if reply.get("kind") == "job" else WorkerError(error)
+
+    async def _death(self, what: str) -> WorkerError:
+        code = await self._process.wait()
+        if self._cgroup is not None and self._cgroup.killed_for_memory():
+            return JobFault(f"out of memory: killed at the job's memory limit during {what}")
+        if code < 0:
+            name = signal.Signals(-code).name
+            return RenderDied(f"render process died of {name} during {what}")
+        return RenderDied(f"render process exited with status {code} during {what}")
+
+
+class ChildRenders:
+    """Starts a render process per job."""
+
+    def __init__(self, device: str, limits: RenderLimits, scratch_root: Path,
+                 hooks: dict[str, dict[str, Any]] | None = None,
+                 cgroups_root: Path | None = None) -> None:  # fmt: skip
+        self._device, self._limits, self._scratch_root = device, limits, scratch_root
+        self._hooks, self._cgroups_root = hooks or {}, cgroups_root
+
+    async def start(self, job_id: str) -> RenderSession:
+        return await ChildRender.start(self._device, self._limits, self._scratch_root,
+                                       self._hooks.get(job_id, {}), self._cgroups_root)  # fmt: skip

@@ -1,0 +1,151 @@
+"""How the runner drives one job's rendering, step by step, each call with a time bound: the
+port (`RenderSession`, started by a `RenderFactory`) and its in-thread adapter.
+
+Production renders in a child process per job (`render_process.ChildRender`): a call past its
+bound kills the process, which frees the GPU at once. The in-thread adapter keeps everything in
+the agent's process (for debugging, and for tests of the checkpoint logic); it reports a stall
+the same way, but it cannot stop a hung thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from kernel.job_spec import JobSpec
+from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.errors import WorkerError
+from worker_ami.agent.renderer import PromptEmbeddings, Renderer, load_pipeline
+from worker_ami.agent.video import encode_mp4
+
+T = TypeVar("T")
+
+
+class RenderStalled(WorkerError):
+    """No answer within the watchdog's bound: the render was killed (or, in a thread, left)."""
+
+    def __init__(self, what: str, bound_s: float) -> None:
+        self.bound_s = bound_s
+        super().__init__(f"stalled: no {what} within {bound_s:.1f} s")
+
+
+class RenderDied(WorkerError):
+    """The render process ended without answering (a crash in a native library, a kill)."""
+
+
+class RenderSession(Protocol):
+    async def open(
+        self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None, bound_s: float
+    ) -> int:
+        """Load the pipeline, encode the prompt, start (or resume) the state; its step."""
+        ...
+
+    async def smoke(self, bound_s: float) -> None:
+        """One tiny step on this device: the preflight's proof that the pipeline runs."""
+        ...
+
+    async def step(self, bound_s: float) -> int: ...
+
+    async def state(self, bound_s: float) -> DenoiseState: ...
+
+    async def video(self, fps: int, bound_s: float) -> tuple[bytes, int]:
+        """The MP4 and its frame count."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class RenderFactory(Protocol):
+    async def start(self, job_id: str) -> RenderSession: ...
+
+
+async def bounded(call: Awaitable[T], what: str, bound_s: float) -> T:
+    try:
+        return await asyncio.wait_for(call, bound_s)
+    except TimeoutError:
+        raise RenderStalled(what, bound_s) from None
+
+
+class ThreadRender:
+    """The render in the agent's own process, on a worker thread."""
+
+    def __init__(self, device: str, pipelines: dict[Path, Renderer]) -> None:
+        self._device = device
+        self._pipelines = pipelines  # loaded pipelines, kept across jobs
+        self._renderer: Renderer | None = None
+        self._spec: JobSpec | None = None
+        self._prompt: PromptEmbeddings | None = None
+        self._state: DenoiseState | None = None
+
+    async def open(
+        self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None, bound_s: float
+    ) -> int:
+        return await bounded(asyncio.to_thread(self._open, model_dir, spec, resume),
+                             "model load", bound_s)  # fmt: skip
+
+    def _open(self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None) -> int:
+        renderer = self._pipelines.get(model_dir)
+        if renderer is None:
+            renderer = Renderer(load_pipeline(model_dir, self._device), self._device)
+            self._pipelines[model_dir] = renderer
+        self._renderer, self._spec = renderer, spec
+        self._prompt = renderer.encode(spec)
+        if resume is not None:
+            renderer.prepare_resume(resume)
+            self._state = resume
+        else:
+            self._state = renderer.initial_state(spec)
+        return self._state.step
+
+    async def smoke(self, bound_s: float) -> None:
+        await bounded(asyncio.to_thread(self._smoke), "smoke step", bound_s)
+
+    def _smoke(self) -> None:
+        assert self._renderer is not None
+        assert self._spec is not None
+        assert self._state is not None
+        smoke = self._spec.model_copy(update={"width": 16, "height": 16, "num_frames": 1,
+                                              "steps": 1})  # fmt: skip
+        state = self._renderer.initial_state(smoke)
+        self._renderer.step(state, self._renderer.encode(smoke), smoke.guidance)
+        self._renderer.prepare_resume(self._state)
+
+    async def step(self, bound_s: float) -> int:
+        return await bounded(asyncio.to_thread(self._step), "step", bound_s)
+
+    def _step(self) -> int:
+        assert self._renderer is not None
+        assert self._spec is not None
+        assert self._state is not None
+        assert self._prompt is not None
+        self._state = self._renderer.step(self._state, self._prompt, self._spec.guidance)
+        return self._state.step
+
+    async def state(self, bound_s: float) -> DenoiseState:
+        assert self._state is not None
+        return self._state
+
+    async def video(self, fps: int, bound_s: float) -> tuple[bytes, int]:
+        renderer, state = self._renderer, self._state
+        assert renderer is not None
+        assert state is not None
+
+        def render() -> tuple[bytes, int]:
+            frames = renderer.decode(state)
+            return encode_mp4(frames, fps), int(frames.shape[0])
+
+        return await bounded(asyncio.to_thread(render), "video", bound_s)
+
+    async def close(self) -> None:
+        self._state = self._prompt = None
+
+
+class ThreadRenders:
+    def __init__(self, device: str) -> None:
+        self._device = device
+        self._pipelines: dict[Path, Renderer] = {}
+
+    async def start(self, job_id: str) -> RenderSession:
+        return ThreadRender(self._device, self._pipelines)
