@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from enum import StrEnum
 
 from kernel.market import Market
 
@@ -45,3 +46,21 @@ class PoolMark:
     until: datetime
     reason: str
     interruption: bool = False
+
+
+class GpuFaultKind(StrEnum):
+    STALL = "stall"  # a job made no step within the watchdog's bound there
+    ERRORS = "errors"  # uncorrected ECC or critical XID errors
+    SLOW = "slow"  # steps far slower than the family's learned rate
+    QUARANTINE = "quarantine"  # no more work there; the instance is replaced
+
+
+@dataclass(frozen=True)
+class GpuFault:
+    worker_id: str
+    instance_id: str
+    gpu_index: int
+    kind: GpuFaultKind
+    detail: str
+    at: datetime
+    job_id: str | None = None

@@ -38,8 +38,8 @@ class JobChanges:
     checkpoint_step: int = 0  # with last_checkpoint: its step
     not_before: datetime | None = None
     add_job_fault: bool = False
-    # The attempt ends through its worker's fault (or a failed preflight there): that worker
-    # is not given this job again.
+    # The attempt ends through its worker's fault, a failed preflight there, a stall or a job
+    # fault there: that worker is not given this job again.
     worker_fault: bool = False
     # A finished attempt: GPU seconds its denoising steps took, as the worker measured them.
     denoise_seconds: float | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -35,8 +36,11 @@ class CommandSender:
         settings: ControlSettings,
         stats: ControlStats,
         pace: CheckpointPace | None = None,
+        expected_step: Callable[[Placement], float | None] | None = None,
     ) -> None:
         self._pace = pace  # each assignment's checkpoint interval (None: the worker's own)
+        # Each assignment's expected seconds per step: the worker's stall watchdog's bound.
+        self._expected_step = expected_step
         self._link = link
         self._clock = clock
         self._settings = settings
@@ -91,6 +95,9 @@ class CommandSender:
             resume_step=job.checkpoint_step if kind is CommandKind.ASSIGN else None,
             mtbi_seconds=self._pace.mtbi_seconds(placement.worker_id)
             if self._pace is not None and kind is CommandKind.ASSIGN
+            else None,
+            expected_step_seconds=self._expected_step(placement)
+            if self._expected_step is not None and kind is CommandKind.ASSIGN
             else None,
         )
         try:

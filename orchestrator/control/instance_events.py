@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import asyncio
 
-from kernel.job_record import DrainKind
+from kernel.job_record import DrainKind, JobRecord, Placement
+from kernel.job_state import JobState
+from kernel.worker_protocol import CommandKind
+from orchestrator.control.admission import Inbound
+from orchestrator.control.commands import CommandSender
+from orchestrator.control.job_events import Decision, requeue
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.settings import ControlStore, GoneInstances
 from orchestrator.scheduling.registry import WorkerRegistry
@@ -25,11 +30,40 @@ class InstanceEvents:
     _leadership: Leadership | None
     registry: WorkerRegistry
 
-    async def _interrupt(self, worker_id: str, reason: str) -> None:
+    _commands: CommandSender
+
+    async def _commit(self, decided: list[tuple[JobRecord, Decision, Inbound | None]]) -> None:
         raise NotImplementedError
 
-    async def _worker_gone(self, worker_id: str, reason: str) -> None:
+    async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
         raise NotImplementedError
+
+    async def _interrupt(self, worker_id: str, reason: str) -> None:
+        """A spot notice: no new work there; its jobs checkpoint now and move when durable."""
+        self.registry.mark(worker_id, WorkerHealth.INTERRUPTED, reason)
+        await self._move_jobs_off(worker_id, reason)
+
+    async def _move_jobs_off(self, worker_id: str, reason: str) -> None:
+        for placement in await asyncio.to_thread(self._store.placements):
+            if placement.worker_id != worker_id:
+                continue
+            if placement.job.state is JobState.RUNNING:
+                await self._checkpoint_now(placement, reason)
+            elif placement.job.state is JobState.ASSIGNED:
+                # Its `started` may still be on the way. A worker that runs it checkpoints and
+                # reports `preempted`; one that never started it refuses the assignment; both
+                # send the job back to the queue.
+                await self._commands.send(placement, CommandKind.CHECKPOINT_NOW, force=True)
+
+    async def _worker_gone(self, worker_id: str, reason: str) -> None:
+        """Lost without (further) notice: its jobs resume elsewhere from their checkpoint."""
+        await self._commit(
+            [
+                (p.job, requeue(p.job, f"{reason} ({worker_id})"), None)
+                for p in await asyncio.to_thread(self._store.placements)
+                if p.worker_id == worker_id
+            ]
+        )
 
     def leads(self) -> bool:
         return self._leadership is None or self._leadership.leading()

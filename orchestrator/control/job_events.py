@@ -183,11 +183,14 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
                 f"job fault {faults} of {policy.max_job_faults}: {error}",
                 JobChanges(add_job_fault=True),
             )
+        # Not on the same GPU again: a fault there may be the GPU's after all (a corrupting
+        # one computes NaNs), and a retry elsewhere tells the two apart.
         return Move(
             (*start, JobState.PREEMPTED, JobState.QUEUED),
-            f"job fault {faults} of {policy.max_job_faults}, retrying: {error}",
-            JobChanges(add_job_fault=True, not_before=now + policy.backoff(faults)),
-        )
+            f"job fault {faults} of {policy.max_job_faults}, retrying elsewhere: {error}",
+            JobChanges(add_job_fault=True, not_before=now + policy.backoff(faults),
+                       worker_fault=True),
+        )  # fmt: skip
     if job.attempt >= policy.max_attempts:
         return Move(
             (*start, JobState.FAILED),
@@ -208,8 +211,12 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
                 worker_fault=event.failure_kind == "preflight",
             ),
         )
+    # A stall is the GPU's: the job resumes elsewhere at once, from its last checkpoint.
+    stalled = event.failure_kind == "stalled"
     return Move(
         (*start, JobState.PREEMPTED, JobState.QUEUED),
-        f"worker fault on {event.worker_id}, retrying elsewhere: {error}",
-        JobChanges(not_before=now + policy.backoff(job.attempt), worker_fault=True),
-    )
+        f"{'stalled' if stalled else 'worker fault'} on {event.worker_id}, retrying elsewhere: "
+        f"{error}",
+        JobChanges(not_before=now if stalled else now + policy.backoff(job.attempt),
+                   worker_fault=True),
+    )  # fmt: skip

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import Counter as CounterMetric
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
@@ -90,6 +91,12 @@ class PlaneMetrics:
         self.dead_letters = Gauge(
             "framefleet_dead_letter_queue_messages",
             "Messages waiting in the dead-letter queue (SQS's approximate count)",
+            registry=registry,
+        )
+        self.gpu_faults = CounterMetric(
+            "framefleet_gpu_faults",
+            "Jobs stalled on a GPU, and GPUs quarantined (kind: stall | quarantine)",
+            ["kind"],
             registry=registry,
         )
         self.checkpoint_write = Histogram(

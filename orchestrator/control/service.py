@@ -33,8 +33,9 @@ from orchestrator.control.apply import as_move, assignment_move
 from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.drains import Drains
+from orchestrator.control.gpu_watch import GpuWatch
 from orchestrator.control.instance_events import InstanceEvents
-from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event, requeue
+from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.readiness import Readiness
 from orchestrator.control.refusals import RefusedMessages
@@ -53,6 +54,7 @@ from orchestrator.control.settings import (
     GoneInstances,
     WorkerLink,
 )
+from orchestrator.control.watch_actions import WatchActions
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
@@ -72,7 +74,7 @@ GONE_MEMORY = timedelta(days=30)
 HELD_EVENTS = 20_000
 
 
-class ControlPlaneService(InstanceEvents):
+class ControlPlaneService(InstanceEvents, WatchActions):
     def __init__(
         self,
         store: ControlStore,
@@ -104,7 +106,10 @@ class ControlPlaneService(InstanceEvents):
         self._freeing: dict[tuple[str, int], str] = {}
         self.link: WorkerLink = connect(self.on_message)
         pace = CheckpointPace(store, self.registry, clock)
-        self._commands = CommandSender(self.link, clock, settings, self.stats, pace)
+        self.watch = GpuWatch(store, self.registry, clock, settings.watch)
+        self._planned: dict[str, float] = {}
+        self._commands = CommandSender(self.link, clock, settings, self.stats, pace,
+                                       self.expected_step)  # fmt: skip
         self._drains = Drains(store, self.registry, self._move_jobs_off)
         self._readiness = Readiness(store, self.registry)
 
@@ -139,6 +144,8 @@ class ControlPlaneService(InstanceEvents):
             "refusals": self.refusals.remembered(),
             "running": len(self._running),
             "freeing": len(self._freeing),
+            "watch": self.watch.remembered(),
+            "planned": len(self._planned),
             "inbox": self._inbox.qsize(),
         }
 
@@ -231,6 +238,7 @@ class ControlPlaneService(InstanceEvents):
             jobs = await asyncio.to_thread(self._store.find_many, [i for i in ids if i])
             decided: list[tuple[JobRecord, Decision, Inbound | None]] = []
             later: list[Inbound] = []
+            stalls: list[WorkerEvent] = []
             named: set[str] = set()
             for item in items:
                 event = item.message
@@ -250,9 +258,13 @@ class ControlPlaneService(InstanceEvents):
                 now = self._clock.now()
                 decision = apply_event(job, event, now, self._settings.retry)
                 decided.append((job, decision, item))
+                if event.failure_kind == "stalled" and not isinstance(decision, Ignore):
+                    stalls.append(event)
                 if event.kind is EventKind.STARTED and isinstance(decision, Ignore):
                     await self._commands.cancel_zombie(job, event)
             await self._commit(decided)
+            for stall in stalls:
+                await self._stalled_on_worker(stall)
             items = later
 
     async def _commit(self, decided: list[tuple[JobRecord, Decision, Inbound | None]]) -> None:
@@ -279,25 +291,6 @@ class ControlPlaneService(InstanceEvents):
                 log.info("job %s not moved (the next message or tick decides again): %s",
                          move.job_id, outcome)  # fmt: skip
 
-    # -- workers going away --------------------------------------------------------------------
-
-    async def _interrupt(self, worker_id: str, reason: str) -> None:
-        """A spot notice: no new work there; its jobs checkpoint now and move when durable."""
-        self.registry.mark(worker_id, WorkerHealth.INTERRUPTED, reason)
-        await self._move_jobs_off(worker_id, reason)
-
-    async def _move_jobs_off(self, worker_id: str, reason: str) -> None:
-        for placement in await asyncio.to_thread(self._store.placements):
-            if placement.worker_id != worker_id:
-                continue
-            if placement.job.state is JobState.RUNNING:
-                await self._checkpoint_now(placement, reason)
-            elif placement.job.state is JobState.ASSIGNED:
-                # Its `started` may still be on the way. A worker that runs it checkpoints and
-                # reports `preempted`; one that never started it refuses the assignment; both
-                # send the job back to the queue.
-                await self._commands.send(placement, CommandKind.CHECKPOINT_NOW, force=True)
-
     async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
         """Record that the job must checkpoint (durable first), then tell its worker."""
         job = placement.job
@@ -311,16 +304,6 @@ class ControlPlaneService(InstanceEvents):
     def _fence(self) -> Fence | None:
         """What every write of this replica carries while it leads (NotLeader once not)."""
         return self._leadership.current() if self._leadership is not None else None
-
-    async def _worker_gone(self, worker_id: str, reason: str) -> None:
-        """Lost without (further) notice: its jobs resume elsewhere from their checkpoint."""
-        await self._commit(
-            [
-                (p.job, requeue(p.job, f"{reason} ({worker_id})"), None)
-                for p in await asyncio.to_thread(self._store.placements)
-                if p.worker_id == worker_id
-            ]
-        )
 
     # -- the tick: timeouts, re-sends, scheduling ---------------------------------------------
 
@@ -347,6 +330,7 @@ class ControlPlaneService(InstanceEvents):
             )
             await self._readiness.step()
             await self._drains.step(placements)  # before anything is assigned
+            await self._watch(placements)
             await self._schedule(placements)
 
     async def _schedule(self, placements: list[Placement]) -> None:
@@ -360,6 +344,7 @@ class ControlPlaneService(InstanceEvents):
         if not queued:
             return
         reserved = await asyncio.to_thread(self._store.live_reservations)
+        self._planned = {j: r.seconds_per_step for j, r in reserved.items() if r.seconds_per_step}
         faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
         self._freeing, held, freed_for = freeing_now(self._freeing, queued, placements)
         pending = pending_jobs(queued, reserved, self.registry, now, freed_for, faulted)

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from kernel.errors import FrameFleetError
+from kernel.fleet_facts import GpuFault
 from kernel.job_record import (
     DrainKind,
     DrainRequest,
@@ -19,6 +20,7 @@ from kernel.job_record import (
     Placement,
     Reservation,
 )
+from orchestrator.control.gpu_watch import WatchSettings
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.scheduling.snapshots import SchedulerSettings
 from orchestrator.store.leases import Fence
@@ -36,6 +38,7 @@ class ControlSettings:
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_batch: int = 500  # worker messages written in one transaction
+    watch: WatchSettings = field(default_factory=WatchSettings)  # stalls and sick GPUs
 
 
 def _ignore(_seconds: float) -> None:
@@ -97,6 +100,12 @@ class ControlStore(Protocol):
     def pool_rates(self) -> dict[tuple[str, str], float]: ...
 
     def record_instance_ready(self, instance_id: str, at: datetime) -> None: ...
+
+    def record_gpu_fault(self, fault: GpuFault) -> None: ...
+
+    def gpu_faults(self, worker_id: str | None = None) -> list[GpuFault]: ...
+
+    def quarantined_gpus(self) -> set[tuple[str, int]]: ...
 
 
 class GoneInstances(Protocol):

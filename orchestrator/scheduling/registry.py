@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from kernel.bounded import BoundedSet
 from kernel.clock import Clock
 from kernel.market import Market
-from kernel.worker_protocol import Heartbeat, Hello, JobProgress, Status
+from kernel.worker_protocol import GpuHealth, Heartbeat, Hello, JobProgress, Status
 from orchestrator.scheduling.snapshots import GpuSlot, RunningJob, WorkerSnapshot
 from orchestrator.scheduling.worker_health import (
     HealthChange,
@@ -40,6 +40,8 @@ class WorkerRegistry:
         self._workers: dict[str, WorkerRecord] = {}
         # Instances known to be terminated or interrupted, the newest ones.
         self._gone: BoundedSet[str] = BoundedSet(MAX_GONE_INSTANCES)
+        # (worker, GPU) quarantined (the store's list): no new work goes there.
+        self.quarantined: set[tuple[str, int]] = set()
 
     def on_hello(self, hello: Hello) -> bool:
         """False for a hello from an instance that is gone (a retained message, a zombie)."""
@@ -80,13 +82,24 @@ class WorkerRegistry:
         ):
             record = transition(record, WorkerHealth.ALIVE, now, "heartbeat after its last will")
         self._workers[heartbeat.worker_id] = replace(
-            record, last_seen=now, heartbeat_sequence=heartbeat.sequence, progress=heartbeat.jobs
-        )
+            record, last_seen=now, heartbeat_sequence=heartbeat.sequence,
+            progress=heartbeat.jobs, gpu_health=heartbeat.gpus,
+        )  # fmt: skip
         return True
 
     def progress(self) -> list[tuple[JobProgress, datetime]]:
         """Every job step the workers' last heartbeats reported, with when they were heard."""
         return [(job, r.last_seen) for r in self._workers.values() for job in r.progress]
+
+    def gpu_health(self) -> list[tuple[str, Hello, GpuHealth]]:
+        """Each GPU's health as its worker's last heartbeat gave it (worker, hello, health)."""
+        return [(w, r.hello, g) for w, r in self._workers.items() for g in r.gpu_health]
+
+    def family_of(self, worker_id: str, gpu_index: int) -> str | None:
+        record = self._workers.get(worker_id)
+        if record is None:
+            return None
+        return next((g.family for g in record.hello.gpus if g.index == gpu_index), None)
 
     def on_status(self, status: Status) -> None:
         if not status.online:
@@ -156,6 +169,7 @@ class WorkerRegistry:
             for worker_id in among
             if (record := self._workers.get(worker_id)) is not None
             for gpu in record.hello.gpus
+            if (worker_id, gpu.index) not in self.quarantined
         )
 
     def snapshot(
@@ -182,6 +196,7 @@ class WorkerRegistry:
                         spot=record.hello.market is Market.SPOT,
                     )
                     for gpu in record.hello.gpus
+                    if (worker_id, gpu.index) not in self.quarantined
                 ),
                 accepting=record.health is WorkerHealth.ALIVE
                 and (accepting is None or worker_id in accepting),

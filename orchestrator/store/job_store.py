@@ -36,6 +36,7 @@ from orchestrator.store.base import (
 from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.drains import DrainBook
 from orchestrator.store.fleet_view import FleetViewBook
+from orchestrator.store.gpu_faults import GpuFaultBook
 from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.job_moves import (
     ATTEMPT_FIELDS_CHANGED,
@@ -93,6 +94,7 @@ class JobStore(
     FleetViewBook,
     JobPageBook,
     TokenBook,
+    GpuFaultBook,
 ):
     # -- the state machine ------------------------------------------------------------------
 

@@ -127,6 +127,22 @@ class GoneInstanceRow(SQLModel, table=True):
     reason: str = Field(sa_column=Column(Text, nullable=False))
 
 
+class GpuFaultRow(SQLModel, table=True):
+    """A fault seen on one GPU (a stall, uncorrected errors, a slow pace), or its quarantine:
+    the control plane of any replica reads them to keep work off a sick GPU."""
+
+    __tablename__ = "gpu_faults"
+
+    id: int | None = Field(default=None, primary_key=True)
+    worker_id: str = Field(max_length=64, index=True)
+    instance_id: str = Field(max_length=64)
+    gpu_index: int
+    kind: str = Field(max_length=16)  # GpuFaultKind
+    detail: str = Field(sa_column=Column(Text, nullable=False))
+    job_id: str | None = Field(default=None, max_length=128)
+    at: datetime = Field(sa_column=_utc_column())
+
+
 class DrainRequestRow(SQLModel, table=True):
     """The autoscaler wants this instance empty before it terminates it (scale-in). The
     control plane assigns nothing more there, and sets `drained_at` once nothing runs there."""
