@@ -12,8 +12,9 @@ GIB = 1024**3
 
 
 def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[tuple[GpuInfo, str]]:
+    """One slot per GPU NVML lists; CPU slots where there is none or the device is `cpu`."""
     gpus = readings.read()
-    if isinstance(gpus, NvmlUnavailable) or not gpus:
+    if settings.device == "cpu" or isinstance(gpus, NvmlUnavailable) or not gpus:
         return [
             (GpuInfo(index=i, family=settings.cpu_family, vram_gib=settings.cpu_vram_gib), "cpu")
             for i in range(settings.cpu_slots)
