@@ -1,0 +1,70 @@
+"""What a render process is given: its share of the host, an environment without the agent's
+credentials, a cgroup v2 group where one is delegated, and how its failures are classified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worker_ami.agent.errors import JobFault
+from worker_ami.agent.job_cgroup import JobCgroup, delegated_root, own_group
+from worker_ami.agent.render_child import failure
+from worker_ami.agent.render_process import GIB, child_environment, limits_for
+
+
+def test_a_job_gets_an_even_share_of_the_host_unless_told() -> None:
+    even = limits_for(None, None, 0.9, slots=4, host_memory_bytes=64 * GIB, host_cpus=16)
+    assert even.memory_bytes == int(64 * GIB * 0.9 / 4)
+    assert even.threads == 4
+    assert even.gpu_memory_fraction == 0.9
+    told = limits_for(10.0, 2, 0.9, slots=4, host_memory_bytes=64 * GIB, host_cpus=16)
+    assert (told.memory_bytes, told.threads) == (10 * GIB, 2)
+
+
+def test_the_render_environment_carries_no_credentials(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("FRAMEFLEET_WORKER_MQTT_PASSWORD", "secret")
+    monkeypatch.setenv("PATH", "/usr/bin")
+    env = child_environment(tmp_path)
+    assert "secret" not in env.values()
+    assert env["PATH"] == "/usr/bin"
+    assert env["TMPDIR"] == str(tmp_path)
+    assert env["AWS_EC2_METADATA_DISABLED"] == "true"
+
+
+def test_out_of_memory_and_job_faults_are_the_jobs_and_the_rest_the_workers() -> None:
+    allocator = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried ...")
+    assert failure(MemoryError())["kind"] == "job"
+    assert failure(allocator)["kind"] == "job"
+    assert failure(JobFault("bad checkpoint schedule"))["kind"] == "job"
+    assert failure(ValueError("a bug"))["kind"] == "worker"
+    assert failure(MemoryError())["error"].startswith("out of memory")
+
+
+def test_a_delegated_cgroup_v2_group_gets_a_job_group_with_its_limits(tmp_path: Path) -> None:
+    mount, group = tmp_path / "cgroup", "system.slice/framefleet-worker.service"
+    base = mount / group
+    base.mkdir(parents=True)
+    (base / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (base / "cgroup.subtree_control").write_text("")
+    proc = tmp_path / "proc-cgroup"
+    proc.write_text(f"0::/{group}\n")
+    root = delegated_root(mount, proc)
+    assert root == base
+    assert (base / "cgroup.subtree_control").read_text() == "+memory +cpu"
+    assert (base / "agent" / "cgroup.procs").read_text().isdigit()
+    job = JobCgroup.create(root, "job-1", 3 * GIB, 100)
+    assert (job.path / "memory.max").read_text() == str(3 * GIB)
+    assert not job.killed_for_memory()
+    (job.path / "memory.events").write_text("low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n")
+    assert job.killed_for_memory()
+
+
+def test_cgroup_v1_or_no_delegation_means_resource_limits(tmp_path: Path) -> None:
+    assert own_group("12:memory:/x\n0::/\n") is None
+    proc = tmp_path / "proc-cgroup"
+    proc.write_text("0::/system.slice/x.service\n")
+    assert delegated_root(tmp_path / "no-mount", proc) is None
