@@ -95,10 +95,14 @@ def beat(registry: WorkerRegistry, clock: FakeClock, sequence: int, step: int,
 async def test_a_job_whose_step_stops_is_found_stalled_after_its_bound_and_not_before() -> None:
     clock = FakeClock(START)
     registry, book = fleet(clock), FaultBook()
-    watch = GpuWatch(book, registry, clock, WatchSettings(StallRule(5, 10, 5)))
+    watch = GpuWatch(
+        book, registry, clock, WatchSettings(StallRule(5, 10, 5), before_first_step_seconds=30)
+    )
     running = record("j", JobState.RUNNING)
     placement = Placement(running, "w", 0, clock.now())
     beat(registry, clock, 1, 0)
+    assert (await watch.look([placement], {"j": 2.0})).stalled == []
+    clock.advance(25)  # loading the model: inside the allowance before the first step
     assert (await watch.look([placement], {"j": 2.0})).stalled == []
     for sequence, step in enumerate([1, 2, 3], start=2):
         clock.advance(2)

@@ -46,6 +46,9 @@ class WatchSettings:
     stall: StallRule = field(default_factory=StallRule)
     sick: SickRule = field(default_factory=SickRule)
     enabled: bool = True  # off: no stall or sickness is looked for (the simulator's baseline)
+    # Before an attempt's first step the worker fetches and loads the model (minutes for a
+    # large one, more on a cold cache): its own load bound applies; this one is the backstop.
+    before_first_step_seconds: float = 1800.0
 
 
 @dataclass(frozen=True)
@@ -166,9 +169,13 @@ class GpuWatch:
             pace.origin = pace.origin or (step, now)
         hello = self._registry.hello(placement.worker_id)
         instance = hello.instance_id if hello else ""
+        if reported is not None and pace.step >= job.spec.steps:
+            return None  # decoding and uploading: the worker bounds those on its own
         expected = self.expected_step(job, pace.shape[0], planned)
         rule = self.settings.stall
-        bound = rule.bound(expected, first_step=pace.origin is None) + rule.startup_seconds
+        bound = rule.bound(expected) + rule.startup_seconds
+        if pace.origin is None:
+            bound = max(bound, self.settings.before_first_step_seconds)
         silent = (now - pace.changed_at).total_seconds()
         if silent > bound:
             detail = (f"{job.job_id}: no step for {silent:.0f} s (bound {bound:.0f} s) on "
