@@ -33,6 +33,11 @@ async def test_a_simulated_week_on_the_real_traces_adds_up_to_the_cent(tmp_path:
     simulation = FleetSimulation(trace, daily_poisson(25, 7, seed=7), setup, 0, tmp_path / "db")
     try:
         await simulation.run()
+        # The control plane's stall watch and quarantine ran all week on healthy workers:
+        # no job was found stalled and no GPU quarantined (no false positive).
+        assert simulation.store.gpu_faults() == []
+        assert not any("stalled" in e.reason for j in simulation.jobs
+                       for e in simulation.store.history(j.job_id))  # fmt: skip
         week = (trace.start, trace.start + timedelta(days=8))
         period = simulation.ledger.period(*week)
         lives = {life.instance_id: life for life in period.lives}

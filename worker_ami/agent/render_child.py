@@ -100,12 +100,7 @@ class RenderWork:
         return {"ok": True, "step": self._state.step}
 
     def _smoke(self) -> dict[str, Any]:
-        smoke = self._spec.model_copy(update={"width": 16, "height": 16, "num_frames": 1,
-                                              "steps": 1})  # fmt: skip
-        state = self._renderer.initial_state(smoke)
-        self._renderer.step(state, self._renderer.encode(smoke), smoke.guidance)
-        # The smoke run moved the scheduler: point it back at the job's own schedule.
-        self._renderer.prepare_resume(self._state)
+        self._renderer.smoke(self._spec, self._state)
         return {"ok": True, "step": self._state.step}
 
     def _step(self) -> dict[str, Any]:

@@ -87,6 +87,8 @@ def child_environment(scratch: Path) -> dict[str, str]:
 
 
 def _scratch_folder(root: Path) -> Path:
+    """Absolute: the render process runs inside it, so a relative path would point elsewhere."""
+    root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix="job-", dir=root))
 
@@ -131,7 +133,8 @@ class ChildRender:
             for name, blob in encode_state(resume).items():
                 (folder / name).write_bytes(blob)
             resume_dir = str(folder)
-        reply = await self._call({"op": "open", "model_dir": str(model_dir),
+        # Absolute: the render process runs in its temp directory.
+        reply = await self._call({"op": "open", "model_dir": os.path.abspath(model_dir),
                                   "spec": spec.canonical_json(), "resume_dir": resume_dir,
                                   "hooks": self._hooks}, "model load", bound_s)  # fmt: skip
         return int(reply["step"])

@@ -106,11 +106,7 @@ class ThreadRender:
         assert self._renderer is not None
         assert self._spec is not None
         assert self._state is not None
-        smoke = self._spec.model_copy(update={"width": 16, "height": 16, "num_frames": 1,
-                                              "steps": 1})  # fmt: skip
-        state = self._renderer.initial_state(smoke)
-        self._renderer.step(state, self._renderer.encode(smoke), smoke.guidance)
-        self._renderer.prepare_resume(self._state)
+        self._renderer.smoke(self._spec, self._state)
 
     async def step(self, bound_s: float) -> int:
         return await bounded(asyncio.to_thread(self._step), "step", bound_s)

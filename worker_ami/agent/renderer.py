@@ -97,6 +97,13 @@ class Renderer:
         if not (torch.equal(sigmas, state.sigmas) and torch.equal(timesteps, state.timesteps)):
             raise JobFault("checkpoint schedule does not match this pipeline's scheduler")
 
+    def smoke(self, spec: JobSpec, state: DenoiseState) -> None:
+        """One tiny step (16x16, one frame): the preflight's proof that the pipeline runs on
+        this device; then the scheduler points at `state`'s schedule again."""
+        tiny = spec.model_copy(update={"width": 16, "height": 16, "num_frames": 1, "steps": 1})
+        self.step(self.initial_state(tiny), self.encode(tiny), tiny.guidance)
+        self.prepare_resume(state)
+
     def step(self, state: DenoiseState, prompt: PromptEmbeddings, guidance: float) -> DenoiseState:
         """One denoising step: the transformer (twice with guidance), then the scheduler."""
         pipe = self._pipe
