@@ -132,7 +132,8 @@ class CachedModel(BaseModel):
 class ModelCache:
     def __init__(self, objects: ObjectStore, root: Path, budget_bytes: int, clock: Clock) -> None:
         self._objects = objects
-        self._root = root
+        # Absolute: a job's render process opens the model from its own temp directory.
+        self._root = root.absolute()
         self._budget = budget_bytes
         self._clock = clock
         self._lock = asyncio.Lock()

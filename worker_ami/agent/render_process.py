@@ -133,8 +133,8 @@ class ChildRender:
             for name, blob in encode_state(resume).items():
                 (folder / name).write_bytes(blob)
             resume_dir = str(folder)
-        # Absolute: the render process runs in its temp directory.
-        reply = await self._call({"op": "open", "model_dir": os.path.abspath(model_dir),
+        # The model cache's paths are absolute (the render process runs in its temp directory).
+        reply = await self._call({"op": "open", "model_dir": str(model_dir),
                                   "spec": spec.canonical_json(), "resume_dir": resume_dir,
                                   "hooks": self._hooks}, "model load", bound_s)  # fmt: skip
         return int(reply["step"])
