@@ -171,6 +171,9 @@ class InstantRunner(JobRunner):
         """Preflight's model load and one-step smoke run: nothing to load, nothing to run."""
         return None, None
 
+    async def release(self) -> None:
+        """No render session to end."""
+
     async def run(
         self,
         spec: JobSpec,

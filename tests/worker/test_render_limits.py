@@ -7,10 +7,23 @@ from pathlib import Path
 
 import pytest
 
+from kernel.clock import SystemClock
+from tests.worker.conftest import Buckets, video_job
+from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.errors import JobFault
 from worker_ami.agent.job_cgroup import JobCgroup, delegated_root, own_group
+from worker_ami.agent.model_cache import ModelCache, ModelRegistry
+from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.render_child import failure
-from worker_ami.agent.render_process import GIB, child_environment, limits_for
+from worker_ami.agent.render_process import (
+    GIB,
+    ChildRenders,
+    RenderLimits,
+    child_environment,
+    limits_for,
+)
+from worker_ami.agent.runner import JobRunner, RunnerSettings
+from worker_ami.agent.settings import WorkerSettings
 
 
 def test_a_job_gets_an_even_share_of_the_host_unless_told() -> None:
@@ -68,3 +81,19 @@ def test_cgroup_v1_or_no_delegation_means_resource_limits(tmp_path: Path) -> Non
     proc = tmp_path / "proc-cgroup"
     proc.write_text("0::/system.slice/x.service\n")
     assert delegated_root(tmp_path / "no-mount", proc) is None
+
+
+async def test_a_preflight_that_refuses_the_job_ends_its_render_process(
+    object_store: S3ObjectStore, published_model: ModelRegistry,
+    worker_settings: WorkerSettings, buckets: Buckets, tmp_path: Path,
+) -> None:  # fmt: skip
+    renders = ChildRenders("cpu", RenderLimits(threads=1), tmp_path / "scratch")
+    runner = JobRunner(
+        object_store, CheckpointStore(object_store, buckets.checkpoints),
+        ModelCache(object_store, worker_settings.cache_dir, 10**10, SystemClock()),
+        published_model, SystemClock(), RunnerSettings(), renders,
+    )  # fmt: skip
+    assert await runner.prepare(video_job(buckets, "refused")) == (None, None)
+    assert len(list((tmp_path / "scratch").iterdir())) == 1  # its process's temp directory
+    await runner.release()
+    assert list((tmp_path / "scratch").iterdir()) == []

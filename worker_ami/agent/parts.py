@@ -51,6 +51,7 @@ class WorkerParts:
         )
         problems = preflight_problems(spec, facts)
         if problems:
+            await (runner or self.runner).release()
             raise PreflightFailed(problems)
 
     async def run_job(

@@ -130,7 +130,7 @@ class JobRunner:
         device (resumed from the newest checkpoint), one tiny smoke step in it. Returns
         (why the model does not load, why the smoke step failed), None for each that passed;
         the session is kept for `run` only when both passed."""
-        await self._discard_prepared()
+        await self.release()
         limit = self._settings.load_timeout_s
         try:
             model = await self.cached_model(spec.model)
@@ -152,7 +152,8 @@ class JobRunner:
         self._prepared = _Prepared(spec.job_id, model, identity, resume, session, step)
         return None, None
 
-    async def _discard_prepared(self) -> None:
+    async def release(self) -> None:
+        """End the render session a preflight opened (the job will not run here)."""
         if self._prepared is not None:
             await self._prepared.session.close()
             self._prepared = None
@@ -185,7 +186,7 @@ class JobRunner:
         except WorkerError as error:
             report.failure_kind, report.error = FailureKind.WORKER, str(error)
         finally:
-            await self._discard_prepared()
+            await self.release()
         if report.error:
             log.error("job %s attempt %d failed: %s", spec.job_id, attempt, report.error)
         return report

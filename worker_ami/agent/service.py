@@ -57,7 +57,6 @@ log = logging.getLogger(__name__)
 AGENT_VERSION = "0.1.0"
 RECENT_OUTCOMES = 32
 SEEN_ASSIGNMENTS = 4096
-GIB = 1024**3
 
 
 @dataclass
