@@ -2,21 +2,32 @@
 watchdog and the GPU quarantine) off, with a per-attempt timeout (the baseline a user would
 otherwise set), and on; then the same week without faults, for the false positives.
 
-    python -m benchmarks.fault_waste [--gpus 256] [--seeds 3]
+    python -m benchmarks.fault_waste [--gpus 256] [--seeds 3] [--fleet]
 
-Prints a table and writes benchmarks/results/fault_waste.json.
+Prints a table and writes benchmarks/results/fault_waste.json. `--fleet` also runs the
+trace-driven fleet simulation (the real control plane, the autoscaler, a week of the real V100
+traces) with faults injected into its workers, detection on and off.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import platform
+import tempfile
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from autoscaler.market.trace import load_trace
 from benchmarks.common import write_result
 from simulator.fault_study import WEEK_S, Detection, FaultRates, FleetShape, StudyResult, study
+from simulator.fleet import FleetSimulation
+from simulator.fleet_faults import FleetFaults
+from simulator.fleet_setup import setup_for_changeover
+from simulator.workload import daily_poisson
 
 HOUR = 3600.0
 
@@ -43,10 +54,56 @@ def _row(results: list[StudyResult], shape: FleetShape) -> dict[str, Any]:
     }
 
 
+FLEET_FAULTS = FleetFaults(hangs_per_job_hour=0.05, sick_gpus_per_gpu_week=1.0)
+TRACES = Path(__file__).parents[1] / "tests" / "data" / "traces" / "v100-week"
+
+
+async def _fleet_run(faults: FleetFaults, jobs_per_day: int) -> dict[str, Any]:
+    trace = load_trace(TRACES)
+    setup = replace(setup_for_changeover(0.2), faults=faults)
+    with tempfile.TemporaryDirectory() as folder:
+        simulation = FleetSimulation(trace, daily_poisson(jobs_per_day, 7, seed=7), setup, 0,
+                                     Path(folder) / "db")  # fmt: skip
+        try:
+            result = await simulation.run()
+            kinds = [f.kind.value for f in simulation.store.gpu_faults()]
+        finally:
+            simulation.store.dispose()
+    waste = simulation.waste
+    hours = {k: round(v / HOUR, 2) for k, v in vars(waste).items() if isinstance(v, float)}
+    return {
+        "wasted_gpu_hours": round(waste.total() / HOUR, 2),
+        "by_category_gpu_hours": hours,
+        "stall_kills": waste.stall_kills,
+        "quarantines": kinds.count("quarantine"),
+        "cost_usd": round(result.cost, 2),
+        "deadline_misses": result.misses,
+        "unfinished": result.unfinished,
+        "finished_twice": result.finished_twice,
+    }
+
+
+def fleet_table(jobs_per_day: int) -> dict[str, dict[str, Any]]:
+    runs = {
+        "fleet, faults, detection on": FLEET_FAULTS,
+        "fleet, faults, detection off": replace(FLEET_FAULTS, detection=False),
+    }
+    table = {name: asyncio.run(_fleet_run(faults, jobs_per_day)) for name, faults in runs.items()}
+    print(f"fleet simulation: a week of the V100 traces, {jobs_per_day} jobs a day, "
+          f"rates {dataclasses.asdict(FLEET_FAULTS)}")  # fmt: skip
+    for name, row in table.items():
+        print(f"{name:<30} {row['wasted_gpu_hours']:>10.2f} GPU-h  kills {row['stall_kills']:>3}"
+              f"  quarantines {row['quarantines']:>2}  ${row['cost_usd']:.2f}  "
+              f"misses {row['deadline_misses']}")  # fmt: skip
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--gpus", type=int, default=256)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--fleet", action="store_true")
+    parser.add_argument("--fleet-jobs-per-day", type=int, default=100)
     args = parser.parse_args()
     shape = FleetShape(gpus=args.gpus)
     rates = FaultRates()
@@ -70,11 +127,13 @@ def main() -> None:
               f"{row['healthy_gpus_quarantined']:>13d}")  # fmt: skip
     print(f"waste cut: {1 - on / off:.1%} against detection off, "
           f"{1 - on / timeout:.1%} against a {shape.timeout_factor:.0f}x timeout")  # fmt: skip
+    fleet = fleet_table(args.fleet_jobs_per_day) if args.fleet else {}
     write_result("fault_waste", {
         "command": "python -m benchmarks.fault_waste", "gpus": args.gpus, "seeds": args.seeds,
         "machine": platform.node(), "seconds": round(time.perf_counter() - started, 1),
         "rates": dataclasses.asdict(rates), "shape": dataclasses.asdict(shape), "runs": table,
         "cut_vs_off": round(1 - on / off, 4), "cut_vs_timeout": round(1 - on / timeout, 4),
+        "fleet": fleet, "fleet_faults": dataclasses.asdict(FLEET_FAULTS) if fleet else None,
     })  # fmt: skip
 
 

@@ -260,7 +260,7 @@ def _observe(plane: ControlPlane, settings: Settings, sqs: SQSClient, clock: Clo
         metrics = PlaneMetrics(plane.registry)
         service.stats.observe_assignment = metrics.assignment_latency.observe
         service.stats.observe_checkpoint_write = metrics.checkpoint_write.observe
-        service.on_gpu_fault = lambda kind: metrics.gpu_faults.labels(kind).inc()
+        service.stats.on_gpu_fault = lambda kind: metrics.gpu_faults.labels(kind).inc()
         plane.gauges = PlaneGauges(
             metrics, store, service.registry, clock, money=money,
             budget_per_day_usd=settings.autoscaler.budget_per_day,

@@ -41,6 +41,7 @@ from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from kernel.market import Market
 from kernel.worker_protocol import parse_topic
+from orchestrator.control.gpu_watch import WatchSettings
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
@@ -54,6 +55,7 @@ from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimulatedEc2, instance_kind
 from simulator.companions import WithCompanions, companions_for, no_companions
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
+from simulator.fleet_faults import FleetWaste, faults_for
 from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy
 from simulator.fleet_setup import FleetSetup, purchase_settings, setup_for_changeover
 from simulator.results import FleetResult
@@ -98,7 +100,9 @@ class FleetSimulation:
         self.control = ControlPlaneService(
             self.store,
             self.clock,
-            ControlSettings(),
+            ControlSettings(
+                watch=WatchSettings(enabled=not setup.faults or setup.faults.detection)
+            ),
             connect=lambda _deliver: self.link,
             refusals=RefusedMessages(self.clock),
             instances=InstanceLedger(self.store.engine, self.clock),
@@ -139,6 +143,7 @@ class FleetSimulation:
         self._outbox: list[tuple[str, str]] = []
         self.finished: dict[str, datetime] = {}
         self.finished_twice = 0
+        self.waste = FleetWaste()  # what injected faults wasted (setup.faults)
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -230,9 +235,8 @@ class FleetSimulation:
             for worker in self.workers.values():
                 if not worker.said_hello:
                     moment = min(moment, max(now, worker.instance.ready_at))
-                elif worker.jobs:
-                    ahead = max(1e-3, worker.seconds_to_next_event())
-                    moment = min(moment, now + timedelta(seconds=ahead))
+                elif (ahead := worker.seconds_to_next_event()) < math.inf:  # inf: idle, hung
+                    moment = min(moment, now + timedelta(seconds=max(1e-3, ahead)))
             if self._arrivals:
                 moment = min(moment, max(now, self._arrival_at(self._arrivals[0])))
             seconds = (moment - now).total_seconds()
@@ -288,9 +292,17 @@ class FleetSimulation:
             if instance_id not in self.workers:
                 gpus = kind_of(instance.pool.instance_type).gpus
                 mtbi = self._mtbi(instance.pool.availability_zone, instance.pool.market)
+                injected = self.setup.faults
+                faults = (
+                    None
+                    if injected is None
+                    else faults_for(
+                        instance_id, instance.observed.launched_at, injected, self.waste
+                    )
+                )
                 self.workers[instance_id] = SimulatedWorker(
                     instance, replace(self.worker_model, gpus=gpus), mtbi, self._send,
-                    self._finished,
+                    self._finished, faults=faults,
                 )  # fmt: skip
 
     def _gone(self, instance_id: str) -> None:

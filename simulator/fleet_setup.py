@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from autoscaler.snapshot import PurchaseSettings
+from simulator.fleet_faults import FleetFaults
 from simulator.workers import WorkerModel
 
 
@@ -22,6 +23,7 @@ class FleetSetup:
     # Also buy the trace's family's multi-GPU types (simulator/companions.py).
     multi_gpu: bool = True
     prewarm_wait_value_per_job_hour: float = 0.0  # the product's setting (0: off)
+    faults: FleetFaults | None = None  # injected into the workers (none: healthy ones)
 
 
 def setup_for_changeover(changeover_hours: float) -> FleetSetup:

@@ -23,6 +23,7 @@ from kernel.worker_protocol import (
     Command,
     CommandKind,
     EventKind,
+    GpuHealth,
     GpuInfo,
     Heartbeat,
     Hello,
@@ -32,6 +33,7 @@ from kernel.worker_protocol import (
     topic,
 )
 from simulator.cloud import SimInstance
+from simulator.fleet_faults import WorkerFaults
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,
     checkpoint_interval,
@@ -72,6 +74,17 @@ class _Attempt:
     last_checkpoint: str | None = None
     last_step: int = 0  # of last_checkpoint
     model_load_seconds: float = 0.0  # what this attempt spent loading the model
+    # Injected faults (simulator/fleet_faults.py): the denoising second its step hangs at,
+    # how long it has hung, the second a corrupting GPU gives it non-finite latents.
+    hang_at: float | None = None
+    hung_for: float = 0.0
+    doom_at: float | None = None
+    started_done: float = 0.0
+    expected_step: float | None = None
+
+    @property
+    def hung(self) -> bool:
+        return self.hang_at is not None and self.done_seconds >= self.hang_at - 1e-9
 
 
 @dataclass
@@ -90,6 +103,7 @@ class SimulatedWorker:
     _events: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _seen_commands: set[str] = field(default_factory=set)
     interval: float = field(init=False)  # between periodic checkpoints
+    faults: WorkerFaults | None = None  # injected faults (none: a healthy worker)
 
     def __post_init__(self) -> None:
         # Its pool's rate and the write time are fixed for the worker's life.
@@ -126,9 +140,23 @@ class SimulatedWorker:
                         step=self._step(job), total_steps=job.spec.steps)
             for job in self.jobs.values()
         )  # fmt: skip
+        sick = self.faults is not None and self.faults.corrupt(0, now)
+        gpus = (
+            (
+                GpuHealth(
+                    index=0,
+                    utilization_percent=100,
+                    memory_used_gib=10.0,
+                    temperature_celsius=70,
+                    ecc_uncorrected_errors=2,
+                ),
+            )
+            if sick
+            else ()
+        )
         beat = Heartbeat(
             worker_id=self.worker_id, sent_at=now, sequence=next(self._sequence), jobs=jobs,
-            recent=tuple(self.recent[-RECENT_OUTCOMES:]), accepting=self.accepting,
+            gpus=gpus, recent=tuple(self.recent[-RECENT_OUTCOMES:]), accepting=self.accepting,
         )  # fmt: skip
         self.send(topic(self.worker_id, Channel.HEARTBEAT), beat.model_dump_json())
 
@@ -147,7 +175,8 @@ class SimulatedWorker:
         if command.kind is CommandKind.ASSIGN and command.spec is not None and current is None:
             self._assign(command, now)
         elif command.kind is CommandKind.CHECKPOINT_NOW and current is not None:
-            self._stop_with_checkpoint(current, now)
+            if not current.hung:  # a hung step never reaches the boundary to checkpoint at
+                self._stop_with_checkpoint(current, now)
         elif command.kind is CommandKind.CANCEL and current is not None:
             del self.jobs[current.gpu]
         elif command.kind is CommandKind.DRAIN:
@@ -158,17 +187,32 @@ class SimulatedWorker:
         self.accepting = False
         self._event(now, EventKind.NOTICE_SEEN, notice="terminate")
         for job in list(self.jobs.values()):
-            self._stop_with_checkpoint(job, now)
+            if not job.hung:
+                self._stop_with_checkpoint(job, now)
 
     # -- time passing --------------------------------------------------------------------------
 
     def seconds_to_next_event(self) -> float:
-        """Time until the first of its running jobs finishes (inf when idle)."""
-        return min(
-            (job.stall_seconds + job.spec.steps * self.model.step_seconds - job.done_seconds
-             for job in self.jobs.values()),
-            default=math.inf,
-        )  # fmt: skip
+        """Time until the first of its running jobs finishes, hangs, fails or is killed by the
+        watchdog (inf when idle)."""
+        return min((self._next_event(job) for job in self.jobs.values()), default=math.inf)
+
+    def _next_event(self, job: _Attempt) -> float:
+        total = job.spec.steps * self.model.step_seconds
+        if self.faults is None:
+            return job.stall_seconds + total - job.done_seconds
+        if job.hung:
+            bound = self._stall_bound(job)
+            return bound - job.hung_for if bound is not None else math.inf
+        # At full speed: on a slow GPU this is early, and the next round just comes sooner.
+        ends = [total, job.hang_at or math.inf, job.doom_at or math.inf]
+        return job.stall_seconds + min(ends) - job.done_seconds
+
+    def _stall_bound(self, job: _Attempt) -> float | None:
+        """The agent's watchdog bound for this attempt's step (None: no watchdog)."""
+        if self.faults is None or self.faults.watchdog is None:
+            return None
+        return self.faults.watchdog.bound(job.expected_step or self.model.step_seconds)
 
     def run(self, start: datetime, seconds: float) -> None:
         """Work for `seconds` from `start` on every GPU: model load, denoising, periodic
@@ -186,6 +230,9 @@ class SimulatedWorker:
                 if job.stall_seconds <= 1e-9 and job.writing_step is not None:
                     self._checkpoint_durable(job, start + timedelta(seconds=elapsed))
                 continue
+            if job.hung:
+                elapsed += self._hang(job, start + timedelta(seconds=elapsed), seconds - elapsed)
+                continue
             total = job.spec.steps * self.model.step_seconds
             if self._checkpoint_due(job, total):
                 job.writing_step = self._step(job)
@@ -194,12 +241,46 @@ class SimulatedWorker:
             to_due = self.interval - job.since_checkpoint
             if to_due <= 0:  # passed with no checkpoint due: the job ends before one would pay
                 to_due = math.inf
-            spent = min(seconds - elapsed, total - job.done_seconds, to_due)
-            job.done_seconds += spent
+            speed = self.faults.speed(job.gpu, start + timedelta(seconds=elapsed)) if (
+                self.faults) else 1.0  # fmt: skip
+            ahead = min(total, job.hang_at or math.inf, job.doom_at or math.inf)
+            spent = min(seconds - elapsed, (ahead - job.done_seconds) / speed, to_due)
+            job.done_seconds += spent * speed
             job.since_checkpoint += spent
             elapsed += spent
+            if self.faults is not None:
+                self.faults.waste.slow += spent * (1.0 - speed)
             if job.done_seconds >= total - 1e-6:
                 self._finish(job, start + timedelta(seconds=elapsed))
+            elif job.doom_at is not None and job.done_seconds >= job.doom_at - 1e-6:
+                self._doomed(job, start + timedelta(seconds=elapsed))
+
+    def _hang(self, job: _Attempt, at: datetime, seconds: float) -> float:
+        """A hung step: time passes, nothing moves, until the watchdog (if any) kills it."""
+        assert self.faults is not None
+        bound = self._stall_bound(job)
+        spent = seconds if bound is None else min(seconds, bound - job.hung_for)
+        job.hung_for += spent
+        self.faults.waste.stalled += spent
+        if bound is not None and job.hung_for >= bound - 1e-9:
+            waste = self.faults.waste
+            waste.stall_kills += 1
+            waste.lost_work += job.done_seconds - job.last_step * self.model.step_seconds
+            del self.jobs[job.gpu]
+            self._event(at + timedelta(seconds=spent), EventKind.FAILED, job_id=job.spec.job_id,
+                        attempt=job.attempt, outcome=True, failure_kind="stalled",
+                        gpu_index=job.gpu,
+                        error=f"stalled: no step within {bound:.1f} s")  # fmt: skip
+        return spent
+
+    def _doomed(self, job: _Attempt, at: datetime) -> None:
+        """Non-finite latents on a corrupting GPU: the attempt fails as the job's fault."""
+        assert self.faults is not None
+        self.faults.waste.doomed += job.done_seconds - job.started_done + job.model_load_seconds
+        del self.jobs[job.gpu]
+        self._event(at, EventKind.FAILED, job_id=job.spec.job_id, attempt=job.attempt,
+                    outcome=True, failure_kind="job", gpu_index=job.gpu,
+                    error=f"non-finite latents after step {self._step(job)}")  # fmt: skip
 
     def _checkpoint_due(self, job: _Attempt, total: float) -> bool:
         view = CheckpointClock(
@@ -229,10 +310,17 @@ class SimulatedWorker:
         load = 0.0 if loaded else self.model.model_load_seconds
         self.loaded_models.add((gpu, spec.model))
         resumed = (command.resume_step or 0) * self.model.step_seconds
-        self.jobs[gpu] = _Attempt(spec, command.attempt, gpu, resumed, load,
-                            last_checkpoint=command.resume_from,
-                            last_step=command.resume_step or 0,
-                            model_load_seconds=load)  # fmt: skip
+        self.jobs[gpu] = job = _Attempt(spec, command.attempt, gpu, resumed, load,
+                                        last_checkpoint=command.resume_from,
+                                        last_step=command.resume_step or 0,
+                                        model_load_seconds=load, started_done=resumed,
+                                        expected_step=command.expected_step_seconds)  # fmt: skip
+        if self.faults is not None:
+            left = spec.steps * self.model.step_seconds - resumed
+            hang = self.faults.hang_after(left)
+            job.hang_at = resumed + hang if hang is not None else None
+            if self.faults.corrupt(gpu, now):
+                job.doom_at = resumed + self.faults.rng.uniform(0, left)
         self._event(now, EventKind.STARTED, job_id=spec.job_id, attempt=command.attempt)
 
     def _stop_with_checkpoint(self, job: _Attempt, now: datetime) -> None:

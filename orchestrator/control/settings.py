@@ -45,6 +45,10 @@ def _ignore(_seconds: float) -> None:
     pass
 
 
+def _ignore_kind(_kind: str) -> None:
+    pass
+
+
 @dataclass
 class ControlStats:
     ignored_messages: int = 0
@@ -57,6 +61,7 @@ class ControlStats:
     # in the queue before its assignment, and a checkpoint write a worker reported.
     observe_assignment: Callable[[float], None] = _ignore
     observe_checkpoint_write: Callable[[float], None] = _ignore
+    on_gpu_fault: Callable[[str], None] = _ignore_kind  # a stall or a quarantine, by kind
 
 
 class WorkerLink(Protocol):

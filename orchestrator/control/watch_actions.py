@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
 from kernel.fleet_facts import GpuFault, GpuFaultKind
 from kernel.job_record import DrainKind, JobChanges, JobRecord, Placement
@@ -19,14 +18,10 @@ from orchestrator.control.admission import Inbound
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.gpu_watch import GpuWatch, Quarantine
 from orchestrator.control.job_events import Decision, Move
-from orchestrator.control.settings import ControlStore
+from orchestrator.control.settings import ControlStats, ControlStore
 from orchestrator.scheduling.registry import WorkerRegistry
 
 log = logging.getLogger(__name__)
-
-
-def _ignore(_kind: str) -> None:
-    pass
 
 
 class WatchActions:
@@ -38,7 +33,7 @@ class WatchActions:
     watch: GpuWatch
     # job -> the seconds per step the autoscaler planned with (its reservation)
     _planned: dict[str, float]
-    on_gpu_fault: Callable[[str], None] = _ignore  # metrics: a stall or a quarantine, by kind
+    stats: ControlStats
 
     async def _commit(self, decided: list[tuple[JobRecord, Decision, Inbound | None]]) -> None:
         raise NotImplementedError
@@ -54,7 +49,7 @@ class WatchActions:
     async def _watch(self, placements: list[Placement]) -> None:
         findings = await self.watch.look(placements, self._planned)
         for placement, why in findings.stalled:
-            self.on_gpu_fault(GpuFaultKind.STALL.value)
+            self.stats.on_gpu_fault(GpuFaultKind.STALL.value)
             move = Move((JobState.PREEMPTED, JobState.QUEUED), f"stalled: {why}",
                         JobChanges(worker_fault=True))  # fmt: skip
             await self._commit([(placement.job, move, None)])
@@ -66,7 +61,7 @@ class WatchActions:
         hello = self.registry.hello(event.worker_id)
         if hello is None or event.gpu_index is None:
             return
-        self.on_gpu_fault(GpuFaultKind.STALL.value)
+        self.stats.on_gpu_fault(GpuFaultKind.STALL.value)
         fault = GpuFault(event.worker_id, hello.instance_id, event.gpu_index, GpuFaultKind.STALL,
                          f"{event.job_id}: {event.error}", event.sent_at, event.job_id)  # fmt: skip
         quarantined = await self.watch.record(fault)
@@ -76,7 +71,7 @@ class WatchActions:
 
     async def _quarantine(self, found: list[Quarantine], placements: list[Placement]) -> None:
         for q in found:
-            self.on_gpu_fault(GpuFaultKind.QUARANTINE.value)
+            self.stats.on_gpu_fault(GpuFaultKind.QUARANTINE.value)
             why = f"GPU {q.gpu_index} of {q.worker_id} quarantined: {q.reason}"
             log.warning("ALERT %s; its jobs move and instance %s is replaced", why, q.instance_id)
             for p in placements:
