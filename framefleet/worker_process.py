@@ -108,5 +108,9 @@ async def worker_parts(
             return JobRunner(store, checkpoints, models, registry, clock, runner_settings,
                              renders_on(on_device))  # fmt: skip
 
-        yield WorkerParts(settings, new_runner(device), store, identity, imds, clock, new_runner,
-                          Nvml())  # fmt: skip
+        parts = WorkerParts(settings, new_runner(device), store, identity, imds, clock,
+                            new_runner, Nvml())  # fmt: skip
+        try:
+            yield parts
+        finally:
+            await parts.runner.close()

@@ -174,6 +174,9 @@ class InstantRunner(JobRunner):
     async def release(self) -> None:
         """No render session to end."""
 
+    async def close(self) -> None:
+        """No render processes to end."""
+
     async def run(
         self,
         spec: JobSpec,

@@ -24,9 +24,9 @@ OFTEN = FleetFaults(hangs_per_job_hour=0.1, sick_gpus_per_gpu_week=3.0, seed=2)
 async def run(faults: FleetFaults, folder: Path) -> tuple[FleetWaste, list[GpuFaultKind], int]:
     trace = load_trace(REAL_TRACES)
     setup = replace(setup_for_changeover(0.2), faults=faults)
-    # The trace's last three days: a job that hangs with detection off holds its GPU to the end.
-    start = trace.ticks - int(timedelta(days=3) / trace.gap)
-    simulation = FleetSimulation(trace, daily_poisson(60, 2, seed=5), setup, start, folder / "db")
+    # The trace's last 30 hours: a job that hangs with detection off holds its GPU to the end.
+    start = trace.ticks - int(timedelta(hours=30) / trace.gap)
+    simulation = FleetSimulation(trace, daily_poisson(40, 1, seed=5), setup, start, folder / "db")
     try:
         result = await simulation.run()
         return (

@@ -105,10 +105,12 @@ async def test_a_blocked_step_is_killed_and_the_job_resumes_elsewhere_within_the
     system: LocalSystem, runner: JobRunner, s3: S3Client
 ) -> None:
     hung = video_job(system.buckets, "hung", steps=16)
-    hooks = hooks_file(system.tmp_path, {"hung": {"block_at_step": 5}})
+    # Late enough in the job that periodic checkpoints came before it, however fast the steps.
+    hooks = hooks_file(system.tmp_path, {"hung": {"block_at_step": 12}})
     bound_s = 3.0
     watched = FREQUENT_CHECKPOINTS | {
         HOOKS: hooks, "FRAMEFLEET_WORKER_STALL_FLOOR_S": str(bound_s),
+        "FRAMEFLEET_WORKER_INITIAL_CHECKPOINT_WRITE_S": "0.0001",
         "FRAMEFLEET_WORKER_STALL_STARTUP_S": "5",
     }  # fmt: skip
     settings = system.plane_settings(ControlConfig(tick_seconds=0.2))

@@ -94,6 +94,9 @@ async def test_a_preflight_that_refuses_the_job_ends_its_render_process(
         published_model, SystemClock(), RunnerSettings(), renders,
     )  # fmt: skip
     assert await runner.prepare(video_job(buckets, "refused")) == (None, None)
-    assert len(list((tmp_path / "scratch").iterdir())) == 1  # its process's temp directory
+    folders = set((tmp_path / "scratch").iterdir())  # the job's process's (and a spare's)
+    assert folders
     await runner.release()
+    assert len(folders - set((tmp_path / "scratch").iterdir())) == 1  # the job's is gone
+    await runner.close()  # and the spare's, once the runner is done with
     assert list((tmp_path / "scratch").iterdir()) == []

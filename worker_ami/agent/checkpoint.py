@@ -134,8 +134,14 @@ class CheckpointStore:
         self, state: DenoiseState, identity: CheckpointIdentity, attempt: int, now: datetime
     ) -> str:
         """Upload the blobs, then the manifest; returns the manifest key once it is durable."""
-        prefix = self.checkpoint_prefix(identity.job_id, attempt, state.step)
-        blobs = encode_state(state)
+        return await self.write_encoded(encode_state(state), state.step, identity, attempt, now)
+
+    async def write_encoded(
+        self, blobs: dict[str, bytes], step: int, identity: CheckpointIdentity, attempt: int,
+        now: datetime,
+    ) -> str:  # fmt: skip
+        """`write` for a state already encoded (`encode_state`, as a render process does)."""
+        prefix = self.checkpoint_prefix(identity.job_id, attempt, step)
         await asyncio.gather(
             *(self._objects.put(self.bucket, prefix + name, data) for name, data in blobs.items())
         )
@@ -143,7 +149,7 @@ class CheckpointStore:
             schema_tag=CHECKPOINT_SCHEMA,
             identity=identity,
             attempt=attempt,
-            step=state.step,
+            step=step,
             blobs={name: Digest.of(data) for name, data in blobs.items()},
             created_at=now,
         )

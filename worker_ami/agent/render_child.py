@@ -175,6 +175,10 @@ def main(argv: list[str] | None = None) -> None:
     os.dup2(2, 1)
     try:
         work = RenderWork(args.device, args.threads, args.gpu_memory_fraction)
+        # The heavy imports now, while this process may still be a spare waiting for a job.
+        import worker_ami.agent.checkpoint
+        import worker_ami.agent.renderer
+        import worker_ami.agent.video  # noqa: F401
     except Exception as error:  # the agent hears why it could not start
         replies.write(json.dumps(failure(error)) + "\n")
         replies.flush()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel.job_spec import JobSpec
-from worker_ami.agent.checkpoint import decode_state, encode_state
+from worker_ami.agent.checkpoint import encode_state
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, WorkerError
 from worker_ami.agent.job_cgroup import JobCgroup
@@ -95,14 +95,14 @@ def _scratch_folder(root: Path) -> Path:
 
 class ChildRender:
     def __init__(self, process: asyncio.subprocess.Process, scratch: Path,
-                 cgroup: JobCgroup | None, hooks: dict[str, Any]) -> None:  # fmt: skip
+                 cgroup: JobCgroup | None) -> None:  # fmt: skip
         self._process, self._scratch, self._cgroup = process, scratch, cgroup
-        self._hooks = hooks
+        self.hooks: dict[str, Any] = {}  # the job's test hooks (render_test_hooks), if any
         self.pid = process.pid
 
     @classmethod
     async def start(cls, device: str, limits: RenderLimits, scratch_root: Path,
-                    hooks: dict[str, Any], cgroups_root: Path | None) -> ChildRender:  # fmt: skip
+                    cgroups_root: Path | None) -> ChildRender:  # fmt: skip
         scratch = await asyncio.to_thread(_scratch_folder, scratch_root)
         arguments = ["--device", device]
         if limits.memory_bytes is not None:
@@ -121,7 +121,11 @@ class ChildRender:
             cgroup = JobCgroup.create(cgroups_root, scratch.name, limits.memory_bytes,
                                       limits.cpu_weight)  # fmt: skip
             cgroup.adopt(process.pid)
-        return cls(process, scratch, cgroup, hooks)
+        return cls(process, scratch, cgroup)
+
+    @property
+    def alive(self) -> bool:
+        return self._process.returncode is None
 
     async def open(
         self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None, bound_s: float
@@ -136,7 +140,7 @@ class ChildRender:
         # The model cache's paths are absolute (the render process runs in its temp directory).
         reply = await self._call({"op": "open", "model_dir": str(model_dir),
                                   "spec": spec.canonical_json(), "resume_dir": resume_dir,
-                                  "hooks": self._hooks}, "model load", bound_s)  # fmt: skip
+                                  "hooks": self.hooks}, "model load", bound_s)  # fmt: skip
         return int(reply["step"])
 
     async def smoke(self, bound_s: float) -> None:
@@ -145,11 +149,11 @@ class ChildRender:
     async def step(self, bound_s: float) -> int:
         return int((await self._call({"op": "step"}, "step", bound_s))["step"])
 
-    async def state(self, bound_s: float) -> DenoiseState:
+    async def checkpoint(self, bound_s: float) -> tuple[int, dict[str, bytes]]:
         folder = self._scratch / "state"
         shutil.rmtree(folder, ignore_errors=True)
-        await self._call({"op": "save", "dir": str(folder)}, "checkpoint", bound_s)
-        return decode_state({path.name: path.read_bytes() for path in folder.iterdir()})
+        reply = await self._call({"op": "save", "dir": str(folder)}, "checkpoint", bound_s)
+        return int(reply["step"]), {path.name: path.read_bytes() for path in folder.iterdir()}
 
     async def video(self, fps: int, bound_s: float) -> tuple[bytes, int]:
         path = self._scratch / "video.mp4"
@@ -202,14 +206,35 @@ class ChildRender:
 
 
 class ChildRenders:
-    """Starts a render process per job."""
+    """Starts a render process per job. One spare process waits, its imports done, for the
+    next job on this GPU (it holds no job's state until then), so a job does not wait for
+    Python to import torch and diffusers."""
 
     def __init__(self, device: str, limits: RenderLimits, scratch_root: Path,
                  hooks: dict[str, dict[str, Any]] | None = None,
                  cgroups_root: Path | None = None) -> None:  # fmt: skip
         self._device, self._limits, self._scratch_root = device, limits, scratch_root
         self._hooks, self._cgroups_root = hooks or {}, cgroups_root
+        self._spare: asyncio.Task[ChildRender] | None = None
+
+    def _start_one(self) -> asyncio.Task[ChildRender]:
+        start = ChildRender.start(self._device, self._limits, self._scratch_root,
+                                  self._cgroups_root)  # fmt: skip
+        return asyncio.create_task(start)
 
     async def start(self, job_id: str) -> RenderSession:
-        return await ChildRender.start(self._device, self._limits, self._scratch_root,
-                                       self._hooks.get(job_id, {}), self._cgroups_root)  # fmt: skip
+        spare, self._spare = self._spare, None
+        session = await spare if spare is not None else None
+        if session is None or not session.alive:
+            if session is not None:
+                await session.close()
+            session = await self._start_one()
+        session.hooks = self._hooks.get(job_id, {})
+        self._spare = self._start_one()
+        return session
+
+    async def close(self) -> None:
+        """End the spare (the agent is stopping, or this GPU's runner is replaced)."""
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await (await spare).close()

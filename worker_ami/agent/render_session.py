@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from kernel.job_spec import JobSpec
+from worker_ami.agent.checkpoint import encode_state
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.renderer import PromptEmbeddings, Renderer, load_pipeline
@@ -48,7 +49,9 @@ class RenderSession(Protocol):
 
     async def step(self, bound_s: float) -> int: ...
 
-    async def state(self, bound_s: float) -> DenoiseState: ...
+    async def checkpoint(self, bound_s: float) -> tuple[int, dict[str, bytes]]:
+        """The state's step and its checkpoint blobs (`checkpoint.encode_state`)."""
+        ...
 
     async def video(self, fps: int, bound_s: float) -> tuple[bytes, int]:
         """The MP4 and its frame count."""
@@ -59,6 +62,10 @@ class RenderSession(Protocol):
 
 class RenderFactory(Protocol):
     async def start(self, job_id: str) -> RenderSession: ...
+
+    async def close(self) -> None:
+        """Release what it keeps between jobs."""
+        ...
 
 
 async def bounded(call: Awaitable[T], what: str, bound_s: float) -> T:
@@ -119,9 +126,9 @@ class ThreadRender:
         self._state = self._renderer.step(self._state, self._prompt, self._spec.guidance)
         return self._state.step
 
-    async def state(self, bound_s: float) -> DenoiseState:
+    async def checkpoint(self, bound_s: float) -> tuple[int, dict[str, bytes]]:
         assert self._state is not None
-        return self._state
+        return self._state.step, encode_state(self._state)
 
     async def video(self, fps: int, bound_s: float) -> tuple[bytes, int]:
         renderer, state = self._renderer, self._state
@@ -145,3 +152,6 @@ class ThreadRenders:
 
     async def start(self, job_id: str) -> RenderSession:
         return ThreadRender(self._device, self._pipelines)
+
+    async def close(self) -> None:
+        self._pipelines.clear()

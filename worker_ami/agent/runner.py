@@ -152,6 +152,11 @@ class JobRunner:
         self._prepared = _Prepared(spec.job_id, model, identity, resume, session, step)
         return None, None
 
+    async def close(self) -> None:
+        """This runner is done with (its GPU's next job gets a new one, or the agent stops)."""
+        await self.release()
+        await self._renders.close()
+
     async def release(self) -> None:
         """End the render session a preflight opened (the job will not run here)."""
         if self._prepared is not None:
@@ -262,15 +267,16 @@ class JobRunner:
     async def _write_checkpoint(self, session: RenderSession, identity: CheckpointIdentity,
                                 attempt: int, report: JobReport) -> str:  # fmt: skip
         started = self._clock.monotonic()
-        state = await session.state(self._settings.load_timeout_s)
-        key = await self._checkpoints.write(state, identity, attempt, self._clock.now())
+        step, blobs = await session.checkpoint(self._settings.load_timeout_s)
+        key = await self._checkpoints.write_encoded(blobs, step, identity, attempt,
+                                                    self._clock.now())  # fmt: skip
         elapsed = self._clock.monotonic() - started
         self._write_estimate = smoothed(self._write_estimate, elapsed)
         report.timings.checkpoint_writes_s.append(elapsed)
         report.checkpoints_written.append(key)
         if self.on_checkpoint is not None:
-            self.on_checkpoint(key, state.step, elapsed)
-        log.info("checkpoint durable at step %d: %s (%.3fs)", state.step, key, elapsed)
+            self.on_checkpoint(key, step, elapsed)
+        log.info("checkpoint durable at step %d: %s (%.3fs)", step, key, elapsed)
         return key
 
     async def _publish(

@@ -159,6 +159,8 @@ class WorkerService:
         running = [slot.task for slot in self._slots if slot.task is not None]
         if running:
             await asyncio.gather(*running, return_exceptions=True)
+        for slot in self._slots:
+            await slot.runner.close()
         await self._send_status(online=False)
         await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -292,7 +294,8 @@ class WorkerService:
             return
         if slot.runner.checkpoint_requested:
             # The previous job on this GPU was stopped on request; this runner is spent.
-            slot.runner = self._agent.new_runner(slot.device)
+            spent, slot.runner = slot.runner, self._agent.new_runner(slot.device)
+            await spent.close()
         slot.job_id, slot.attempt, slot.step, slot.total_steps = (
             spec.job_id,
             command.attempt,
