@@ -92,7 +92,10 @@ async def worker_parts(
             if settings.render_isolation == "thread":
                 return ThreadRenders(on_device)
             scratch = settings.scratch_dir or Path(tempfile.gettempdir()) / "framefleet-jobs"
-            return ChildRenders(on_device, limits, scratch, hooks, cgroups)
+            spare = settings.render_spare
+            if spare is None:
+                spare = on_device.startswith("cuda")
+            return ChildRenders(on_device, limits, scratch, hooks, cgroups, spare=spare)
 
         def new_runner(on_device: str) -> JobRunner:
             runner_settings = replace(

@@ -206,15 +206,16 @@ class ChildRender:
 
 
 class ChildRenders:
-    """Starts a render process per job. One spare process waits, its imports done, for the
-    next job on this GPU (it holds no job's state until then), so a job does not wait for
-    Python to import torch and diffusers."""
+    """Starts a render process per job. With `spare`, one more process waits, its imports
+    done, for the next job on this GPU (it holds no job's state until then), so a job does not
+    wait for Python to import torch and diffusers."""
 
     def __init__(self, device: str, limits: RenderLimits, scratch_root: Path,
                  hooks: dict[str, dict[str, Any]] | None = None,
-                 cgroups_root: Path | None = None) -> None:  # fmt: skip
+                 cgroups_root: Path | None = None, spare: bool = True) -> None:  # fmt: skip
         self._device, self._limits, self._scratch_root = device, limits, scratch_root
         self._hooks, self._cgroups_root = hooks or {}, cgroups_root
+        self._keep_spare = spare
         self._spare: asyncio.Task[ChildRender] | None = None
 
     def _start_one(self) -> asyncio.Task[ChildRender]:
@@ -230,7 +231,8 @@ class ChildRenders:
                 await session.close()
             session = await self._start_one()
         session.hooks = self._hooks.get(job_id, {})
-        self._spare = self._start_one()
+        if self._keep_spare:
+            self._spare = self._start_one()
         return session
 
     async def close(self) -> None:

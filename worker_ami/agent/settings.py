@@ -67,6 +67,9 @@ class WorkerSettings(EnvThenTomlSettings):
     job_threads: int | None = Field(default=None, ge=1, le=1024)
     job_gpu_memory_fraction: float = Field(default=0.95, gt=0, le=1)
     scratch_dir: Path | None = None  # jobs' temp directories; unset: the system's temp dir
+    # A spare render process per GPU, its imports done, for the next job; unset: on a GPU
+    # (whose host has cores to spare), not on the CPU (where it would compete with the jobs).
+    render_spare: bool | None = None
     # The stall watchdog (kernel.stall): a step may take `stall_factor` times its expected
     # time, never less than `stall_floor_s`; the first step also `stall_startup_s`.
     stall_factor: float = Field(default=5.0, ge=1)
