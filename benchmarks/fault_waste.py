@@ -70,7 +70,7 @@ async def _fleet_run(faults: FleetFaults, jobs_per_day: int) -> dict[str, Any]:
         finally:
             simulation.store.dispose()
     waste = simulation.waste
-    hours = {k: round(v / HOUR, 2) for k, v in vars(waste).items() if isinstance(v, float)}
+    hours = {k: round(v / HOUR, 2) for k, v in waste.categories().items()}
     return {
         "wasted_gpu_hours": round(waste.total() / HOUR, 2),
         "by_category_gpu_hours": hours,

@@ -38,8 +38,8 @@ from enum import StrEnum
 import numpy as np
 
 from kernel.stall import StallRule
-from kernel.worker_protocol import GpuHealth
-from orchestrator.scheduling.gpu_health import SickRule, errors_in, too_slow
+from orchestrator.scheduling.gpu_health import SickRule, too_slow
+from simulator.fleet_faults import FaultWaste
 
 WEEK_S = 7 * 24 * 3600.0
 HOUR = 3600.0
@@ -83,21 +83,9 @@ class FleetShape:
 
 
 @dataclass
-class Waste:
-    lost_work: float = 0.0
-    stalled: float = 0.0
-    slow: float = 0.0
-    doomed: float = 0.0
-    retry_loads: float = 0.0
-
-    def total(self) -> float:
-        return self.lost_work + self.stalled + self.slow + self.doomed + self.retry_loads
-
-
-@dataclass
 class StudyResult:
     detection: Detection
-    waste_s: Waste
+    waste_s: FaultWaste
     jobs_done: int
     jobs_failed: int
     stall_kills: int
@@ -135,7 +123,7 @@ class FaultStudy:
         self.rng = np.random.default_rng(seed)
         self.stall = StallRule()
         self.sick = SickRule()
-        self.waste = Waste()
+        self.waste = FaultWaste()
         self.paces: deque[float] = deque(maxlen=50)  # seconds per step of finished attempts
         self.queue: deque[_Job] = deque()
         self.next_job = 0
@@ -290,11 +278,8 @@ class FaultStudy:
     def _corrupt(self, gpu: _Gpu, job: _Job, t: float, since_save: float, saved: int,
                  start: float, on: bool) -> float:  # fmt: skip
         if on:
-            # The heartbeat's NVML shows the uncorrected errors: quarantined within a beat;
-            # the job moves from its last checkpoint taken before the errors.
-            health = GpuHealth(index=0, utilization_percent=100, memory_used_gib=1.0,
-                               temperature_celsius=60, ecc_uncorrected_errors=1)  # fmt: skip
-            assert errors_in(health) is not None
+            # The heartbeat's NVML shows the uncorrected errors (`errors_in`): quarantined
+            # within a beat; the job moves from its last checkpoint taken before the errors.
             self._quarantine(gpu)
             self.waste.lost_work += since_save + self.shape.heartbeat_s
             job.avoid.add(gpu.index)

@@ -55,7 +55,7 @@ from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimulatedEc2, instance_kind
 from simulator.companions import WithCompanions, companions_for, no_companions
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
-from simulator.fleet_faults import FleetWaste, faults_for
+from simulator.fleet_faults import FaultWaste, faults_for
 from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy
 from simulator.fleet_setup import FleetSetup, purchase_settings, setup_for_changeover
 from simulator.results import FleetResult
@@ -143,7 +143,7 @@ class FleetSimulation:
         self._outbox: list[tuple[str, str]] = []
         self.finished: dict[str, datetime] = {}
         self.finished_twice = 0
-        self.waste = FleetWaste()  # what injected faults wasted (setup.faults)
+        self.waste = FaultWaste()  # what injected faults wasted (setup.faults)
 
     # -- the run -------------------------------------------------------------------------------
 

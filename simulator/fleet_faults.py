@@ -31,17 +31,25 @@ class FleetFaults:
 
 
 @dataclass
-class FleetWaste:
-    """GPU seconds that produced nothing that survives, by why."""
+class FaultWaste:
+    """GPU seconds that produced nothing that survives, by why (this fleet simulation's and
+    the fault study's)."""
 
     stalled: float = 0.0  # held by a hung step
     lost_work: float = 0.0  # done since the last checkpoint of an attempt a fault ended
     slow: float = 0.0  # the extra time of steps on a slow GPU
-    doomed: float = 0.0  # attempts on a corrupting GPU, which end in non-finite latents
-    stall_kills: int = 0  # by the worker's watchdog
+    doomed: float = 0.0  # attempts that end in a job fault (corrupting GPU, out of memory)
+    retry_loads: float = 0.0  # model loads of attempts that follow a fault
+    stall_kills: int = 0  # by the worker's watchdog (a count, not waste)
+
+    def categories(self) -> dict[str, float]:
+        return {
+            "stalled": self.stalled, "lost_work": self.lost_work, "slow": self.slow,
+            "doomed": self.doomed, "retry_loads": self.retry_loads,
+        }  # fmt: skip
 
     def total(self) -> float:
-        return self.stalled + self.lost_work + self.slow + self.doomed
+        return sum(self.categories().values())
 
 
 @dataclass
@@ -54,7 +62,7 @@ class WorkerFaults:
     corrupt_from: datetime | None
     slow_factor: float
     watchdog: StallRule | None
-    waste: FleetWaste
+    waste: FaultWaste
 
     def speed(self, gpu: int, at: datetime) -> float:
         """Denoising seconds done per second on this GPU now."""
@@ -73,7 +81,7 @@ class WorkerFaults:
 
 
 def faults_for(instance_id: str, launched_at: datetime, faults: FleetFaults,
-               waste: FleetWaste) -> WorkerFaults:  # fmt: skip
+               waste: FaultWaste) -> WorkerFaults:  # fmt: skip
     rng = random.Random(f"{faults.seed}:{instance_id}")
     slow_from = corrupt_from = None
     if faults.sick_gpus_per_gpu_week > 0:

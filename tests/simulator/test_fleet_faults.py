@@ -12,7 +12,7 @@ from pathlib import Path
 from autoscaler.market.trace import load_trace
 from kernel.fleet_facts import GpuFaultKind
 from simulator.fleet import FleetSimulation
-from simulator.fleet_faults import FleetFaults, FleetWaste
+from simulator.fleet_faults import FaultWaste, FleetFaults
 from simulator.fleet_setup import setup_for_changeover
 from simulator.workload import daily_poisson
 
@@ -21,7 +21,7 @@ REAL_TRACES = Path(__file__).parents[1] / "data" / "traces" / "v100-week"
 OFTEN = FleetFaults(hangs_per_job_hour=0.1, sick_gpus_per_gpu_week=3.0, seed=2)
 
 
-async def run(faults: FleetFaults, folder: Path) -> tuple[FleetWaste, list[GpuFaultKind], int]:
+async def run(faults: FleetFaults, folder: Path) -> tuple[FaultWaste, list[GpuFaultKind], int]:
     trace = load_trace(REAL_TRACES)
     setup = replace(setup_for_changeover(0.2), faults=faults)
     # The trace's last 30 hours: a job that hangs with detection off holds its GPU to the end.

@@ -89,14 +89,11 @@ class RenderWork:
         self._hooks = dict(request.get("hooks") or {})
         self._renderer = Renderer(load_pipeline(Path(request["model_dir"]), self._device),
                                   self._device)  # fmt: skip
-        self._prompt = self._renderer.encode(self._spec)
         resume_dir = request.get("resume_dir")
+        resume = None
         if resume_dir:
-            folder = Path(resume_dir)
-            self._state = decode_state({p.name: p.read_bytes() for p in folder.iterdir()})
-            self._renderer.prepare_resume(self._state)
-        else:
-            self._state = self._renderer.initial_state(self._spec)
+            resume = decode_state({p.name: p.read_bytes() for p in Path(resume_dir).iterdir()})
+        self._prompt, self._state = self._renderer.begin(self._spec, resume)
         return {"ok": True, "step": self._state.step}
 
     def _smoke(self) -> dict[str, Any]:

@@ -98,12 +98,7 @@ class ThreadRender:
             renderer = Renderer(load_pipeline(model_dir, self._device), self._device)
             self._pipelines[model_dir] = renderer
         self._renderer, self._spec = renderer, spec
-        self._prompt = renderer.encode(spec)
-        if resume is not None:
-            renderer.prepare_resume(resume)
-            self._state = resume
-        else:
-            self._state = renderer.initial_state(spec)
+        self._prompt, self._state = renderer.begin(spec, resume)
         return self._state.step
 
     async def smoke(self, bound_s: float) -> None:

@@ -97,6 +97,17 @@ class Renderer:
         if not (torch.equal(sigmas, state.sigmas) and torch.equal(timesteps, state.timesteps)):
             raise JobFault("checkpoint schedule does not match this pipeline's scheduler")
 
+    def begin(
+        self, spec: JobSpec, resume: DenoiseState | None
+    ) -> tuple[PromptEmbeddings, DenoiseState]:
+        """The prompt's embeddings and the state to denoise from: `resume` (checked against
+        this pipeline's schedule), or the seed's initial noise."""
+        prompt = self.encode(spec)
+        if resume is None:
+            return prompt, self.initial_state(spec)
+        self.prepare_resume(resume)
+        return prompt, resume
+
     def smoke(self, spec: JobSpec, state: DenoiseState) -> None:
         """One tiny step (16x16, one frame): the preflight's proof that the pipeline runs on
         this device; then the scheduler points at `state`'s schedule again."""
