@@ -30,7 +30,7 @@ from rich.table import Table
 from benchmarks.common import moto_server_process, write_result
 from kernel.clock import SystemClock
 from kernel.job_spec import parse_job
-from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore, encode_state
+from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.imds_emulator import ImdsEmulator
@@ -39,6 +39,7 @@ from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.state_codec import encode_state
 from worker_ami.agent.tiny_model import build_tiny_wan
 
 HOUR = 3600.0
@@ -99,7 +100,7 @@ async def checkpoint_io(store: CheckpointStore, repeats: int) -> list[dict[str, 
             key = await store.write(state, identity, attempt, SystemClock().now())
             writes.append(time.perf_counter() - started)
             started = time.perf_counter()
-            loaded = await store.load(key, identity)
+            loaded, _ = await store.load(key, identity)
             reads.append(time.perf_counter() - started)
             assert torch.equal(loaded.latents, state.latents)
         rows.append(

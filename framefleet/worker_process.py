@@ -17,6 +17,7 @@ import torch
 
 from kernel.clock import Clock, SystemClock
 from kernel.errors import ConfigurationError
+from kernel.market import family_of_gpu
 from kernel.stall import StallRule
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.errors import ImdsError
@@ -88,19 +89,30 @@ async def worker_parts(
         hooks = test_hooks(settings.render_test_hooks)
         cgroups = delegated_root() if settings.render_isolation == "process" else None
 
-        def renders_on(on_device: str) -> RenderFactory:
-            if settings.render_isolation == "thread":
-                return ThreadRenders(on_device)
-            scratch = settings.scratch_dir or Path(tempfile.gettempdir()) / "framefleet-jobs"
-            spare = settings.render_spare
-            if spare is None:
-                spare = on_device.startswith("cuda")
-            return ChildRenders(on_device, limits, scratch, hooks, cgroups, spare=spare)
+        # One render factory per device, shared by the runners that device has in turn: the
+        # model a job left warm on a GPU is there for the next job, whichever runner takes it.
+        factories: dict[str, RenderFactory] = {}
 
-        def new_runner(on_device: str) -> JobRunner:
+        def renders_on(on_device: str) -> RenderFactory:
+            if on_device in factories:
+                return factories[on_device]
+            if settings.render_isolation == "thread":
+                factory: RenderFactory = ThreadRenders(on_device)
+            else:
+                scratch = settings.scratch_dir or Path(tempfile.gettempdir()) / "framefleet-jobs"
+                spare = settings.render_spare
+                if spare is None:
+                    spare = on_device.startswith("cuda")
+                factory = ChildRenders(on_device, limits, scratch, hooks, cgroups, spare=spare,
+                                       reuse_jobs=settings.render_reuse_jobs)  # fmt: skip
+            factories[on_device] = factory
+            return factory
+
+        def new_runner(on_device: str, family: str) -> JobRunner:
             runner_settings = replace(
                 RunnerSettings(),
                 device=on_device,
+                gpu_family=family,
                 mean_time_between_interruptions_s=settings.mtbi_seconds(lifecycle),
                 initial_checkpoint_write_s=settings.initial_checkpoint_write_s,
                 max_checkpoint_interval_s=settings.max_checkpoint_interval_s,
@@ -109,11 +121,16 @@ async def worker_parts(
                 load_timeout_s=settings.load_timeout_s,
             )  # fmt: skip
             return JobRunner(store, checkpoints, models, registry, clock, runner_settings,
-                             renders_on(on_device))  # fmt: skip
+                             renders_on(on_device), owns_renders=False)  # fmt: skip
 
-        parts = WorkerParts(settings, new_runner(device), store, identity, imds, clock,
+        family = settings.cpu_family
+        if device != "cpu" and isinstance(gpus, list) and gpus:
+            family = family_of_gpu(gpus[0].name)
+        parts = WorkerParts(settings, new_runner(device, family), store, identity, imds, clock,
                             new_runner, Nvml())  # fmt: skip
         try:
             yield parts
         finally:
             await parts.runner.close()
+            for factory in factories.values():
+                await factory.close()

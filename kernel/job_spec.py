@@ -91,6 +91,12 @@ class JobSpec(_Strict):
     steps: int = Field(ge=1, le=1000)
     guidance: float = Field(default=5.0, ge=0, le=50)
     seed: int = Field(ge=0, le=2**63 - 1)
+    exact: bool = Field(
+        default=False,
+        description="Resume only on the GPU family and recipe its checkpoint was made with, so "
+        "the video is bit-identical to an uninterrupted render; otherwise it resumes on any GPU "
+        "and its record says the video may differ",
+    )
     priority: int = Field(default=5, ge=0, le=9, description="0 lowest, 9 most urgent")
     deadline: AwareDatetime | None = Field(default=None, description="Finish by (ISO 8601)")
     gpu: GpuNeeds = Field(default_factory=GpuNeeds)

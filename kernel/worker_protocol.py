@@ -17,9 +17,10 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from kernel.errors import FrameFleetError
-from kernel.job_spec import JOB_ID_PATTERN, JobSpec
+from kernel.job_spec import JOB_ID_PATTERN, MODEL_NAME_PATTERN, JobSpec
 from kernel.market import Market
 from kernel.outside_text import first_problem, printable
+from kernel.precision import Dtype
 
 PROTOCOL = "framefleet.worker/v1"
 TOPIC_PREFIX = "ff/v1/workers"
@@ -97,6 +98,15 @@ class JobProgress(BaseModel):
     gpu_index: int = Field(ge=0, le=63)
     step: int = Field(ge=0, le=MAX_COUNT)
     total_steps: int = Field(ge=1, le=MAX_COUNT)
+    dtype: Dtype | None = None  # the dtype its denoising computes in
+
+
+class WarmModel(BaseModel):
+    """A model a GPU holds loaded between jobs: the next job of it starts without a load."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    gpu_index: int = Field(ge=0, le=63)
+    model: str = Field(pattern=MODEL_NAME_PATTERN)
 
 
 class GpuHealth(BaseModel):
@@ -124,6 +134,7 @@ class Heartbeat(_Message):
     # no-op. Declared below as WorkerEvent.
     recent: tuple[WorkerEvent, ...] = Field(default=(), max_length=64)
     accepting: bool = True
+    warm_models: tuple[WarmModel, ...] = Field(default=(), max_length=64)
 
     @model_validator(mode="after")
     def _own_events_only(self) -> Heartbeat:
@@ -172,6 +183,9 @@ class WorkerEvent(_Message):
         default=None, max_length=64, description="instance-action or rebalance"
     )
     command_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{8,64}$")
+    # started: how it computes (GPU family, dtype, guidance layout, attention kernel), whether
+    # the model was warm, and any note on the resume (for the job's record).
+    render: str | None = Field(default=None, max_length=2000)
 
 
 Heartbeat.model_rebuild()

@@ -43,6 +43,7 @@ from tests.support import job_dict
 from tests.test_authorised_events import plane_in_memory
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.parts import WorkerParts
+from worker_ami.agent.render_session import ThreadRenders
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.service import RECENT_OUTCOMES, SEEN_ASSIGNMENTS, WorkerService
@@ -162,6 +163,8 @@ class InstantRunner(JobRunner):
 
     def __init__(self) -> None:  # no model, store or checkpoints: run() needs none
         self._checkpoint_request = asyncio.Event()
+        self._prepared = None
+        self._renders = ThreadRenders("cpu")
         self.on_step = None
         self.on_checkpoint = None
 
@@ -171,7 +174,7 @@ class InstantRunner(JobRunner):
         """Preflight's model load and one-step smoke run: nothing to load, nothing to run."""
         return None, None
 
-    async def release(self) -> None:
+    async def release(self, keep_warm: bool = True) -> None:
         """No render session to end."""
 
     async def close(self) -> None:
@@ -231,7 +234,7 @@ async def test_a_long_run_through_the_worker_service_keeps_its_maps_bounded(
         imds_enabled=False, cache_dir=tmp_path, cpu_slots=1, allow_cpu=True, min_free_disk_gib=0
     )
     parts = WorkerParts(settings, InstantRunner(), cast(S3ObjectStore, None), None, None, clock,
-                        lambda _device: InstantRunner(), NoNvml())  # fmt: skip
+                        lambda _device, _family: InstantRunner(), NoNvml())  # fmt: skip
     service = WorkerService("w-long", parts, clock, connect)
     spec = parse_job(job_dict("template"), now=None)
     for n in range(5000):

@@ -127,7 +127,8 @@ def apply_event(
     if event.kind is EventKind.STARTED:
         if job.state is not JobState.ASSIGNED:
             return Ignore("already started")
-        return Move((JobState.RUNNING,), f"started on {worker}")
+        how = f" ({printable(event.render, 600)})" if event.render else ""
+        return Move((JobState.RUNNING,), f"started on {worker}{how}")
 
     if event.kind is EventKind.CHECKPOINT_DURABLE:
         if not event.checkpoint:

@@ -14,13 +14,14 @@ import pytest
 
 from kernel.job_spec import JobSpec
 from tests.worker.conftest import Buckets, make_runner, read_object, video_job
-from worker_ami.agent.checkpoint import LATENTS, MANIFEST, RNG, CheckpointIdentity, CheckpointStore
+from worker_ami.agent.checkpoint import MANIFEST, CheckpointIdentity, CheckpointStore
 from worker_ami.agent.errors import CheckpointRejected
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner, checkpoint_identity
 from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.state_codec import LATENTS, RNG
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -14,23 +14,26 @@ import pytest
 import torch
 
 from kernel.job_spec import parse_job
+from kernel.precision import Precision
 from tests.support import job_dict
 from tests.worker.conftest import MODEL, Buckets, read_object, video_job
-from worker_ami.agent.checkpoint import decode_state, encode_state
+from worker_ami.agent.recipe import recipe_for
 from worker_ami.agent.renderer import Renderer, load_pipeline
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.state_codec import decode_state, encode_state
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 STEPS = 8
+CPU = recipe_for(Precision(), "cpu", "cpu")
 
 
 def test_every_step_resumes_to_identical_latents(tiny_model_dir: Path) -> None:
     spec = parse_job(job_dict("exact", model=MODEL, steps=6), now=None)
-    renderer = Renderer(load_pipeline(tiny_model_dir, "cpu"), "cpu")
+    renderer = Renderer(load_pipeline(tiny_model_dir, "cpu", CPU.dtypes), "cpu", CPU)
     prompt = renderer.encode(spec)
     states = [renderer.initial_state(spec)]
     while not states[-1].done:
@@ -40,7 +43,7 @@ def test_every_step_resumes_to_identical_latents(tiny_model_dir: Path) -> None:
     for saved in states:
         # Through bytes and into a freshly loaded pipeline, as on another worker.
         restored = decode_state(encode_state(saved))
-        fresh = Renderer(load_pipeline(tiny_model_dir, "cpu"), "cpu")
+        fresh = Renderer(load_pipeline(tiny_model_dir, "cpu", CPU.dtypes), "cpu", CPU)
         fresh.prepare_resume(restored)
         fresh_prompt = fresh.encode(spec)
         state = restored

@@ -96,7 +96,7 @@ async def test_a_preflight_that_refuses_the_job_ends_its_render_process(
     assert await runner.prepare(video_job(buckets, "refused")) == (None, None)
     folders = set((tmp_path / "scratch").iterdir())  # the job's process's (and a spare's)
     assert folders
-    await runner.release()
+    await runner.release(keep_warm=False)  # as a refused preflight does
     assert len(folders - set((tmp_path / "scratch").iterdir())) == 1  # the job's is gone
     await runner.close()  # and the spare's, once the runner is done with
     assert list((tmp_path / "scratch").iterdir()) == []

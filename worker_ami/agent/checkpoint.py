@@ -2,8 +2,10 @@
 
 Layout: `{root}/{job_id}/{attempt}/{step:06d}/` holding `latents.safetensors`,
 `scheduler.safetensors`, `rng.safetensors` and `manifest.json`, written last. A checkpoint
-counts only once its manifest is durable. Tensors use safetensors: reading a checkpoint can
-never execute code (nothing is ever unpickled).
+counts only once its manifest is durable. The manifest names the recipe the state was computed
+with (dtypes, GPU family, guidance layout, attention kernel): a resume in another dtype is
+refused, one across families or recipes only for a job that asked for `exact`. Tensors use
+safetensors: reading a checkpoint can never execute code (nothing is ever unpickled).
 """
 
 from __future__ import annotations
@@ -14,23 +16,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from safetensors import SafetensorError
-from safetensors.torch import load as load_tensors
-from safetensors.torch import save as save_tensors
 
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.digest import Digest
 from worker_ami.agent.errors import CheckpointRejected, ObjectNotFound
 from worker_ami.agent.object_store import ObjectStore
+from worker_ami.agent.recipe import RenderRecipe
+from worker_ami.agent.state_codec import BLOB_NAMES, decode_state, encode_state
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_SCHEMA = "framefleet.checkpoint/v1"
 MANIFEST = "manifest.json"
-LATENTS, SCHEDULER, RNG = "latents.safetensors", "scheduler.safetensors", "rng.safetensors"
-BLOB_NAMES = (LATENTS, SCHEDULER, RNG)
 MAX_MANIFEST_BYTES = 64 * 1024
 
 
@@ -54,6 +52,32 @@ class CheckpointManifest(BaseModel):
     step: int = Field(ge=0)
     blobs: dict[str, Digest]
     created_at: datetime
+    # None: written before recipes were recorded, when every render ran in fp32.
+    recipe: RenderRecipe | None = None
+
+
+def made_with(manifest: CheckpointManifest) -> RenderRecipe:
+    if manifest.recipe is not None:
+        return manifest.recipe
+    return LEGACY_RECIPE
+
+
+LEGACY_RECIPE = RenderRecipe.model_validate(
+    {
+        "dtypes": {"transformer": "fp32", "text_encoder": "fp32", "vae": "fp32"},
+        "gpu_family": "unknown",
+        "cfg": "sequential",
+        "attention": "default",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ResumeRule:
+    """What a checkpoint must have been computed with to be resumed here."""
+
+    recipe: RenderRecipe
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,35 +87,6 @@ class ResumePoint:
     state: DenoiseState | None
     manifest_key: str | None
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def encode_state(state: DenoiseState) -> dict[str, bytes]:
-    return {
-        LATENTS: save_tensors({"latents": state.latents.contiguous()}),
-        SCHEDULER: save_tensors(
-            {
-                "step": torch.tensor([state.step], dtype=torch.int64),
-                "total_steps": torch.tensor([state.total_steps], dtype=torch.int64),
-                "sigmas": state.sigmas.contiguous(),
-                "timesteps": state.timesteps.contiguous(),
-            }
-        ),
-        RNG: save_tensors({"generator_state": state.generator_state.contiguous()}),
-    }
-
-
-def decode_state(blobs: dict[str, bytes]) -> DenoiseState:
-    try:
-        latents = load_tensors(blobs[LATENTS])["latents"]
-        scheduler = load_tensors(blobs[SCHEDULER])
-        rng = load_tensors(blobs[RNG])["generator_state"]
-        step, total = int(scheduler["step"][0]), int(scheduler["total_steps"][0])
-        sigmas, timesteps = scheduler["sigmas"], scheduler["timesteps"]
-    except (SafetensorError, KeyError, IndexError, ValueError, TypeError, RuntimeError) as error:
-        raise CheckpointRejected(f"unreadable tensors: {error}") from None
-    if rng.dtype != torch.uint8 or not 0 <= step <= total:
-        raise CheckpointRejected("inconsistent scheduler or RNG state")
-    return DenoiseState(step, total, latents, rng, sigmas, timesteps)
 
 
 def parse_checkpoint_manifest(raw: bytes) -> CheckpointManifest:
@@ -131,15 +126,26 @@ class CheckpointStore:
         return f"{self.job_prefix(job_id)}{attempt}/{step:06d}/"
 
     async def write(
-        self, state: DenoiseState, identity: CheckpointIdentity, attempt: int, now: datetime
+        self,
+        state: DenoiseState,
+        identity: CheckpointIdentity,
+        attempt: int,
+        now: datetime,
+        recipe: RenderRecipe | None = None,
     ) -> str:
         """Upload the blobs, then the manifest; returns the manifest key once it is durable."""
-        return await self.write_encoded(encode_state(state), state.step, identity, attempt, now)
+        blobs = encode_state(state)
+        return await self.write_encoded(blobs, state.step, identity, attempt, now, recipe)
 
     async def write_encoded(
-        self, blobs: dict[str, bytes], step: int, identity: CheckpointIdentity, attempt: int,
+        self,
+        blobs: dict[str, bytes],
+        step: int,
+        identity: CheckpointIdentity,
+        attempt: int,
         now: datetime,
-    ) -> str:  # fmt: skip
+        recipe: RenderRecipe | None = None,
+    ) -> str:
         """`write` for a state already encoded (`encode_state`, as a render process does)."""
         prefix = self.checkpoint_prefix(identity.job_id, attempt, step)
         await asyncio.gather(
@@ -152,6 +158,7 @@ class CheckpointStore:
             step=step,
             blobs={name: Digest.of(data) for name, data in blobs.items()},
             created_at=now,
+            recipe=recipe,
         )
         key = prefix + MANIFEST
         await self._objects.put(self.bucket, key, manifest.model_dump_json(by_alias=True).encode())
@@ -164,7 +171,10 @@ class CheckpointStore:
         ranked = [(rank, key) for key in keys if (rank := _parse_key(key)) is not None]
         return [key for _, key in sorted(ranked, reverse=True)]
 
-    async def load(self, manifest_key: str, expected: CheckpointIdentity) -> DenoiseState:
+    async def load(
+        self, manifest_key: str, expected: CheckpointIdentity, rule: ResumeRule | None = None
+    ) -> tuple[DenoiseState, RenderRecipe]:
+        """The state and the recipe it was computed with (refused against `rule`)."""
         try:
             raw = await self._objects.get(self.bucket, manifest_key)
         except ObjectNotFound:
@@ -172,6 +182,10 @@ class CheckpointStore:
         manifest = parse_checkpoint_manifest(raw)
         if manifest.identity != expected:
             raise CheckpointRejected("checkpoint belongs to another job, model or pipeline")
+        if rule is not None:
+            refusal = rule.recipe.resume_refusal(made_with(manifest), rule.exact)
+            if refusal is not None:
+                raise CheckpointRejected(refusal)
         if set(manifest.blobs) != set(BLOB_NAMES):
             raise CheckpointRejected("manifest lists the wrong blobs")
         prefix = manifest_key.removesuffix(MANIFEST)
@@ -187,12 +201,16 @@ class CheckpointStore:
         state = decode_state(blobs)
         if state.step != manifest.step or state.total_steps != expected.total_steps:
             raise CheckpointRejected("tensors disagree with the manifest")
-        return state
+        return state, made_with(manifest)
 
     async def resume_point(
-        self, expected: CheckpointIdentity, preferred: str | None = None
+        self,
+        expected: CheckpointIdentity,
+        preferred: str | None = None,
+        rule: ResumeRule | None = None,
     ) -> ResumePoint:
-        """The newest checkpoint that verifies (trying `preferred` first), else step 0."""
+        """The newest checkpoint that verifies and `rule` allows (trying `preferred` first),
+        else step 0. A resume across recipes says so in the notes."""
         candidates = await self.manifests(expected.job_id)
         notes: list[str] = []
         if preferred is not None and not (
@@ -204,13 +222,16 @@ class CheckpointStore:
             candidates = [preferred] + [key for key in candidates if key != preferred]
         for key in candidates:
             try:
-                state = await self.load(key, expected)
+                state, recipe = await self.load(key, expected, rule)
             except CheckpointRejected as error:
                 notes.append(f"rejected {key}: {error}")
                 log.warning("checkpoint %s rejected: %s", key, error)
                 continue
             if notes:
                 notes.append(f"fell back to {key} (step {state.step})")
+            crossing = rule.recipe.differs_from(recipe) if rule is not None else None
+            if crossing is not None:
+                notes.append(crossing)
             return ResumePoint(state, key, tuple(notes))
         if candidates:
             notes.append("no checkpoint verified: restarting from step 0")

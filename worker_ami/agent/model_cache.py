@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernel.clock import Clock
 from kernel.job_spec import MODEL_NAME_PATTERN
+from kernel.precision import Precision
 from worker_ami.agent.digest import Digest
 from worker_ami.agent.errors import ModelCacheError, ObjectNotFound, UnknownModel
 from worker_ami.agent.object_store import ObjectStore
@@ -36,6 +37,9 @@ class ModelEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     uri: str = Field(description="s3://bucket/prefix/ of the published model")
     revision: str = Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    # The dtype it computes in and the components kept in fp32 (bf16 with an fp32 VAE unless
+    # the registry says otherwise).
+    precision: Precision = Field(default_factory=Precision)
 
 
 class ModelRegistry(BaseModel):

@@ -30,7 +30,8 @@ class WorkerParts:
     identity: InstanceIdentity | None
     imds: ImdsClient | None
     clock: Clock
-    new_runner: Callable[[str], JobRunner]  # one per GPU (device "cuda:N" or "cpu")
+    # One per GPU: its device ("cuda:N" or "cpu") and family.
+    new_runner: Callable[[str, str], JobRunner]
     gpu_readings: GpuReadings  # NVML (a fake in tests)
 
     async def preflight(
@@ -51,7 +52,7 @@ class WorkerParts:
         )
         problems = preflight_problems(spec, facts)
         if problems:
-            await (runner or self.runner).release()
+            await (runner or self.runner).release(keep_warm=False)
             raise PreflightFailed(problems)
 
     async def run_job(

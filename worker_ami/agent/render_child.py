@@ -7,10 +7,17 @@ own and an environment without the agent's credentials; the child never talks to
 IMDS. Tensors cross only as safetensors files in the job's temp directory (nothing is ever
 unpickled). A crash, an out-of-memory or a leak here ends this process alone.
 
-Requests: `open` (load the pipeline, encode the prompt, start or resume the state), `smoke` (one
-tiny step, the preflight), `step`, `save` (the state to files), `video` (decode and encode the
-MP4 to a file). Replies: `{"ok": true, "step": n}` or `{"ok": false, "kind": "job" | "worker",
+Requests: `open` (load the pipeline unless this process holds it already, encode the prompt,
+start or resume the state), `smoke` (one tiny step, the preflight), `step`, `save` (the state to
+files), `video` (decode and encode the MP4 to a file), `reset` (forget the job, keep the
+pipeline for the next job of the same model). Replies: `{"ok": true, "step": n}` (`open` adds
+`"loaded"`: whether it had to load the model) or `{"ok": false, "kind": "job" | "worker",
 "error": "..."}`.
+
+A process serves consecutive jobs of a model with the pipeline kept on its GPU (the agent's
+`ChildRenders` decides when: never after a fault, at most `render_reuse_jobs` jobs). Each job's
+state, prompt and hooks are dropped at `reset`; a job of another model frees the pipeline
+before it loads its own.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ class RenderWork:
             torch.cuda.set_per_process_memory_fraction(gpu_fraction, torch.device(device))
         self._device = device
         self._renderer: Any = None
+        self._loaded: tuple[str, str] | None = None  # (model folder, recipe) of the pipeline
         self._state: Any = None
         self._prompt: Any = None
         self._spec: Any = None
@@ -78,23 +86,54 @@ class RenderWork:
             return self._save(Path(request["dir"]))
         if op == "video":
             return self._video(Path(request["path"]), int(request["fps"]))
+        if op == "reset":
+            return self._reset()
         raise ValueError(f"unknown request {op!r}")
 
     def _open(self, request: dict[str, Any]) -> dict[str, Any]:
         from kernel.job_spec import parse_job
-        from worker_ami.agent.checkpoint import decode_state
-        from worker_ami.agent.renderer import Renderer, load_pipeline
+        from worker_ami.agent.state_codec import decode_state
 
+        self._reset()
         self._spec = parse_job(request["spec"], now=None)
         self._hooks = dict(request.get("hooks") or {})
-        self._renderer = Renderer(load_pipeline(Path(request["model_dir"]), self._device),
-                                  self._device)  # fmt: skip
+        loaded = self._load(str(request["model_dir"]), str(request["recipe"]))
         resume_dir = request.get("resume_dir")
         resume = None
         if resume_dir:
             resume = decode_state({p.name: p.read_bytes() for p in Path(resume_dir).iterdir()})
         self._prompt, self._state = self._renderer.begin(self._spec, resume)
-        return {"ok": True, "step": self._state.step}
+        return {"ok": True, "step": self._state.step, "loaded": loaded}
+
+    def _load(self, model_dir: str, recipe_json: str) -> bool:
+        """The pipeline for this model and recipe: the one held (False), or loaded (True)
+        after the one held, if any, is freed."""
+        from worker_ami.agent.recipe import RenderRecipe
+        from worker_ami.agent.renderer import Renderer, load_pipeline
+
+        if self._loaded == (model_dir, recipe_json):
+            return False
+        recipe = RenderRecipe.model_validate_json(recipe_json)
+        self._renderer, self._loaded = None, None
+        self._free_device_memory()
+        pipe = load_pipeline(Path(model_dir), self._device, recipe.dtypes)
+        self._renderer = Renderer(pipe, self._device, recipe)
+        self._loaded = (model_dir, recipe_json)
+        return True
+
+    def _free_device_memory(self) -> None:
+        import gc
+
+        import torch
+
+        gc.collect()
+        if self._device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+    def _reset(self) -> dict[str, Any]:
+        self._state = self._prompt = self._spec = self._held = None
+        self._hooks = {}
+        return {"ok": True, "step": 0}
 
     def _smoke(self) -> dict[str, Any]:
         self._renderer.smoke(self._spec, self._state)
@@ -106,7 +145,7 @@ class RenderWork:
         return {"ok": True, "step": self._state.step}
 
     def _save(self, folder: Path) -> dict[str, Any]:
-        from worker_ami.agent.checkpoint import encode_state
+        from worker_ami.agent.state_codec import encode_state
 
         folder.mkdir(parents=True, exist_ok=True)
         for name, blob in encode_state(self._state).items():
@@ -173,9 +212,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         work = RenderWork(args.device, args.threads, args.gpu_memory_fraction)
         # The heavy imports now, while this process may still be a spare waiting for a job.
-        import worker_ami.agent.checkpoint
         import worker_ami.agent.renderer
-        import worker_ami.agent.video  # noqa: F401
+        import worker_ami.agent.state_codec  # noqa: F401
     except Exception as error:  # the agent hears why it could not start
         replies.write(json.dumps(failure(error)) + "\n")
         replies.flush()

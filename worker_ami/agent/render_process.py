@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from kernel.job_spec import JobSpec
-from worker_ami.agent.checkpoint import encode_state
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, WorkerError
 from worker_ami.agent.job_cgroup import JobCgroup
-from worker_ami.agent.render_session import RenderDied, RenderSession, RenderStalled
+from worker_ami.agent.recipe import RenderRecipe
+from worker_ami.agent.render_session import Opened, RenderDied, RenderSession, RenderStalled
+from worker_ami.agent.state_codec import encode_state
 
 log = logging.getLogger(__name__)
 # What a render process may see of the agent's environment: how to run Python and find
@@ -39,7 +40,11 @@ KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "LD_L
                     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HOME")  # fmt: skip
 MAX_REPLY_BYTES = 64 * 1024
 STOP_GRACE_S = 5.0
+RESET_BOUND_S = 30.0
 GIB = 1024**3
+# A warm render process serves at most this many jobs, then a fresh one replaces it (whatever
+# a long-lived process accumulates, fragmentation or a leak in a library, stays bounded).
+DEFAULT_REUSE_JOBS = 20
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,10 @@ class ChildRender:
         self._process, self._scratch, self._cgroup = process, scratch, cgroup
         self.hooks: dict[str, Any] = {}  # the job's test hooks (render_test_hooks), if any
         self.pid = process.pid
+        self.jobs_opened = 0
+        # A call whose reply has not been read (cancelled midway): the pipe is out of step,
+        # so the process can serve no other job.
+        self._in_call = False
 
     @classmethod
     async def start(cls, device: str, limits: RenderLimits, scratch_root: Path,
@@ -127,9 +136,29 @@ class ChildRender:
     def alive(self) -> bool:
         return self._process.returncode is None
 
+    @property
+    def reusable(self) -> bool:
+        """Alive and between calls: it may serve another job after a reset."""
+        return self.alive and not self._in_call
+
+    async def reset(self) -> None:
+        """Forget the job (state, prompt, hooks, its files), keep the pipeline."""
+        await self._call({"op": "reset"}, "reset", RESET_BOUND_S)
+        for entry in await asyncio.to_thread(lambda: list(self._scratch.iterdir())):
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
     async def open(
-        self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None, bound_s: float
-    ) -> int:
+        self,
+        model_dir: Path,
+        recipe: RenderRecipe,
+        spec: JobSpec,
+        resume: DenoiseState | None,
+        bound_s: float,
+    ) -> Opened:
+        self.jobs_opened += 1
         resume_dir = None
         if resume is not None:
             folder = self._scratch / "resume"
@@ -138,10 +167,16 @@ class ChildRender:
                 (folder / name).write_bytes(blob)
             resume_dir = str(folder)
         # The model cache's paths are absolute (the render process runs in its temp directory).
-        reply = await self._call({"op": "open", "model_dir": str(model_dir),
-                                  "spec": spec.canonical_json(), "resume_dir": resume_dir,
-                                  "hooks": self.hooks}, "model load", bound_s)  # fmt: skip
-        return int(reply["step"])
+        request = {
+            "op": "open",
+            "model_dir": str(model_dir),
+            "recipe": recipe.model_dump_json(),
+            "spec": spec.canonical_json(),
+            "resume_dir": resume_dir,
+            "hooks": self.hooks,
+        }
+        reply = await self._call(request, "model load", bound_s)
+        return Opened(step=int(reply["step"]), loaded=bool(reply.get("loaded", True)))
 
     async def smoke(self, bound_s: float) -> None:
         await self._call({"op": "smoke"}, "smoke step", bound_s)
@@ -176,10 +211,12 @@ class ChildRender:
         process = self._process
         assert process.stdin is not None
         assert process.stdout is not None
+        self._in_call = True
         try:
             process.stdin.write(json.dumps(request).encode() + b"\n")
             await process.stdin.drain()
             line = await asyncio.wait_for(process.stdout.readline(), bound_s)
+            self._in_call = False
         except TimeoutError:
             log.warning("render process %d: no %s within %.1f s; killing it", self.pid, what,
                         bound_s)  # fmt: skip
@@ -206,17 +243,27 @@ class ChildRender:
 
 
 class ChildRenders:
-    """Starts a render process per job. With `spare`, one more process waits, its imports
-    done, for the next job on this GPU (it holds no job's state until then), so a job does not
-    wait for Python to import torch and diffusers."""
+    """Starts a render process per job, or gives the job the warm one: the process the last job
+    on this GPU ended in cleanly, its pipeline still loaded (a job of the same model starts
+    without a load; one of another model frees it first). A process that failed, stalled or
+    was stopped mid-call is never reused, nor one that served `reuse_jobs` jobs. With `spare`,
+    one more process waits, its imports done, for a job when no warm one is there."""
 
     def __init__(self, device: str, limits: RenderLimits, scratch_root: Path,
                  hooks: dict[str, dict[str, Any]] | None = None,
-                 cgroups_root: Path | None = None, spare: bool = True) -> None:  # fmt: skip
+                 cgroups_root: Path | None = None, spare: bool = True,
+                 reuse_jobs: int = DEFAULT_REUSE_JOBS) -> None:  # fmt: skip
         self._device, self._limits, self._scratch_root = device, limits, scratch_root
         self._hooks, self._cgroups_root = hooks or {}, cgroups_root
         self._keep_spare = spare
+        self._reuse_jobs = reuse_jobs
         self._spare: asyncio.Task[ChildRender] | None = None
+        self._warm: ChildRender | None = None
+        self._warm_model: str | None = None
+
+    @property
+    def warm_model(self) -> str | None:
+        return self._warm_model if self._warm is not None and self._warm.alive else None
 
     def _start_one(self) -> asyncio.Task[ChildRender]:
         start = ChildRender.start(self._device, self._limits, self._scratch_root,
@@ -224,19 +271,48 @@ class ChildRenders:
         return asyncio.create_task(start)
 
     async def start(self, job_id: str) -> RenderSession:
+        session, self._warm, self._warm_model = self._warm, None, None
+        if session is None or not session.alive:
+            if session is not None:
+                await session.close()
+            session = await self._from_spare()
+        session.hooks = self._hooks.get(job_id, {})
+        if self._keep_spare and self._spare is None:
+            self._spare = self._start_one()
+        return session
+
+    async def _from_spare(self) -> ChildRender:
         spare, self._spare = self._spare, None
         session = await spare if spare is not None else None
         if session is None or not session.alive:
             if session is not None:
                 await session.close()
             session = await self._start_one()
-        session.hooks = self._hooks.get(job_id, {})
-        if self._keep_spare:
-            self._spare = self._start_one()
         return session
 
+    async def give_back(self, session: RenderSession, model: str) -> None:
+        """The job is done with `session`: kept warm for the next job if it is healthy and
+        young enough, else ended."""
+        if not isinstance(session, ChildRender):
+            await session.close()
+            return
+        if session.reusable and session.jobs_opened < self._reuse_jobs:
+            try:
+                await session.reset()
+            except WorkerError as error:
+                log.warning("render process %d not kept warm: %s", session.pid, error)
+            else:
+                previous, self._warm, self._warm_model = self._warm, session, model
+                if previous is not None:
+                    await previous.close()
+                return
+        await session.close()
+
     async def close(self) -> None:
-        """End the spare (the agent is stopping, or this GPU's runner is replaced)."""
+        """End the warm process and the spare (the agent is stopping)."""
+        warm, self._warm, self._warm_model = self._warm, None, None
+        if warm is not None:
+            await warm.close()
         spare, self._spare = self._spare, None
         if spare is not None:
             await (await spare).close()

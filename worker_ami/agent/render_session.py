@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from kernel.job_spec import JobSpec
-from worker_ami.agent.checkpoint import encode_state
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import WorkerError
+from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.renderer import PromptEmbeddings, Renderer, load_pipeline
-from worker_ami.agent.video import encode_mp4
+from worker_ami.agent.state_codec import encode_state
 
 T = TypeVar("T")
 
@@ -36,11 +37,22 @@ class RenderDied(WorkerError):
     """The render process ended without answering (a crash in a native library, a kill)."""
 
 
+@dataclass(frozen=True)
+class Opened:
+    step: int  # the state's step: 0, or the checkpoint's
+    loaded: bool  # the model had to be loaded (False: the session held it from a job before)
+
+
 class RenderSession(Protocol):
     async def open(
-        self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None, bound_s: float
-    ) -> int:
-        """Load the pipeline, encode the prompt, start (or resume) the state; its step."""
+        self,
+        model_dir: Path,
+        recipe: RenderRecipe,
+        spec: JobSpec,
+        resume: DenoiseState | None,
+        bound_s: float,
+    ) -> Opened:
+        """Load the pipeline (unless held), encode the prompt, start (or resume) the state."""
         ...
 
     async def smoke(self, bound_s: float) -> None:
@@ -63,6 +75,15 @@ class RenderSession(Protocol):
 class RenderFactory(Protocol):
     async def start(self, job_id: str) -> RenderSession: ...
 
+    async def give_back(self, session: RenderSession, model: str) -> None:
+        """The job (of `model`) is done with the session: kept for the next job, or ended."""
+        ...
+
+    @property
+    def warm_model(self) -> str | None:
+        """The model a kept session holds loaded, if any."""
+        ...
+
     async def close(self) -> None:
         """Release what it keeps between jobs."""
         ...
@@ -78,7 +99,7 @@ async def bounded(call: Awaitable[T], what: str, bound_s: float) -> T:
 class ThreadRender:
     """The render in the agent's own process, on a worker thread."""
 
-    def __init__(self, device: str, pipelines: dict[Path, Renderer]) -> None:
+    def __init__(self, device: str, pipelines: dict[tuple[Path, RenderRecipe], Renderer]) -> None:
         self._device = device
         self._pipelines = pipelines  # loaded pipelines, kept across jobs
         self._renderer: Renderer | None = None
@@ -87,19 +108,28 @@ class ThreadRender:
         self._state: DenoiseState | None = None
 
     async def open(
-        self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None, bound_s: float
-    ) -> int:
-        return await bounded(asyncio.to_thread(self._open, model_dir, spec, resume),
-                             "model load", bound_s)  # fmt: skip
+        self,
+        model_dir: Path,
+        recipe: RenderRecipe,
+        spec: JobSpec,
+        resume: DenoiseState | None,
+        bound_s: float,
+    ) -> Opened:
+        opening = asyncio.to_thread(self._open, model_dir, recipe, spec, resume)
+        return await bounded(opening, "model load", bound_s)
 
-    def _open(self, model_dir: Path, spec: JobSpec, resume: DenoiseState | None) -> int:
-        renderer = self._pipelines.get(model_dir)
+    def _open(
+        self, model_dir: Path, recipe: RenderRecipe, spec: JobSpec, resume: DenoiseState | None
+    ) -> Opened:
+        renderer = self._pipelines.get((model_dir, recipe))
+        loaded = renderer is None
         if renderer is None:
-            renderer = Renderer(load_pipeline(model_dir, self._device), self._device)
-            self._pipelines[model_dir] = renderer
+            pipe = load_pipeline(model_dir, self._device, recipe.dtypes)
+            renderer = Renderer(pipe, self._device, recipe)
+            self._pipelines[(model_dir, recipe)] = renderer
         self._renderer, self._spec = renderer, spec
         self._prompt, self._state = renderer.begin(spec, resume)
-        return self._state.step
+        return Opened(self._state.step, loaded)
 
     async def smoke(self, bound_s: float) -> None:
         await bounded(asyncio.to_thread(self._smoke), "smoke step", bound_s)
@@ -131,6 +161,9 @@ class ThreadRender:
         assert state is not None
 
         def render() -> tuple[bytes, int]:
+            # Here, not at the top: a render process (which imports this port) needs no encoder.
+            from worker_ami.agent.video import encode_mp4
+
             frames = renderer.decode(state)
             return encode_mp4(frames, fps), int(frames.shape[0])
 
@@ -143,10 +176,20 @@ class ThreadRender:
 class ThreadRenders:
     def __init__(self, device: str) -> None:
         self._device = device
-        self._pipelines: dict[Path, Renderer] = {}
+        self._pipelines: dict[tuple[Path, RenderRecipe], Renderer] = {}
+        self._last_model: str | None = None
 
     async def start(self, job_id: str) -> RenderSession:
         return ThreadRender(self._device, self._pipelines)
 
+    async def give_back(self, session: RenderSession, model: str) -> None:
+        await session.close()  # the pipelines stay in `_pipelines`
+        self._last_model = model
+
+    @property
+    def warm_model(self) -> str | None:
+        return self._last_model
+
     async def close(self) -> None:
         self._pipelines.clear()
+        self._last_model = None

@@ -2,11 +2,17 @@
 stop, checkpoint and resume at any step boundary.
 
 The loop mirrors `WanPipeline.__call__` (Wan 2.1: one transformer, classifier-free guidance,
-flow-matching scheduler) but keeps every piece of state in a `DenoiseState`.
+flow-matching scheduler) but keeps every piece of state in a `DenoiseState`. The transformer,
+text encoder and VAE run in the dtypes of the job's `RenderRecipe`; between steps the latents are
+what diffusers' scheduler returns (the transformer's dtype after the first step), kept bit for
+bit in the checkpoint.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -14,12 +20,25 @@ from typing import Any
 import numpy as np
 import torch
 from diffusers import WanPipeline
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernel.job_spec import JobSpec
+from kernel.precision import COMPONENTS, ComponentDtypes, Dtype
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, NonFiniteLatents
+from worker_ami.agent.recipe import AttentionKernel, RenderRecipe
 
 MAX_SEQUENCE_LENGTH = 512
+TORCH_DTYPES = {Dtype.BF16: torch.bfloat16, Dtype.FP16: torch.float16, Dtype.FP32: torch.float32}
+# cuBLAS picks its reduction order from its workspace; a fixed configuration makes repeated
+# matrix products bit-identical (PyTorch's reproducibility notes). Set before CUDA starts.
+CUBLAS_WORKSPACE = ":4096:8"
+_KERNELS = {
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "math": SDPBackend.MATH,
+}
 
 
 @dataclass(frozen=True)
@@ -28,18 +47,64 @@ class PromptEmbeddings:
     negative: torch.Tensor | None
 
 
-def load_pipeline(model_dir: Path, device: str) -> WanPipeline:
-    """Load from a local folder only (the model cache), never from a hub."""
+def configure_torch(device: str) -> None:
+    """What makes runs on this device repeatable, and fp32 fast where it remains: the same
+    kernels every time (no cuDNN autotuning, deterministic algorithms where PyTorch has them),
+    a fixed cuBLAS workspace, and TF32 tensor cores for the fp32 components (the VAE)."""
+    if not device.startswith("cuda"):
+        return
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+
+
+def load_pipeline(model_dir: Path, device: str, dtypes: ComponentDtypes) -> WanPipeline:
+    """Load from a local folder only (the model cache), never from a hub, each component
+    straight into its dtype (no fp32 copy of a bf16 model on the way)."""
+    configure_torch(device)
+    per_component: dict[str, torch.dtype] = {
+        name: TORCH_DTYPES[dtypes.of(name)] for name in COMPONENTS
+    }
     # safetensors only: a pickled .bin would run its publisher's code on load.
-    pipe = WanPipeline.from_pretrained(str(model_dir), local_files_only=True, use_safetensors=True)
+    pipe = WanPipeline.from_pretrained(
+        str(model_dir),
+        local_files_only=True,
+        use_safetensors=True,
+        dtype=per_component | {"default": torch.float32},
+    )
     pipe.set_progress_bar_config(disable=True)
     return pipe.to(device)
 
 
+@contextlib.contextmanager
+def attention_kernel(kernel: AttentionKernel) -> Iterator[None]:
+    """The attention kernel tried first; the others only where it cannot run (flash has no
+    fp32: the VAE's attention falls to the memory-efficient kernel, always the same one)."""
+    if kernel == "default":
+        yield
+        return
+    order = [_KERNELS[kernel]] + [
+        b for b in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH) if b != _KERNELS[kernel]
+    ]
+    with sdpa_kernel(order, set_priority=True):
+        yield
+
+
+def _guide(noise: torch.Tensor, uncond: torch.Tensor | None, guidance: float) -> torch.Tensor:
+    """Classifier-free guidance, in diffusers' order of operations (the same bits)."""
+    if uncond is None:
+        return noise
+    return uncond + guidance * (noise - uncond)
+
+
 class Renderer:
-    def __init__(self, pipe: WanPipeline, device: str) -> None:
+    def __init__(self, pipe: WanPipeline, device: str, recipe: RenderRecipe) -> None:
         self._pipe = pipe
         self._device = torch.device(device)
+        self.recipe = recipe
 
     @property
     def max_sequence_length(self) -> int:
@@ -126,23 +191,8 @@ class Renderer:
         generator.set_state(state.generator_state)
         t = state.timesteps[state.step].to(self._device)
         latents = state.latents.to(self._device)
-        with torch.inference_mode():
-            model_input = latents.to(pipe.transformer.dtype)
-            timestep = t.expand(latents.shape[0])
-            noise = pipe.transformer(
-                hidden_states=model_input,
-                timestep=timestep,
-                encoder_hidden_states=prompt.positive,
-                return_dict=False,
-            )[0]
-            if prompt.negative is not None and guidance > 1.0:
-                noise_uncond = pipe.transformer(
-                    hidden_states=model_input,
-                    timestep=timestep,
-                    encoder_hidden_states=prompt.negative,
-                    return_dict=False,
-                )[0]
-                noise = noise_uncond + guidance * (noise - noise_uncond)
+        with torch.inference_mode(), attention_kernel(self.recipe.attention):
+            noise = self._guided_noise(latents, t, prompt, guidance)
             latents = scheduler.step(noise, t, latents, generator=generator, return_dict=False)[0]
         if not bool(torch.isfinite(latents).all()):
             raise NonFiniteLatents(f"non-finite latents after step {state.step + 1}")
@@ -153,11 +203,46 @@ class Renderer:
             generator_state=generator.get_state(),
         )
 
+    def _guided_noise(
+        self, latents: torch.Tensor, t: torch.Tensor, prompt: PromptEmbeddings, guidance: float
+    ) -> torch.Tensor:
+        """The transformer's prediction with classifier-free guidance, as the recipe lays it
+        out: one forward of batch two, or two forwards (diffusers' order: cond, then uncond)."""
+        transformer = self._pipe.transformer
+        model_input = latents.to(transformer.dtype)
+        guided = prompt.negative is not None and guidance > 1.0
+        if guided and self.recipe.cfg == "batched":
+            assert prompt.negative is not None
+            both = transformer(
+                hidden_states=torch.cat([model_input, model_input]),
+                timestep=t.expand(2 * latents.shape[0]),
+                encoder_hidden_states=torch.cat([prompt.positive, prompt.negative]),
+                return_dict=False,
+            )[0]
+            noise, noise_uncond = both.chunk(2)
+            return _guide(noise, noise_uncond, guidance)
+        timestep = t.expand(latents.shape[0])
+        noise = transformer(
+            hidden_states=model_input,
+            timestep=timestep,
+            encoder_hidden_states=prompt.positive,
+            return_dict=False,
+        )[0]
+        if not guided:
+            return _guide(noise, None, guidance)
+        noise_uncond = transformer(
+            hidden_states=model_input,
+            timestep=timestep,
+            encoder_hidden_states=prompt.negative,
+            return_dict=False,
+        )[0]
+        return _guide(noise, noise_uncond, guidance)
+
     def decode(self, state: DenoiseState) -> np.ndarray[Any, np.dtype[np.uint8]]:
         """Latents to frames, shape (frames, height, width, 3), uint8."""
         pipe = self._pipe
         vae = pipe.vae
-        with torch.inference_mode():
+        with torch.inference_mode(), attention_kernel(self.recipe.attention):
             latents = state.latents.to(self._device, dtype=vae.dtype)
             z_dim = vae.config.z_dim
             mean = torch.tensor(vae.config.latents_mean).view(1, z_dim, 1, 1, 1).to(latents)

@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from worker_ami.agent.recipe import RenderRecipe
+
 
 class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
@@ -45,6 +47,8 @@ class JobReport(BaseModel):
     output_metadata: str | None = None
     output_already_committed: bool = False
     video_sha256: str | None = None
+    recipe: RenderRecipe | None = None  # how it computed (dtypes, family, ...)
+    model_loaded: bool = True  # False: the model was already warm on the GPU
     failure_kind: FailureKind | None = None
     error: str | None = None
     timings: Timings = Field(default_factory=Timings)

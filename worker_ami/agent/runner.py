@@ -18,8 +18,14 @@ import torch
 
 from kernel.clock import Clock
 from kernel.job_spec import JobSpec
+from kernel.precision import Dtype
 from kernel.stall import StallRule, expected_step
-from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore, ResumePoint
+from worker_ami.agent.checkpoint import (
+    CheckpointIdentity,
+    CheckpointStore,
+    ResumePoint,
+    ResumeRule,
+)
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,
     checkpoint_interval,
@@ -29,6 +35,7 @@ from worker_ami.agent.checkpoint_policy import (
 from worker_ami.agent.errors import JobFault, WorkerError
 from worker_ami.agent.model_cache import CachedModel, ModelCache, ModelRegistry
 from worker_ami.agent.object_store import ObjectStore
+from worker_ami.agent.recipe import RenderRecipe, recipe_for
 from worker_ami.agent.render_session import (
     RenderFactory,
     RenderSession,
@@ -47,6 +54,9 @@ CheckpointObserver = Callable[[str, int, float], None]  # key, step, write secon
 @dataclass(frozen=True)
 class RunnerSettings:
     device: str = "cpu"
+    # The family of this runner's GPU ("cpu" in CPU mode): with the device, it resolves the
+    # registry's precision and goes into every checkpoint's recipe.
+    gpu_family: str = "cpu"
     # Mean time between interruptions of this instance's pool; infinity on on-demand.
     mean_time_between_interruptions_s: float = 6 * 3600.0
     # The first guess of delta before a checkpoint write has been measured.
@@ -78,9 +88,16 @@ class _Prepared:
     job_id: str
     model: CachedModel
     identity: CheckpointIdentity
+    recipe: RenderRecipe
     resume: ResumePoint
     session: RenderSession
     step: int
+    loaded: bool  # the model was loaded for it (not already warm in the session)
+
+    def describe(self) -> str:
+        """How it runs, for the job's record."""
+        warmth = "model loaded" if self.loaded else "model already warm"
+        return "; ".join((f"{self.recipe.describe()}, {warmth}", *self.resume.notes))
 
 
 class JobRunner:
@@ -93,6 +110,7 @@ class JobRunner:
         clock: Clock,
         settings: RunnerSettings,
         renders: RenderFactory | None = None,
+        owns_renders: bool = True,
     ) -> None:
         self._objects = objects
         self._checkpoints = checkpoints
@@ -101,6 +119,7 @@ class JobRunner:
         self._clock = clock
         self._settings = settings
         self._renders: RenderFactory = renders or ThreadRenders(settings.device)
+        self._owns_renders = owns_renders
         self._prepared: _Prepared | None = None
         self._checkpoint_request = asyncio.Event()
         self._write_estimate = settings.initial_checkpoint_write_s
@@ -132,15 +151,19 @@ class JobRunner:
         the session is kept for `run` only when both passed."""
         await self.release()
         limit = self._settings.load_timeout_s
+        settings = self._settings
         try:
-            model = await self.cached_model(spec.model)
+            entry = self._registry.resolve(spec.model)
+            recipe = recipe_for(entry.precision, settings.device, settings.gpu_family)
+            model = await self._models.ensure(spec.model, entry)
             identity = checkpoint_identity(spec, model)
-            resume = await self._checkpoints.resume_point(identity, preferred=resume_from)
+            rule = ResumeRule(recipe, exact=spec.exact)
+            resume = await self._checkpoints.resume_point(identity, resume_from, rule)
             session = await self._renders.start(spec.job_id)
         except WorkerError as error:
             return str(error), None
         try:
-            step = await session.open(model.path, spec, resume.state, limit)
+            opened = await session.open(model.path, recipe, spec, resume.state, limit)
         except WorkerError as error:
             await session.close()
             return str(error), None
@@ -149,19 +172,42 @@ class JobRunner:
         except WorkerError as error:
             await session.close()
             return None, str(error)
-        self._prepared = _Prepared(spec.job_id, model, identity, resume, session, step)
+        self._prepared = _Prepared(spec.job_id, model, identity, recipe, resume, session,
+                                   opened.step, opened.loaded)  # fmt: skip
         return None, None
 
-    async def close(self) -> None:
-        """This runner is done with (its GPU's next job gets a new one, or the agent stops)."""
-        await self.release()
-        await self._renders.close()
+    @property
+    def prepared(self) -> str | None:
+        """How the job a preflight prepared will run (recipe, warm or loaded, resume notes)."""
+        return self._prepared.describe() if self._prepared is not None else None
 
-    async def release(self) -> None:
-        """End the render session a preflight opened (the job will not run here)."""
+    @property
+    def dtype(self) -> Dtype | None:
+        """The dtype the prepared job computes in."""
+        return self._prepared.recipe.dtypes.compute if self._prepared is not None else None
+
+    @property
+    def warm_model(self) -> str | None:
+        """The model this runner's GPU holds loaded between jobs, if any."""
+        return self._renders.warm_model
+
+    async def close(self) -> None:
+        """This runner is done with (its GPU's next job gets a new one, or the agent stops);
+        the render factory it was given stays open when shared (`owns_renders` False)."""
+        await self.release()
+        if self._owns_renders:
+            await self._renders.close()
+
+    async def release(self, keep_warm: bool = True) -> None:
+        """Give back the render session a preflight opened (the job ended, or will not run
+        here): kept warm for the next job of its model when healthy and `keep_warm` (not
+        after a refused preflight: that machine is in doubt), else ended."""
         if self._prepared is not None:
-            await self._prepared.session.close()
-            self._prepared = None
+            prepared, self._prepared = self._prepared, None
+            if keep_warm:
+                await self._renders.give_back(prepared.session, prepared.model.name)
+            else:
+                await prepared.session.close()
 
     async def run(
         self,
@@ -210,9 +256,11 @@ class JobRunner:
                    expected_step_s: float | None, report: JobReport) -> None:  # fmt: skip
         started = self._clock.monotonic()
         prepared = await self._opened(spec, resume_from)
-        session, identity, step = prepared.session, prepared.identity, prepared.step
+        session, step = prepared.session, prepared.step
         report.resume_notes = list(prepared.resume.notes)
         report.resumed_from = prepared.resume.manifest_key
+        report.recipe = prepared.recipe
+        report.model_loaded = prepared.loaded
         report.timings.model_load_s = self._clock.monotonic() - started
         log.info("job %s: denoising from step %d of %d", spec.job_id, step, spec.steps)
 
@@ -228,9 +276,7 @@ class JobRunner:
                 if last_checkpoint is not None and last_checkpoint[0] == step:
                     report.checkpoint = last_checkpoint[1]  # this very state is already durable
                 else:
-                    report.checkpoint = await self._write_checkpoint(
-                        session, identity, attempt, report
-                    )
+                    report.checkpoint = await self._write_checkpoint(prepared, attempt, report)
                 report.status = RunStatus.PREEMPTED
                 report.timings.denoise_s = self._clock.monotonic() - denoise_started
                 return
@@ -251,11 +297,11 @@ class JobRunner:
                 write_seconds=self._write_estimate,
             )
             if step < spec.steps and periodic_checkpoint_due(view):
-                key = await self._write_checkpoint(session, identity, attempt, report)
+                key = await self._write_checkpoint(prepared, attempt, report)
                 last_checkpoint = (step, key)
                 since_checkpoint = self._clock.monotonic()
         report.timings.denoise_s = self._clock.monotonic() - denoise_started
-        await self._publish(spec, attempt, session, step, prepared.model, report)
+        await self._publish(spec, attempt, session, step, prepared, report)
 
     def _interval(self) -> float:
         return checkpoint_interval(
@@ -264,12 +310,13 @@ class JobRunner:
             self._settings.max_checkpoint_interval_s,
         )
 
-    async def _write_checkpoint(self, session: RenderSession, identity: CheckpointIdentity,
-                                attempt: int, report: JobReport) -> str:  # fmt: skip
+    async def _write_checkpoint(self, prepared: _Prepared, attempt: int,
+                                report: JobReport) -> str:  # fmt: skip
         started = self._clock.monotonic()
-        step, blobs = await session.checkpoint(self._settings.load_timeout_s)
-        key = await self._checkpoints.write_encoded(blobs, step, identity, attempt,
-                                                    self._clock.now())  # fmt: skip
+        step, blobs = await prepared.session.checkpoint(self._settings.load_timeout_s)
+        key = await self._checkpoints.write_encoded(
+            blobs, step, prepared.identity, attempt, self._clock.now(), prepared.recipe
+        )
         elapsed = self._clock.monotonic() - started
         self._write_estimate = smoothed(self._write_estimate, elapsed)
         report.timings.checkpoint_writes_s.append(elapsed)
@@ -285,9 +332,10 @@ class JobRunner:
         attempt: int,
         session: RenderSession,
         step: int,
-        model: CachedModel,
+        prepared: _Prepared,
         report: JobReport,
     ) -> None:
+        model, recipe = prepared.model, prepared.recipe
         started = self._clock.monotonic()
         video, frames = await session.video(spec.fps, self._settings.load_timeout_s)
         report.timings.decode_encode_s = self._clock.monotonic() - started
@@ -308,7 +356,12 @@ class JobRunner:
             "steps": spec.steps,
             "seed": spec.seed,
             "encoder": ENCODER_SETTINGS,
+            "dtypes": recipe.dtypes.model_dump(mode="json"),
+            "gpu_family": recipe.gpu_family,
+            "render": recipe.describe(),
+            "exact": spec.exact,
             "resumed_from": report.resumed_from,
+            "resume_notes": report.resume_notes,
             "tags": spec.tags.model_dump(exclude_none=True),
             "finished_at": self._clock.now().isoformat(),
         }

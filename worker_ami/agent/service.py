@@ -40,6 +40,7 @@ from kernel.worker_protocol import (
     JobProgress,
     ProtocolError,
     Status,
+    WarmModel,
     WorkerEvent,
     decode_command,
     topic,
@@ -130,7 +131,7 @@ class WorkerService:
         self._agent = agent
         self._clock = clock
         self._slots = [
-            Slot(gpu, device, agent.new_runner(device))
+            Slot(gpu, device, agent.new_runner(device, gpu.family))
             for gpu, device in detect_gpus(agent.gpu_readings, agent.settings)
         ]
         self._state = _State()
@@ -220,9 +221,15 @@ class WorkerService:
                         gpu_index=s.gpu.index,
                         step=s.step,
                         total_steps=s.total_steps,
+                        dtype=s.runner.dtype,
                     )
                     for s in self._slots
                     if s.job_id is not None
+                ),
+                warm_models=tuple(
+                    WarmModel(gpu_index=s.gpu.index, model=model)
+                    for s in self._slots
+                    if s.job_id is None and (model := s.runner.warm_model) is not None
                 ),
                 gpus=await asyncio.to_thread(
                     health_of, self._agent.gpu_readings, [s.gpu.index for s in self._slots]
@@ -294,7 +301,7 @@ class WorkerService:
             return
         if slot.runner.checkpoint_requested:
             # The previous job on this GPU was stopped on request; this runner is spent.
-            spent, slot.runner = slot.runner, self._agent.new_runner(slot.device)
+            spent, slot.runner = slot.runner, self._agent.new_runner(slot.device, slot.gpu.family)
             await spent.close()
         slot.job_id, slot.attempt, slot.step, slot.total_steps = (
             spec.job_id,
@@ -341,7 +348,8 @@ class WorkerService:
                                             attempt=attempt, failure_kind="preflight",
                                             error="; ".join(error.reasons))  # fmt: skip
             else:
-                await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt)
+                await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt,
+                                  render=slot.runner.prepared)  # fmt: skip
                 with self.metrics.jobs_running.track_inprogress():
                     report = await slot.runner.run(spec, attempt, command.resume_from,
                                                    command.mtbi_seconds,

@@ -70,6 +70,9 @@ class WorkerSettings(EnvThenTomlSettings):
     # A spare render process per GPU, its imports done, for the next job; unset: on a GPU
     # (whose host has cores to spare), not on the CPU (where it would compete with the jobs).
     render_spare: bool | None = None
+    # A render process that ended a job cleanly keeps its model loaded for the next job on its
+    # GPU, for at most this many jobs (then a fresh process); 1: a new process every job.
+    render_reuse_jobs: int = Field(default=20, ge=1, le=10_000)
     # The stall watchdog (kernel.stall): a step may take `stall_factor` times its expected
     # time, never less than `stall_floor_s`; the first step also `stall_startup_s`.
     stall_factor: float = Field(default=5.0, ge=1)

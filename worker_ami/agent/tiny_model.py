@@ -68,7 +68,7 @@ VOCABULARY = [
 ]
 
 
-def _tokenizer(max_length: int) -> PreTrainedTokenizerFast:
+def word_tokenizer(max_length: int) -> PreTrainedTokenizerFast:
     vocab = {word: index for index, word in enumerate(VOCABULARY)}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -127,7 +127,7 @@ def build_tiny_wan(
         rope_max_seq_len=32,
     )
     pipe = WanPipeline(
-        tokenizer=_tokenizer(max_length=32),
+        tokenizer=word_tokenizer(max_length=32),
         text_encoder=text_encoder,
         vae=vae,
         scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),

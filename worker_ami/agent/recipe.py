@@ -1,0 +1,75 @@
+"""How a job's steps are computed beyond its spec and model: the dtypes, the GPU family, the
+classifier-free guidance layout and the attention kernel. Each of these changes the bits of the
+latents, so a checkpoint records the recipe it was made with and a resume compares it.
+
+The rule (README, "Exact resume"): a checkpoint in another compute dtype is never resumed (the
+denoising would mix two arithmetics); one from another GPU family or recipe resumes only for a
+job that did not ask for `exact`, and its record then says the video may differ from an
+uninterrupted render.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kernel.precision import ComponentDtypes, Precision, resolve_dtypes
+
+# "batched": the conditional and unconditional passes as one forward of batch 2, "sequential":
+# two forwards, as diffusers' WanPipeline does. Each is deterministic; they differ in the last
+# bits (the matrix products tile another way), so the choice is part of the recipe.
+CfgLayout = Literal["batched", "sequential"]
+# The scaled-dot-product-attention kernel tried first ("default": PyTorch's own choice, which
+# may change with its version; the CPU's).
+AttentionKernel = Literal["default", "flash", "cudnn", "efficient", "math"]
+
+
+class RenderRecipe(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    dtypes: ComponentDtypes
+    gpu_family: str = Field(pattern=r"^[a-z0-9]{1,16}$")
+    cfg: CfgLayout
+    attention: AttentionKernel
+
+    def resume_refusal(self, made_with: RenderRecipe, exact: bool) -> str | None:
+        """Why a checkpoint made with `made_with` may not be resumed under this recipe, if so."""
+        if made_with.dtypes.compute is not self.dtypes.compute:
+            return (
+                f"checkpoint computed in {made_with.dtypes.compute}, this worker computes in "
+                f"{self.dtypes.compute}: a resume would mix two arithmetics"
+            )
+        if exact and made_with != self:
+            return f"exact job: checkpoint made with {made_with.describe()}, here {self.describe()}"
+        return None
+
+    def differs_from(self, made_with: RenderRecipe) -> str | None:
+        """A note for the job's record when a resume crosses recipes (allowed, not exact)."""
+        if made_with == self:
+            return None
+        return (
+            f"resumed on {self.describe()} from a checkpoint made with {made_with.describe()}: "
+            "the video may differ from an uninterrupted render"
+        )
+
+    def describe(self) -> str:
+        return f"{self.gpu_family} {self.dtypes.compute} (cfg {self.cfg}, {self.attention})"
+
+
+def recipe_for(
+    precision: Precision,
+    device: str,
+    family: str,
+    cfg: CfgLayout | None = None,
+    attention: AttentionKernel | None = None,
+) -> RenderRecipe:
+    """The recipe a worker uses for a model: the registry's precision resolved on this device;
+    on a GPU batched guidance and flash attention (benchmarks/gpu_step.py measured them), on a
+    CPU PyTorch's defaults and two passes (half the memory of a batch of two)."""
+    on_gpu = device.startswith("cuda")
+    return RenderRecipe(
+        dtypes=resolve_dtypes(precision, device, family),
+        gpu_family=family,
+        cfg=cfg or ("batched" if on_gpu else "sequential"),
+        attention=attention or ("flash" if on_gpu else "default"),
+    )
