@@ -199,3 +199,34 @@ def test_a_deadline_past_its_spot_until_takes_on_demand_gpus_only() -> None:
 
 def test_a_tick_reads_four_queued_jobs_per_free_gpu_within_bounds() -> None:
     assert [queue_window(free) for free in (0, 10, 100, 499, 5000)] == [200, 200, 400, 1996, 2000]
+
+
+def warm(worker_id: str, model: str | None, spot: bool = False, vram: float = 48) -> WorkerSnapshot:
+    return WorkerSnapshot(
+        worker_id, (GpuSlot(worker_id, 0, "l40s", vram, spot=spot, warm_model=model),)
+    )
+
+
+def test_a_job_prefers_the_gpu_that_holds_its_model_among_equals() -> None:
+    fleet = [warm("a", None), warm("b", "wan/other"), warm("c", "wan/1.3b")]
+    placed = schedule([replace(job("j"), model="wan/1.3b")], fleet, NOW).assignments
+    assert [a.worker_id for a in placed] == ["c"]
+    # No warm GPU for it: the usual order (the first worker).
+    cold = schedule([replace(job("j"), model="wan/14b")], fleet, NOW).assignments
+    assert [a.worker_id for a in cold] == ["a"]
+
+
+def test_warmth_costs_no_priority_deadline_or_fit() -> None:
+    settings = SchedulerSettings(aging_per_hour=0)
+    # One free GPU, warm with the less urgent job's model: the more urgent job takes it.
+    urgent, later = replace(job("urgent", priority=9), model="x"), replace(job("later"), model="y")
+    decided = schedule([later, urgent], [warm("a", "y")], NOW, settings).assignments
+    assert [(a.job_id, a.worker_id) for a in decided] == [("urgent", "a")]
+    # A deadline job keeps to on-demand, even when a spot GPU holds its model.
+    due = replace(job("due", deadline_h=2), model="x")
+    fleet = [warm("a-spot", "x", spot=True), warm("b-on-demand", None)]
+    assert [a.worker_id for a in schedule([due], fleet, NOW).assignments] == ["b-on-demand"]
+    # The smallest GPU that fits still comes first: warmth only breaks ties between equals.
+    small = replace(job("small", vram=16), model="x")
+    fleet = [warm("a-big", "x", vram=80), warm("b-small", None, vram=24)]
+    assert [a.worker_id for a in schedule([small], fleet, NOW).assignments] == ["b-small"]

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from kernel.clock import FakeClock
-from kernel.worker_protocol import Heartbeat, Status
+from kernel.worker_protocol import Heartbeat, Status, WarmModel
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import RunningJob
 from orchestrator.scheduling.worker_health import (
@@ -136,3 +136,17 @@ def test_a_tick_offers_work_only_to_the_workers_it_sized_its_queue_read_for() ->
     offered = {w.worker_id: w.accepting for w in registry.snapshot({}, None, accepting)}
     assert offered == {"w1": True, "w2": True, "w3": False}
     assert registry.free_gpus(busy, registry.accepting()) == 2  # the next tick's count
+
+
+def test_the_models_a_heartbeat_says_are_warm_reach_the_schedulers_gpus() -> None:
+    clock = FakeClock()
+    registry = WorkerRegistry(clock)
+    registry.on_hello(hello("w1"))
+    warm = (WarmModel(gpu_index=0, model="wan/1.3b"),)
+    registry.on_heartbeat(beat(clock, 1).model_copy(update={"warm_models": warm}))
+    (worker,) = registry.snapshot({})
+    assert worker.gpus[0].warm_model == "wan/1.3b"
+    # The next beat without it (a job took the GPU, or the process was recycled): cold.
+    registry.on_heartbeat(beat(clock, 2))
+    (worker,) = registry.snapshot({})
+    assert worker.gpus[0].warm_model is None

@@ -69,6 +69,7 @@ def pending_jobs(
                 spot_until=reservation.spot_until(job.deadline, steps_left(job))
                 if reservation
                 else None,
+                model=job.spec.model,
             )
         )
     return pending

@@ -1,5 +1,7 @@
 """The scheduler: priority (aged), then earliest deadline, then arrival; GPU fit by VRAM and
-family; one job per GPU; a much more urgent job may preempt a less urgent one when nothing fits,
+family; among GPUs equally good for a job (the same size and market), one that holds its model
+loaded (cache-aware placement: it costs no priority or deadline, and saves the load); one job
+per GPU; a much more urgent job may preempt a less urgent one when nothing fits,
 but never one due before it, nor for a job whose own instance is on its way. The GPU the
 autoscaler bought for a job goes to that job first.
 
@@ -69,8 +71,12 @@ class _FreeGpus:
 
     def __init__(self, gpus: Iterable[GpuSlot]) -> None:
         self._kinds: dict[tuple[str, float, bool], list[GpuSlot]] = {}
+        # Free GPUs holding each model: a job looks for a warm one only when there is some.
+        self._warm: dict[str, int] = {}
         for gpu in sorted(gpus, key=lambda g: (g.worker_id, g.index), reverse=True):
             self._kinds.setdefault((gpu.family, gpu.vram_gib, gpu.spot), []).append(gpu)
+            if gpu.warm_model:
+                self._warm[gpu.warm_model] = self._warm.get(gpu.warm_model, 0) + 1
 
     def __bool__(self) -> bool:
         return any(self._kinds.values())
@@ -88,10 +94,11 @@ class _FreeGpus:
         # equals, a job with a deadline takes on-demand capacity (the autoscaler may have
         # bought it for exactly that), and one without takes spot.
         spot_ok = not job.on_demand_only and (job.spot_until is None or now <= job.spot_until)
+        warm_wanted = self._warm.get(job.model, 0) > 0
         candidates = [
             (gpu, position)
             for kind in self._kinds.values()
-            if (found := _first_usable(kind, job)) is not None
+            if (found := _first_usable(kind, job, warm_wanted)) is not None
             for gpu, position in (found,)
             if spot_ok or not gpu.spot
         ]
@@ -100,21 +107,37 @@ class _FreeGpus:
         wants_spot = job.deadline is None
         best, position = min(
             candidates,
-            key=lambda c: (c[0].vram_gib, c[0].spot is not wants_spot, c[0].worker_id, c[0].index),
+            key=lambda c: (
+                c[0].vram_gib,
+                c[0].spot is not wants_spot,
+                c[0].warm_model != job.model,
+                c[0].worker_id,
+                c[0].index,
+            ),
         )
         self._kinds[(best.family, best.vram_gib, best.spot)].pop(position)
+        if best.warm_model:
+            self._warm[best.warm_model] -= 1
         return best
 
 
-def _first_usable(kind: list[GpuSlot], job: PendingJob) -> tuple[GpuSlot, int] | None:
+def _first_usable(
+    kind: list[GpuSlot], job: PendingJob, warm_wanted: bool = False
+) -> tuple[GpuSlot, int] | None:
     """The group's next GPU for the job: its first, unless the job must avoid that worker
-    (an earlier attempt failed there through the worker's fault), then the next one."""
+    (an earlier attempt failed there through the worker's fault), then the next one; with
+    `warm_wanted`, the first that holds the job's model if the group has one."""
     if not kind or not fits_kind(job, kind[-1]):
         return None  # the group's kind does not fit (every GPU in it is the same kind)
+    first: tuple[GpuSlot, int] | None = None
     for position in range(len(kind) - 1, -1, -1):
-        if kind[position].worker_id not in job.avoid:
-            return kind[position], position
-    return None
+        gpu = kind[position]
+        if gpu.worker_id in job.avoid:
+            continue
+        if not warm_wanted or gpu.warm_model == job.model:
+            return gpu, position
+        first = first or (gpu, position)
+    return first
 
 
 def _victim_order(victim: RunningJob) -> tuple[int, float, float, str]:

@@ -84,6 +84,7 @@ class WorkerRegistry:
         self._workers[heartbeat.worker_id] = replace(
             record, last_seen=now, heartbeat_sequence=heartbeat.sequence,
             progress=heartbeat.jobs, gpu_health=heartbeat.gpus,
+            warm_models=heartbeat.warm_models,
         )  # fmt: skip
         return True
 
@@ -182,6 +183,11 @@ class WorkerRegistry:
         busy GPUs a preemption is freeing for which job (`freeing`); with `accepting`, only
         those workers take new work (the ones the tick sized its read of the queue for)."""
         freeing = freeing or {}
+        warm = {
+            (worker_id, w.gpu_index): w.model
+            for worker_id, record in self._workers.items()
+            for w in record.warm_models
+        }
         return tuple(
             WorkerSnapshot(
                 worker_id=worker_id,
@@ -194,6 +200,7 @@ class WorkerRegistry:
                         running.get((worker_id, gpu.index)),
                         reserved_for=freeing.get((worker_id, gpu.index)),
                         spot=record.hello.market is Market.SPOT,
+                        warm_model=warm.get((worker_id, gpu.index)),
                     )
                     for gpu in record.hello.gpus
                     if (worker_id, gpu.index) not in self.quarantined

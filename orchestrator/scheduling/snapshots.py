@@ -28,6 +28,8 @@ class PendingJob:
     capacity_coming: bool = False
     # After this moment its deadline cannot take a spot interruption: on-demand GPUs only.
     spot_until: datetime | None = None
+    # Its model: among GPUs equally good for it, one that holds the model loaded wins.
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class GpuSlot:
     running: RunningJob | None = None
     reserved_for: str | None = None  # a job waiting for this GPU to be freed by a preemption
     spot: bool = False  # on a spot instance (may be interrupted)
+    # The model this (free) GPU holds loaded from its last job: the next job of it starts
+    # without a load.
+    warm_model: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from kernel.errors import FrameFleetError
-from kernel.worker_protocol import GpuHealth, Hello, JobProgress
+from kernel.worker_protocol import GpuHealth, Hello, JobProgress, WarmModel
 
 HISTORY = 16  # changes kept per worker
 
@@ -67,6 +67,7 @@ class WorkerRecord:
     will_sent_at: datetime | None = None  # of the last will that took it offline
     progress: tuple[JobProgress, ...] = ()  # its jobs' steps, as its last heartbeat said
     gpu_health: tuple[GpuHealth, ...] = ()  # NVML's view of its GPUs, from that heartbeat
+    warm_models: tuple[WarmModel, ...] = ()  # models its free GPUs hold loaded, likewise
 
 
 def registered(hello: Hello, at: datetime, previous: WorkerRecord | None) -> WorkerRecord:
