@@ -1,6 +1,7 @@
-"""Which pool a launch buys from (pure): the lowest expected cost per denoising step of the
-jobs it will carry, spot spread over the pools as good as the best, and the pools EC2 may take
-instead."""
+"""Which pool a launch buys from (pure): the lowest expected cost of the video it will carry
+(the GPU's share of the price x (start-up + the remaining steps at that family's pace), with the
+rework interruptions cost), so a cheap slow GPU and a dear fast one are compared on what a video
+costs; spot spread over the pools as good as the best, and the pools EC2 may take instead."""
 
 from __future__ import annotations
 
@@ -53,6 +54,24 @@ def cost_per_step(
     return quote.price_per_hour / used * (1 + rework) * step
 
 
+def cost_per_video(
+    quote: PoolQuote,
+    job: JobDemand,
+    model: ThroughputModel,
+    settings: PurchaseSettings,
+    sharing: int | None = None,
+) -> float:
+    """What the job's remaining video costs on a new instance of this pool: its GPU's share of
+    the price for the start-up (boot, model load) and the remaining steps at the family's
+    pace, with the expected rework."""
+    kind = kind_of(quote.pool.instance_type)
+    startup_s = settings.boot_seconds + settings.model_load_seconds
+    steps_s = model.seconds(job.shape, kind.family, max(1, job.steps_left))
+    per_step = cost_per_step(quote, job, model, settings, sharing)
+    step_s = model.seconds_per_step(job.shape, kind.family)
+    return per_step * (startup_s + steps_s) / step_s
+
+
 def candidates(
     state: PlanInput, settings: PurchaseSettings, job: JobDemand, market: Market
 ) -> list[PoolQuote]:
@@ -84,23 +103,23 @@ def pick_pool(
     spot_pools: Counter[Pool],
     sharing: Sharing = lambda quote: 1,
 ) -> PoolPick | None:
-    """The pool for a launch that starts with `job`, and why. Each pool is judged by its cost
-    per step for the jobs it would carry, so one 8-GPU instance wins over eight 1-GPU ones only
-    when eight jobs are there to fill it and it is cheaper per job."""
+    """The pool for a launch that starts with `job`, and why. Each pool is judged by what the
+    video costs for the jobs it would carry, so one 8-GPU instance wins over eight 1-GPU ones
+    only when eight jobs are there to fill it and it is cheaper per job."""
 
     def cost(quote: PoolQuote) -> float:
-        return cost_per_step(quote, job, model, settings, sharing(quote))
+        return cost_per_video(quote, job, model, settings, sharing(quote))
 
     ranked = sorted(candidates(state, settings, job, market), key=lambda q: (cost(q), q.pool))
     if not ranked:
         return None
     if market is Market.ON_DEMAND:
-        return PoolPick(ranked[0], explain(ranked[0], job, cost(ranked[0]), "cheapest on-demand"
-                                           " per step"), ())  # fmt: skip
+        why = "cheapest on-demand per video"
+        return PoolPick(ranked[0], explain(ranked[0], job, cost(ranked[0]), why), ())
     fleet = sum(spot_pools.values()) + 1
     cap = max(1, math.floor(settings.max_pool_share * fleet))
     # Spreading is insurance against one pool failing at once; it is not worth paying much
-    # more per step for (a pricier pool is often the riskier one too).
+    # more per video for (a pricier pool is often the riskier one too).
     ceiling = cost(ranked[0]) * (1 + settings.max_spread_premium)
     near = [q for q in ranked if cost(q) <= ceiling]
     open_near = [q for q in near if spot_pools[q.pool] + 1 <= cap]
@@ -108,7 +127,7 @@ def pick_pool(
         quote = open_near[0]
         share = f"{settings.max_pool_share:.0%}"
         why = (
-            "cheapest spot per step"
+            "cheapest spot per video"
             if quote is ranked[0]
             else f"cheapest spot pool under the {share} spread cap"
         )
@@ -120,9 +139,9 @@ def pick_pool(
     return PoolPick(quote, explain(quote, job, cost(quote), why), others)
 
 
-def explain(quote: PoolQuote, job: JobDemand, per_step: float, why: str) -> str:
+def explain(quote: PoolQuote, job: JobDemand, video: float, why: str) -> str:
     return (
         f"{why}: {quote.pool} at ${quote.price_per_hour:.3f}/h, "
         f"{quote.interruptions_per_hour * 24:.2f} interruptions/day, "
-        f"expected ${per_step * job.steps_left:.2f} for the remaining {job.steps_left} steps"
+        f"expected ${video:.2f} for the remaining {job.steps_left} steps, start-up included"
     )

@@ -66,7 +66,7 @@ class PurchaseSettings:
     # Progress does (the simulator measured that costing 6-7% more without saving a deadline).
     behind_slack_factor: float = 1.0
     max_pool_share: float = 0.34  # of the spot fleet in one pool, among pools worth spreading to
-    # A pool is worth spreading to if its expected cost per step is at most this much above
+    # A pool is worth spreading to if its expected cost per video is at most this much above
     # the best pool's.
     max_spread_premium: float = 0.10
     max_launches: int = 100  # per plan

@@ -33,13 +33,14 @@ from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import Trace, TraceMarket
 from autoscaler.reconcile import Reconciler
-from autoscaler.throughput import ThroughputModel, WorkShape
+from autoscaler.throughput import ThroughputModel, step_time_prior
 from kernel.clock import FakeClock
 from kernel.errors import FrameFleetError
 from kernel.job_record import Submission
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from kernel.market import Market
+from kernel.step_time import architecture_of, step_seconds
 from kernel.worker_protocol import parse_topic
 from orchestrator.control.gpu_watch import WatchSettings
 from orchestrator.control.refusals import RefusedMessages
@@ -63,7 +64,6 @@ from simulator.workers import SimulatedWorker, WorkerModel
 from simulator.workload import SimJob
 
 FLEET_ID = "simulated"
-SHAPE = WorkShape("simulated/video", 64, 64, 9)
 MAX_STEPS = 1000  # a job spec's limit
 TEAMS = ("research", "marketing", "studio")  # cost tags, so the ledger has teams to report
 MIN_SPOT_INTERRUPTIONS_PER_HOUR = 1 / 24  # a pool with none seen yet is not assumed safe
@@ -87,10 +87,26 @@ class FleetSimulation:
         self.start_tick = start_tick
         self.clock = FakeClock(trace.start + trace.gap * start_tick)
         longest = max(j.compute_hours for j in jobs)
-        step = max(setup.worker.step_seconds, math.ceil(longest * 3600 / MAX_STEPS))
         kind = instance_kind(trace)
+        family = kind.family.value
+        # A job is a video of `setup.video`'s shape whose denoising takes its `compute_hours`
+        # in the family's own dtype (bf16, fp16 where there is none); its pace per step is the
+        # step-time model's (a step lengthened only where a job would pass MAX_STEPS).
+        video = setup.video
+        modern = step_time_prior()(video, family)
+        self.job_step_seconds = max(setup.worker.step_seconds, modern,
+                                    math.ceil(longest * 3600 / MAX_STEPS))  # fmt: skip
+        # Rendered in another precision (fp32: how FrameFleet rendered before issue 28), each
+        # step of the same video takes the step-time model's ratio longer.
+        slowdown = 1.0
+        if setup.precision is not None:
+            arch = architecture_of(video.model)
+            dtype_pace = step_seconds(arch, video.width, video.height, video.frames, family,
+                                      setup.precision)  # fmt: skip
+            slowdown = dtype_pace / modern
+        step = self.job_step_seconds * slowdown
         self.worker_model = WorkerModel(**{**setup.worker.__dict__, "step_seconds": step,
-                                           "family": kind.family.value,
+                                           "family": family,
                                            "vram_gib": kind.vram_gib})  # fmt: skip
         self.store = JobStore(make_engine(f"sqlite:///{database}"), self.clock)
         self.store.upgrade()
@@ -128,8 +144,9 @@ class FleetSimulation:
             reconciler=Reconciler(self.cloud, FLEET_ID, self.clock),
             demand=HomeZones(self.store, trace) if policy.home_zone else StoreDemand(self.store),
             capacity=capacity,
-            # Priors are seconds per step per megapixel-frame; every simulated job has one shape.
-            model=ThroughputModel(priors={self.worker_model.family: step / SHAPE.megapixel_frames}),
+            # The planner knows the fleet's pace, as the step-time model gives it (every
+            # simulated job has one shape).
+            model=ThroughputModel(prior=lambda _shape, _family: step),
             settings=settings,
             zones=sorted(trace.zones),
             clock=self.clock,
@@ -337,12 +354,13 @@ class FleetSimulation:
         return bool(due)
 
     def _spec(self, job: SimJob) -> JobSpec:
-        steps = max(1, round(job.compute_hours * 3600 / self.worker_model.step_seconds))
+        steps = max(1, round(job.compute_hours * 3600 / self.job_step_seconds))
+        video = self.setup.video
         deadline = None if job.deadline_hours is None else self._deadline_of(job)
         return JobSpec.model_validate(
-            {"schema": "framefleet.job/v1", "job_id": job.job_id, "model": SHAPE.model,
-             "prompt": "simulated", "width": SHAPE.width, "height": SHAPE.height,
-             "num_frames": SHAPE.frames,
+            {"schema": "framefleet.job/v1", "job_id": job.job_id, "model": video.model,
+             "prompt": "simulated", "width": video.width, "height": video.height,
+             "num_frames": video.frames,
              "steps": min(MAX_STEPS, steps), "seed": 0, "priority": job.priority,
              "deadline": deadline,
              "gpu": {"min_vram_gib": self.worker_model.vram_gib,

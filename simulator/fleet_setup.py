@@ -7,8 +7,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from autoscaler.snapshot import PurchaseSettings
+from autoscaler.throughput import WorkShape
+from kernel.precision import Dtype
 from simulator.fleet_faults import FleetFaults
 from simulator.workers import WorkerModel
+
+# Wan 2.1 1.3B at 480x832, 81 frames: the shape most of today's text-to-video jobs have.
+SIMULATED_VIDEO = WorkShape("wan/wan2.1-t2v-1.3b", 832, 480, 81)
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,10 @@ class FleetSetup:
     multi_gpu: bool = True
     prewarm_wait_value_per_job_hour: float = 0.0  # the product's setting (0: off)
     faults: FleetFaults | None = None  # injected into the workers (none: healthy ones)
+    # Every job is a video of this shape; its steps keep the step-time model's pace.
+    video: WorkShape = field(default_factory=lambda: SIMULATED_VIDEO)
+    # The dtype the workers render in; None: the family's own (bf16, fp16 on T4 and V100).
+    precision: Dtype | None = None
 
 
 def setup_for_changeover(changeover_hours: float) -> FleetSetup:

@@ -48,7 +48,8 @@ RECENT_OUTCOMES = 8  # repeated in every heartbeat, as the agent does
 class WorkerModel:
     """What the simulation assumes of a worker (what the agent measures in production)."""
 
-    step_seconds: float = 30.0
+    # At least this long a step (0: the step-time model's pace for the fleet's video).
+    step_seconds: float = 0.0
     model_load_seconds: float = 120.0
     # A checkpoint is the denoising state (latents and scheduler state), megabytes: the
     # agent's first guess of its write time is 2 s.

@@ -48,7 +48,7 @@ async def adapter_with_template(ec2: EC2Client, use_create_fleet: bool = True) -
 def request(fleet_id: str, pool: Pool, token: str = "") -> LaunchRequest:
     return LaunchRequest(
         fleet_id, pool.market, (pool,), 2, token or f"ff-{uuid.uuid4()}",
-        f"job j1 (priority 5): no deadline: spot; cheapest spot per step: {pool}", ("j1",),
+        f"job j1 (priority 5): no deadline: spot; cheapest spot per video: {pool}", ("j1",),
     )  # fmt: skip
 
 
@@ -65,7 +65,7 @@ async def test_create_fleet_launches_tagged_spot_instances_and_terminates_them(
         assert instance.pool.market is Market.SPOT
         assert instance.tags[FLEET_TAG] == fleet_id
         assert instance.tags[MARKET_TAG] == "spot"
-        assert "cheapest spot per step" in instance.tags[REASON_TAG]
+        assert "cheapest spot per video" in instance.tags[REASON_TAG]
     found = await adapter.describe(fleet_id)
     assert {i.instance_id for i in found} == {i.instance_id for i in result.instances}
     assert await adapter.describe("another-fleet") == []

@@ -59,12 +59,31 @@ def test_throughput_starts_from_priors_and_learns_from_finished_jobs() -> None:
     model.observe(shape, "l40s", steps=50, seconds=50 * prior * 2)  # twice as slow as thought
     assert model.seconds_per_step(shape, "l40s") == pytest.approx(2 * prior)
     # The correction carries over to other shapes of the same model on that family.
-    assert model.seconds_per_step(bigger, "l40s") == pytest.approx(
-        2 * prior * bigger.megapixel_frames / shape.megapixel_frames
-    )
+    assert model.seconds_per_step(bigger, "l40s") == pytest.approx(2 * model.prior(bigger, "l40s"))
     model.observe(shape, "l40s", steps=50, seconds=50 * prior)  # then one at the prior
     assert prior < model.seconds_per_step(shape, "l40s") < 2 * prior
     assert model.seconds(shape, "l40s", 10) == pytest.approx(
         10 * model.seconds_per_step(shape, "l40s")
     )
     model.observe(shape, "l40s", steps=0, seconds=5)  # nothing to learn from
+
+
+def test_the_prior_grows_with_the_square_of_the_tokens_and_with_the_model() -> None:
+    model = ThroughputModel()
+    short = WorkShape("wan/wan2.1-t2v-1.3b", 832, 480, 33)
+    long = WorkShape("wan/wan2.1-t2v-1.3b", 832, 480, 81)
+    # Per megapixel-frame, 81 frames cost more than 33 (attention is quadratic in tokens): an
+    # H200 measured 0.029 s at 33 frames and 0.040 at 81 (issue 28); the model is within 10%.
+    per_mpf_short = model.prior(short, "h200") / short.megapixel_frames
+    per_mpf_long = model.prior(long, "h200") / long.megapixel_frames
+    assert per_mpf_short == pytest.approx(0.029, rel=0.1)
+    assert per_mpf_long == pytest.approx(0.040, rel=0.1)
+    big = WorkShape("wan/wan2.1-t2v-14b", 832, 480, 81)
+    assert model.prior(big, "h200") > 5 * model.prior(long, "h200")
+    # A model it was not told about: the size in its name.
+    assert model.prior(WorkShape("acme/video-14b", 832, 480, 81), "h200") == pytest.approx(
+        model.prior(big, "h200")
+    )
+    # Without guidance, one pass a step.
+    unguided = WorkShape("wan/wan2.1-t2v-1.3b", 832, 480, 81, guided=False)
+    assert model.prior(unguided, "h200") == pytest.approx(model.prior(long, "h200") / 2)

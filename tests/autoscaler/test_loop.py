@@ -31,6 +31,7 @@ from kernel.market import Market
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
+from tests.autoscaler.paces import linear_pace
 from tests.support import job_dict
 
 TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
@@ -67,7 +68,7 @@ def autoscaler(store: JobStore, clock: FakeClock, ec2: FakeEc2) -> AutoscalerLoo
         reconciler=Reconciler(ec2, "test-fleet", clock),
         demand=StoreDemand(store),
         capacity=capacity,
-        model=ThroughputModel(),
+        model=linear_pace(),
         settings=PurchaseSettings(candidate_types=("p3.2xlarge",)),
         zones=sorted(trace.zones),
         clock=clock,
@@ -249,8 +250,7 @@ async def test_a_job_on_on_demand_moves_back_to_spot_once_its_spot_instance_has_
     ec2 = FakeEc2(trace_clock)
     loop = autoscaler(store, trace_clock, ec2)
     # Five hours of work on a V100: 18 s a step.
-    shape = job_demand(store.get("long")).shape
-    loop.model = ThroughputModel(priors={"v100": 18.0 / shape.megapixel_frames})
+    loop.model = ThroughputModel(prior=lambda _shape, _family: 18.0)
     on_demand = Pool("p3.2xlarge", sorted(load_trace(TRACES).zones)[0], Market.ON_DEMAND)
     request = LaunchRequest("test-fleet", Market.ON_DEMAND, (on_demand,), 1, "t-od", "test", ())
     (instance,) = (await ec2.launch(request)).instances

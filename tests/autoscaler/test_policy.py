@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -10,10 +11,12 @@ import pytest
 
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
 from autoscaler.policy import plan
+from autoscaler.pool_choice import cost_per_video, pick_pool
 from autoscaler.pools import Pool
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel, WorkShape
 from kernel.market import Market
+from tests.autoscaler.paces import linear_pace
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TYPE = "g6e.xlarge"
@@ -60,7 +63,7 @@ def job(
 def decide(
     *jobs: JobDemand, quotes: MarketSnapshot = MARKET, instances: Sequence[InstanceView] = ()
 ) -> Plan:
-    return plan(PlanInput(NOW, jobs, tuple(instances), quotes), SETTINGS, ThroughputModel())
+    return plan(PlanInput(NOW, jobs, tuple(instances), quotes), SETTINGS, linear_pace())
 
 
 CASES = [
@@ -165,7 +168,7 @@ def test_budget_reached_means_no_launch_and_a_reason(limit: str, spent: float) -
         NOW, (job("high", priority=9), job("low", priority=1)), (running,), MARKET,
         spent_today=spent,
     )  # fmt: skip
-    decided = plan(state, settings, ThroughputModel())
+    decided = plan(state, settings, linear_pace())
     assert decided.launches == ()
     assert [w.job_id for w in decided.waits] == ["high", "low"]  # the less urgent wait too
     assert all("budget" in w.reason for w in decided.waits)
@@ -174,7 +177,7 @@ def test_budget_reached_means_no_launch_and_a_reason(limit: str, spent: float) -
 def test_budget_lets_the_urgent_job_in_and_holds_the_rest() -> None:
     settings = replace(SETTINGS, budget_per_hour=1.0)
     state = PlanInput(NOW, (job("low", priority=1), job("high", priority=9)), (), MARKET)
-    decided = plan(state, settings, ThroughputModel())
+    decided = plan(state, settings, linear_pace())
     assert [launch.job_ids for launch in decided.launches] == [("high",)]
     assert [w.job_id for w in decided.waits] == ["low"]
 
@@ -202,11 +205,11 @@ def test_scale_in_terminates_idle_instances_but_keeps_warm_minimum_and_unsaved_w
         InstanceView("i-busy", SPOT_C.pool, 0.80, long_ago, 1, busy_gpus=1, unsaved_work=True),
     ]
     settings = replace(SETTINGS, warm_minimum=3)
-    decided = plan(PlanInput(NOW, (), tuple(instances), MARKET), settings, ThroughputModel())
+    decided = plan(PlanInput(NOW, (), tuple(instances), MARKET), settings, linear_pace())
     (termination,) = decided.terminations
     assert termination.instance_id == "i-idle-dear"  # the dearest idle one, down to three
     assert "idle 60 min" in termination.reason
-    everything = plan(PlanInput(NOW, (), tuple(instances), MARKET), SETTINGS, ThroughputModel())
+    everything = plan(PlanInput(NOW, (), tuple(instances), MARKET), SETTINGS, linear_pace())
     assert {t.instance_id for t in everything.terminations} == {"i-idle-dear", "i-idle-cheap"}
 
 
@@ -214,7 +217,7 @@ def test_a_job_keeps_the_instance_bought_for_it() -> None:
     booting = InstanceView("i-for-b", SPOT_B.pool, 0.75, NOW - timedelta(minutes=1), 1)
     state = PlanInput(NOW, (job("a", priority=9), job("b", priority=1)), (booting,), MARKET,
                       reservations={"b": "i-for-b"})  # fmt: skip
-    decided = plan(state, SETTINGS, ThroughputModel())
+    decided = plan(state, SETTINGS, linear_pace())
     assert decided.placed == (("b", "i-for-b"),)
     assert [launch.job_ids for launch in decided.launches] == [("a",)]
 
@@ -226,7 +229,7 @@ def test_a_spot_instance_almost_booted_still_counts_for_a_tight_job() -> None:
     assert decide(tight).launches[0].pool.market is Market.ON_DEMAND
     nearly = InstanceView("i-nearly", SPOT_B.pool, 0.75, NOW - timedelta(seconds=140), 1)
     state = PlanInput(NOW, (tight,), (nearly,), MARKET, reservations={"tight": "i-nearly"})
-    decided = plan(state, SETTINGS, ThroughputModel())
+    decided = plan(state, SETTINGS, linear_pace())
     assert decided.placed == (("tight", "i-nearly"),)
     assert decided.launches == ()
 
@@ -256,7 +259,7 @@ def quad(zone: str, price: float, market: Market = Market.SPOT) -> PoolQuote:
 
 
 def decide_packed(*jobs: JobDemand, quotes: MarketSnapshot) -> Plan:
-    return plan(PlanInput(NOW, jobs, (), quotes), QUAD_SETTINGS, ThroughputModel())
+    return plan(PlanInput(NOW, jobs, (), quotes), QUAD_SETTINGS, linear_pace())
 
 
 def test_four_queued_jobs_buy_one_four_gpu_instance_when_cheaper_per_job() -> None:
@@ -298,3 +301,29 @@ def test_a_spot_job_fills_a_gpu_left_over_on_an_on_demand_launch() -> None:
     assert launch.pool.instance_type == QUAD
     assert launch.job_ids == ("tight0", "tight1", "tight2", "relaxed")
     assert launch.alternatives == ()
+
+
+def test_pools_are_compared_on_what_the_video_costs_start_up_included() -> None:
+    """A cheap slow GPU (a T4) against a dear fast one (an L40S), on the step-time model: a
+    short video costs less on the T4 (the start-up weighs as much as the steps); a long one
+    costs less on the L40S (four times the T4's pace for 3.5 times its price)."""
+    t4 = PoolQuote(Pool("g4dn.xlarge", "us-east-1a", Market.ON_DEMAND), 0.526, 0.0)
+    l40s = PoolQuote(Pool("g6e.xlarge", "us-east-1a", Market.ON_DEMAND), 1.861, 0.0)
+    settings = PurchaseSettings(candidate_types=("g4dn.xlarge", "g6e.xlarge"))
+    state = PlanInput(NOW, (), (), market(t4, l40s))
+    short = JobDemand("short", 5, NOW, None, WorkShape("wan/wan2.1-t2v-1.3b", 832, 480, 33), 30)
+    long = JobDemand("long", 5, NOW, None, WorkShape("wan/wan2.1-t2v-1.3b", 1280, 720, 81), 50)
+    picks = {
+        demand.job_id: pick_pool(
+            state, settings, ThroughputModel(), demand, Market.ON_DEMAND, Counter()
+        )
+        for demand in (short, long)
+    }
+    assert picks["short"] is not None
+    assert picks["long"] is not None
+    assert picks["short"].quote.pool.instance_type == "g4dn.xlarge"
+    assert picks["long"].quote.pool.instance_type == "g6e.xlarge"
+    assert "start-up included" in picks["long"].why
+    model, startup = ThroughputModel(), settings.boot_seconds + settings.model_load_seconds
+    expected = 1.861 * (startup + model.seconds(long.shape, "l40s", 50)) / 3600
+    assert cost_per_video(l40s, long, model, settings) == pytest.approx(expected)

@@ -11,8 +11,8 @@ import pytest
 from autoscaler.policy import plan
 from autoscaler.prewarm import MAX_WARM_GPUS, ArrivalForecaster, poisson_tail, warm_gpus
 from autoscaler.snapshot import InstanceView, PlanInput
-from autoscaler.throughput import ThroughputModel
 from kernel.market import Market
+from tests.autoscaler.paces import linear_pace
 from tests.autoscaler.test_policy import MARKET, NOW, SETTINGS, SPOT_A, SPOT_B, job
 
 WINDOW, BOOT = 0.2, 10 / 60  # hours: a new instance's start-up, and its boot
@@ -65,7 +65,7 @@ PREWARM = replace(SETTINGS, prewarm_wait_value_per_job_hour=20.0, boot_seconds=6
 def test_the_plan_buys_warm_spot_gpus_for_the_jobs_the_forecast_expects() -> None:
     latest = job("latest")
     state = PlanInput(NOW, (), (), MARKET, expected_arrivals=2.0, typical_job=latest)
-    decided = plan(state, PREWARM, ThroughputModel())
+    decided = plan(state, PREWARM, linear_pace())
     wanted = warm_gpus(2.0, WINDOW, BOOT, SPOT_A.price_per_hour, 20.0)
     assert wanted > 0
     assert len(decided.launches) == wanted
@@ -75,9 +75,9 @@ def test_the_plan_buys_warm_spot_gpus_for_the_jobs_the_forecast_expects() -> Non
         assert "pre-warm GPU" in launch.reason
         assert "2.00 jobs expected within 12 min" in launch.reason
     # Off, or no job seen yet to size them by: none.
-    assert plan(state, SETTINGS, ThroughputModel()).launches == ()
+    assert plan(state, SETTINGS, linear_pace()).launches == ()
     unknown = replace(state, typical_job=None)
-    assert plan(unknown, PREWARM, ThroughputModel()).launches == ()
+    assert plan(unknown, PREWARM, linear_pace()).launches == ()
 
 
 def test_free_gpus_count_as_warm_and_are_kept_past_the_idle_timeout() -> None:
@@ -88,8 +88,8 @@ def test_free_gpus_count_as_warm_and_are_kept_past_the_idle_timeout() -> None:
     ]
     wanted = warm_gpus(2.0, WINDOW, BOOT, SPOT_A.price_per_hour, 20.0)
     state = PlanInput(NOW, (), tuple(idle), MARKET, expected_arrivals=2.0, typical_job=job())
-    decided = plan(state, PREWARM, ThroughputModel())
+    decided = plan(state, PREWARM, linear_pace())
     assert decided.launches == ()
     assert len(decided.terminations) == len(idle) - wanted
     # Without the forecast's reason to keep them, all go.
-    assert len(plan(state, SETTINGS, ThroughputModel()).terminations) == len(idle)
+    assert len(plan(state, SETTINGS, linear_pace()).terminations) == len(idle)

@@ -11,8 +11,8 @@ from autoscaler.deadline import choose_market
 from autoscaler.policy import plan
 from autoscaler.snapshot import InstanceView, Launch, PlanInput, PurchaseSettings, RunningJob
 from autoscaler.spot_return import ready_to_move, spot_launches
-from autoscaler.throughput import ThroughputModel
 from kernel.market import Market
+from tests.autoscaler.paces import linear_pace
 from tests.autoscaler.test_policy import MARKET, NOW, ON_DEMAND, SETTINGS, SPOT_A, SPOT_B, job
 
 ON_DEMAND_BOX = InstanceView("i-od", ON_DEMAND.pool, 1.861, NOW - timedelta(hours=1), 1,
@@ -29,7 +29,7 @@ def launches_for(
     settings: PurchaseSettings = SETTINGS,
 ) -> list[Launch]:
     state = PlanInput(NOW, (), instances, MARKET)
-    return spot_launches(state, [job_running], settings, ThroughputModel(), choose_market)
+    return spot_launches(state, [job_running], settings, linear_pace(), choose_market)
 
 
 def test_a_job_with_slack_again_gets_a_spot_instance_while_it_runs_on() -> None:
@@ -79,7 +79,7 @@ def test_a_gpu_held_for_a_move_is_neither_given_away_nor_scaled_in() -> None:
     long_ago = NOW - timedelta(hours=1)
     held = InstanceView("i-spot", SPOT_A.pool, 0.70, long_ago, 1, idle_since=long_ago)
     state = PlanInput(NOW, (job("queued"),), (held,), MARKET, moving_to_spot={"i-spot": "j"})
-    decided = plan(state, SETTINGS, ThroughputModel())
+    decided = plan(state, SETTINGS, linear_pace())
     assert decided.placed == ()
     assert decided.terminations == ()
     assert [launch.pool.market for launch in decided.launches] == [Market.SPOT]
