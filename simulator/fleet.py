@@ -222,6 +222,7 @@ class FleetSimulation:
             launches=len(self.cloud.records),
             finished_twice=self.finished_twice,
             **self._start_delays(),
+            finished=len(self.finished),
         )
 
     def _start_delays(self) -> dict[str, float]:

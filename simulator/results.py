@@ -20,3 +20,8 @@ class FleetResult:
     start_delay_mean_hours: float = 0.0
     start_delay_p50_hours: float = 0.0
     start_delay_p95_hours: float = 0.0
+    finished: int = 0  # jobs (videos) finished by the end of the trace, late ones too
+
+    @property
+    def cost_per_video(self) -> float:
+        return self.cost / self.finished if self.finished else float("inf")
