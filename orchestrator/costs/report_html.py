@@ -68,6 +68,8 @@ def render_html(report: Report, image_src: ImageSource) -> str:
         f"Paid: ${report.total_cents:,.2f}. Saved: ${cents(summary.savings):,.2f}.</p>"
     )
     parts.append(f"<img src='{escape(image_src('savings.png'))}' alt='savings'>")
+    parts.append("<h2>By model: what a video costs</h2>")
+    parts.append(_models_table(report))
     parts.append("<h2>By GPU family and pool</h2>")
     parts.append(_table(("GPU family", "USD"), summary.shown(summary.by_family).items(), report))
     parts.append(_table(("Pool", "USD"), summary.shown(summary.by_pool).items(), report))
@@ -98,6 +100,23 @@ def _table(
                     "</td></tr>")  # fmt: skip
     return (f"<table class='t'><tr><th>{escape(header[0])}</th><th class='n'>{header[1]}</th>"
             f"</tr>{''.join(body)}</table>")  # fmt: skip
+
+
+def _models_table(report: Report) -> str:
+    """Each model's spend, finished videos, cost per video, GPU-hours and cost per GPU-hour
+    (its jobs' time, waste included; the fleet's idle time is in no model's row)."""
+    rows = []
+    for model, row in sorted(report.summary.by_model().items()):
+        video = "n/a" if row.per_video is None else f"${cents(row.per_video):,.2f}"
+        hour = "n/a" if row.per_gpu_hour is None else f"${cents(row.per_gpu_hour):,.2f}"
+        rows.append(
+            f"<tr><td>{escape(model)}</td><td class='n'>${cents(row.usd):,.2f}</td>"
+            f"<td class='n'>{row.videos}</td><td class='n'>{video}</td>"
+            f"<td class='n'>{row.gpu_hours:,.2f}</td><td class='n'>{hour}</td></tr>"
+        )
+    return ("<table class='t' id='by-model'><tr><th>Model</th><th class='n'>USD</th>"
+            "<th class='n'>Videos</th><th class='n'>Per video</th><th class='n'>GPU-hours</th>"
+            f"<th class='n'>Per GPU-hour</th></tr>{''.join(rows)}</table>")  # fmt: skip
 
 
 def _jobs_table(report: Report) -> str:

@@ -1,6 +1,7 @@
 """A period's money, summed every way finance asks for it: by category (waste apart), by
-market and day, by GPU family, pool and cost tag, by job; what the same work would have cost
-on on-demand alone, and the cost of a second of finished video. Full precision throughout;
+market and day, by GPU family, pool and cost tag, by job, by model (a video's cost and a GPU
+hour's); what the same work would have cost on on-demand alone, and the cost of a second of
+finished video. Full precision throughout;
 `money.apportion` rounds at presentation."""
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ class JobCost:
     team: str
     customer: str
     project: str
+    model: str = ""
     by_category: dict[Category, Decimal] = field(default_factory=dict)
     s3_usd: Decimal = ZERO
     video_seconds: float = 0.0  # of its output, once it succeeded
+    gpu_seconds: Decimal = ZERO  # of GPU time its lines paid for, waste included
 
     @property
     def total(self) -> Decimal:
@@ -44,6 +47,21 @@ class JobCost:
     @property
     def waste(self) -> Decimal:
         return sum((v for k, v in self.by_category.items() if k in WASTE), ZERO)
+
+
+@dataclass
+class ModelCost:
+    usd: Decimal = ZERO
+    gpu_hours: Decimal = ZERO
+    videos: int = 0
+
+    @property
+    def per_video(self) -> Decimal | None:
+        return self.usd / self.videos if self.videos else None
+
+    @property
+    def per_gpu_hour(self) -> Decimal | None:
+        return self.usd / self.gpu_hours if self.gpu_hours > 0 else None
 
 
 @dataclass
@@ -88,6 +106,17 @@ class CostSummary:
         """Every table and chart of categories shows these cents, in Category order."""
         return self.shown({c.value: self.by_category[c] for c in Category if c in self.by_category})
 
+    def by_model(self) -> dict[str, ModelCost]:
+        """Each model's cost, GPU-hours and finished videos (its jobs' lines, waste included;
+        the fleet's idle time is nobody's model)."""
+        models: dict[str, ModelCost] = {}
+        for job in self.jobs.values():
+            row = models.setdefault(job.model or "(unknown)", ModelCost())
+            row.usd += job.total
+            row.gpu_hours += job.gpu_seconds / 3600
+            row.videos += job.video_seconds > 0
+        return models
+
     def usd_per_video_second(self, family: str | None = None) -> Decimal | None:
         seconds = (
             self.video_seconds if family is None else self.video_seconds_by_family.get(family, 0)
@@ -116,6 +145,7 @@ def summarize(period: LedgerPeriod, s3_by_job: dict[str, Decimal]) -> CostSummar
         if line.job_id is not None:
             job = jobs[line.job_id]
             job.by_category[line.category] = job.by_category.get(line.category, ZERO) + line.usd
+            job.gpu_seconds += line.gpu_seconds
         if line.category not in SPOT_ONLY:
             on_demand += line.on_demand_usd + line.ebs_usd
     s3 = ZERO
@@ -149,7 +179,7 @@ def _jobs(period: LedgerPeriod) -> dict[str, JobCost]:
     jobs: dict[str, JobCost] = {}
     for span in period.attempts:
         if span.job_id not in jobs:
-            jobs[span.job_id] = JobCost(span.job_id, *_tag_values(span.tags))
+            jobs[span.job_id] = JobCost(span.job_id, *_tag_values(span.tags), model=span.model)
     return jobs
 
 

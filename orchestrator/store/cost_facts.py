@@ -49,6 +49,7 @@ class AttemptSpan:
     checkpointed_at: datetime | None
     tags: CostTags
     video_seconds: float  # of the job's output
+    model: str = ""  # the job's model (the report's cost per video by model)
 
 
 class CostFactBook(StoreBase):
@@ -152,7 +153,7 @@ class CostFactBook(StoreBase):
 
     def _span_of(self, attempt: JobAttemptRow, job: JobRow) -> AttemptSpan:
         spec = self._cached_record(job).spec
-        return _span(attempt, spec.tags, spec.num_frames / spec.fps)
+        return _span(attempt, spec.tags, spec.num_frames / spec.fps, spec.model)
 
     def attempts_on(self, instance_ids: Sequence[str]) -> list[AttemptSpan]:
         spans: list[AttemptSpan] = []
@@ -191,7 +192,7 @@ def _life(row: InstanceLifeRow) -> InstanceLife:
     )
 
 
-def _span(row: JobAttemptRow, tags: CostTags, video_seconds: float) -> AttemptSpan:
+def _span(row: JobAttemptRow, tags: CostTags, video_seconds: float, model: str) -> AttemptSpan:
     return AttemptSpan(
         job_id=row.job_id,
         attempt=row.attempt,
@@ -206,4 +207,5 @@ def _span(row: JobAttemptRow, tags: CostTags, video_seconds: float) -> AttemptSp
         checkpointed_at=utc(row.checkpointed_at) if row.checkpointed_at else None,
         tags=tags,
         video_seconds=video_seconds,
+        model=model,
     )

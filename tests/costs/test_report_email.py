@@ -98,6 +98,16 @@ def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
     assert {"work", "startup", "checkpoint", "lost", "idle", "draining"} <= names
     # Outside text is made harmless: a tag that looks like a formula stays text.
     assert any(r["item"] == "'=1+2" for r in rows if r["section"] == "tag:project")
+    # By model, in finance's terms: a video's cost and a GPU-hour's, and they add up.
+    by_model = {r["item"]: r for r in rows if r["section"] == "model"}
+    assert by_model
+    for row in by_model.values():
+        videos = int(row["detail"].split(" videos")[0])
+        if videos:
+            per_video = Decimal(row["detail"].split(";")[1].removesuffix("/video"))
+            assert abs(per_video * videos - Decimal(row["usd"])) <= Decimal("0.01") * videos
+        assert "GPU-hours" in row["detail"]
+    assert "id='by-model'" in html and "Per video" in html
     pngs = [p.get_filename() for p in part(message, "image/png")]
     assert "spend-by-day.png" in pngs
     assert "where-the-money-went.png" in pngs
