@@ -20,8 +20,13 @@ def shape_of(spec: JobSpec) -> WorkShape:
 
 
 def demand_of(
-    spec: JobSpec, submitted_at: datetime, deadline: datetime | None, done: int = 0
+    spec: JobSpec,
+    submitted_at: datetime,
+    deadline: datetime | None,
+    done: int = 0,
+    families: frozenset[str] | None = None,
 ) -> JobDemand:
+    """`families`: where it may run, when not its spec's (an exact job's checkpoint family)."""
     return JobDemand(
         job_id=spec.job_id,
         priority=spec.priority,
@@ -31,12 +36,14 @@ def demand_of(
         steps_total=spec.steps,
         steps_done=min(done, spec.steps),
         min_vram_gib=spec.gpu.min_vram_gib,
-        families=frozenset(f.value for f in spec.gpu.families),
+        families=families
+        if families is not None
+        else frozenset(f.value for f in spec.gpu.families),
     )
 
 
 def job_demand(job: JobRecord) -> JobDemand:
-    return demand_of(job.spec, job.created_at, job.deadline, job.checkpoint_step)
+    return demand_of(job.spec, job.created_at, job.deadline, job.checkpoint_step, job.families())
 
 
 class DemandSource(Protocol):

@@ -23,11 +23,20 @@ class JobRecord:
     updated_at: datetime
     last_checkpoint: str | None = None
     checkpoint_step: int = 0  # the steps behind `last_checkpoint`
+    checkpoint_family: str | None = None  # the GPU family that computed it
     job_faults: int = 0
     not_before: datetime | None = None
     # The worker the current attempt was given to: the only one whose events may move the job
     # (None before the first assignment, and where a query does not need it).
     worker_id: str | None = None
+
+    def families(self) -> frozenset[str]:
+        """The GPU families it may run on: its spec's (empty: any), or, for a job that asked
+        for `exact` and has a checkpoint, only the family that computed it (elsewhere the
+        checkpoint would not be resumed and its work would start over)."""
+        if self.spec.exact and self.last_checkpoint and self.checkpoint_family:
+            return frozenset({self.checkpoint_family})
+        return frozenset(f.value for f in self.spec.gpu.families)
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,7 @@ class JobChanges:
 
     last_checkpoint: str | None = None
     checkpoint_step: int = 0  # with last_checkpoint: its step
+    checkpoint_family: str | None = None  # with last_checkpoint: the GPU family it was made on
     not_before: datetime | None = None
     add_job_fault: bool = False
     # The attempt ends through its worker's fault, a failed preflight there, a stall or a job

@@ -186,6 +186,9 @@ class WorkerEvent(_Message):
     # started: how it computes (GPU family, dtype, guidance layout, attention kernel), whether
     # the model was warm, and any note on the resume (for the job's record).
     render: str | None = Field(default=None, max_length=2000)
+    # checkpoint_durable and preempted: the GPU family that computed the checkpoint (a job
+    # that asked for `exact` resumes only on that family).
+    gpu_family: str | None = Field(default=None, pattern=r"^[a-z0-9]{1,16}$")
 
 
 Heartbeat.model_rebuild()

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from autoscaler.demand import job_demand
+from kernel.clock import FakeClock
 from kernel.job_record import JobRecord, Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
@@ -22,6 +24,8 @@ from orchestrator.control.job_events import (
     apply_event,
     requeue,
 )
+from orchestrator.control.scheduling_view import pending_jobs
+from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.store.job_store import JobStore
 from tests.support import job_dict
 
@@ -179,3 +183,30 @@ def test_a_late_checkpoint_of_the_attempt_just_left_is_kept(running_job: JobReco
 def test_backoff_doubles_up_to_a_cap() -> None:
     policy = RetryPolicy(backoff_base=timedelta(seconds=10), backoff_max=timedelta(seconds=60))
     assert [policy.backoff(n).total_seconds() for n in range(1, 6)] == [10, 20, 40, 60, 60]
+
+
+def test_an_exact_job_resumes_only_on_the_family_of_its_checkpoint(store: JobStore) -> None:
+    """The checkpoint's GPU family is stored with it; an exact job is then offered only GPUs
+    of that family (and the autoscaler buys only those for it), another job any."""
+    exact = parse_job(job_dict("j", exact=True, gpu={"families": ["h100", "a100"]}), now=None)
+    store.accept_batch([Submission(exact, "m")])
+    record = store.transition(
+        "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
+    )
+    store.transition("j", JobState.RUNNING, expected_version=record.version, actor="t",
+                     reason="r")  # fmt: skip
+    before = store.get("j")
+    assert before.families() == {"h100", "a100"}
+    durable = event(EventKind.CHECKPOINT_DURABLE, step=5, checkpoint=CHECKPOINT,
+                    gpu_family="h100")  # fmt: skip
+    apply(store, apply_event(before, durable, NOW))
+    stopped = event(EventKind.PREEMPTED, step=5, checkpoint=CHECKPOINT, gpu_family="h100")
+    queued = apply(store, apply_event(store.get("j"), stopped, NOW))
+    assert queued.state is JobState.QUEUED
+    assert store.get("j").checkpoint_family == "h100"  # read back from the database
+    (pending,) = pending_jobs([store.get("j")], {}, WorkerRegistry(FakeClock(NOW)), NOW)
+    assert pending.families == {"h100"}
+    assert job_demand(store.get("j")).families == {"h100"}
+    # Not exact: the spec's families, whatever computed the checkpoint.
+    relaxed = replace(store.get("j"), spec=exact.model_copy(update={"exact": False}))
+    assert relaxed.families() == {"h100", "a100"}

@@ -56,15 +56,22 @@ Decision = Ignore | Move | Record
 
 
 def requeue(
-    job: JobRecord, reason: str, checkpoint: str | None = None, step: int | None = None
+    job: JobRecord,
+    reason: str,
+    checkpoint: str | None = None,
+    step: int | None = None,
+    family: str | None = None,
 ) -> Move:
-    """Back to the queue from wherever the job is, resuming from its newest checkpoint."""
+    """Back to the queue from wherever the job is, resuming from its newest checkpoint (made
+    on GPU `family`)."""
     path: tuple[JobState, ...]
     if job.state is JobState.ASSIGNED or job.state is JobState.PREEMPTED:
         path = (JobState.QUEUED,)
     else:
         path = (JobState.PREEMPTED, JobState.QUEUED)
-    return Move(path, reason, JobChanges(last_checkpoint=checkpoint, checkpoint_step=step or 0))
+    changes = JobChanges(last_checkpoint=checkpoint, checkpoint_step=step or 0,
+                         checkpoint_family=family if checkpoint else None)  # fmt: skip
+    return Move(path, reason, changes)
 
 
 class Refusal(Ignore):
@@ -141,6 +148,7 @@ def apply_event(
             f"stopped on {worker} after checkpoint {event.checkpoint}",
             event.checkpoint,
             event.step,
+            event.gpu_family,
         )
         timed = replace(
             move.changes,
@@ -168,6 +176,7 @@ def _checkpoint(event: WorkerEvent) -> JobChanges:
     return JobChanges(
         last_checkpoint=event.checkpoint,
         checkpoint_step=event.step or 0,
+        checkpoint_family=event.gpu_family,
         checkpoint_write_seconds=event.write_seconds or 0.0,
         model_load_seconds=event.model_load_seconds,
     )

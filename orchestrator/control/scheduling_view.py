@@ -58,7 +58,7 @@ def pending_jobs(
                 job.deadline,
                 job.created_at,
                 job.spec.gpu.min_vram_gib,
-                frozenset(job.spec.gpu.families),
+                job.families(),
                 reserved_on=frozenset(
                     registry.by_instance(reservation.instance_id) if reservation and holds else ()
                 )

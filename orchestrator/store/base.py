@@ -62,6 +62,8 @@ class JobColumns(Protocol):
     @property
     def checkpoint_step(self) -> int: ...
     @property
+    def checkpoint_family(self) -> str | None: ...
+    @property
     def job_faults(self) -> int: ...
     @property
     def not_before(self) -> datetime | None: ...
@@ -87,6 +89,7 @@ def _record(row: JobColumns, spec: JobSpec, worker_id: str | None) -> JobRecord:
         updated_at=utc(row.updated_at),
         last_checkpoint=row.last_checkpoint,
         checkpoint_step=row.checkpoint_step,
+        checkpoint_family=row.checkpoint_family,
         job_faults=row.job_faults,
         not_before=utc(row.not_before) if row.not_before else None,
         worker_id=worker_id,

@@ -20,7 +20,7 @@ WORKER_FAULT = "worker_fault"
 # The columns a move writes: of its job, and of the attempt it ends or checkpoints.
 JOB_FIELDS_MOVED = (
     "state", "version", "attempt", "updated_at", "last_checkpoint", "checkpoint_step",
-    "not_before", "job_faults",
+    "checkpoint_family", "not_before", "job_faults",
 )  # fmt: skip
 ATTEMPT_FIELDS_CHANGED = (
     "ended_at", "outcome", "denoise_seconds", "model_load_seconds", "checkpoint_seconds",
@@ -96,7 +96,8 @@ class MoveWrites:
             "v_state": moved.state.value, "v_version": moved.version,
             "v_attempt": moved.attempt, "v_updated_at": self.now,
             "v_last_checkpoint": moved.last_checkpoint,
-            "v_checkpoint_step": moved.checkpoint_step, "v_not_before": moved.not_before,
+            "v_checkpoint_step": moved.checkpoint_step,
+            "v_checkpoint_family": moved.checkpoint_family, "v_not_before": moved.not_before,
             "v_job_faults": moved.job_faults,
         })  # fmt: skip
         self.records[move.job_id] = moved
@@ -123,6 +124,7 @@ class MoveWrites:
                 moved,
                 last_checkpoint=changes.last_checkpoint,
                 checkpoint_step=changes.checkpoint_step,
+                checkpoint_family=changes.checkpoint_family,
             )
         if changes.not_before is not None:
             moved = replace(moved, not_before=changes.not_before)

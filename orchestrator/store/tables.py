@@ -32,6 +32,8 @@ class JobRow(SQLModel, table=True):
     last_checkpoint: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     # Its step: the denoising steps a resume does not do again.
     checkpoint_step: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # The GPU family that computed it: a job that asked for `exact` resumes only there.
+    checkpoint_family: str | None = Field(default=None, max_length=16)
     # Failures that were the job's own fault (bad model, out of memory, NaN latents).
     job_faults: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     # Retry backoff: not to be assigned before this time.

@@ -331,6 +331,7 @@ class WorkerService:
                     step=step,
                     checkpoint=key,
                     write_seconds=round(write_seconds, 3),
+                    gpu_family=slot.gpu.family,
                 )
             )
             self._background.add(task)
@@ -354,12 +355,12 @@ class WorkerService:
                     report = await slot.runner.run(spec, attempt, command.resume_from,
                                                    command.mtbi_seconds,
                                                    command.expected_step_seconds)  # fmt: skip
-                outcome = await self._outcome(report, slot.gpu.index)
+                outcome = await self._outcome(report, slot.gpu)
             self._state.recent.append(outcome)
         finally:
             slot.job_id, slot.task = None, None
 
-    async def _outcome(self, report: JobReport, gpu_index: int) -> WorkerEvent:
+    async def _outcome(self, report: JobReport, gpu: GpuInfo) -> WorkerEvent:
         self.metrics.jobs.labels(report.status.value).inc()
         if report.status is RunStatus.PREEMPTED and self._state.notice_at is not None:
             self.metrics.notice_to_durable.observe(self._clock.monotonic() - self._state.notice_at)
@@ -378,7 +379,8 @@ class WorkerService:
                 **common,
             )
         if report.status is RunStatus.PREEMPTED:
-            return await self._event(EventKind.PREEMPTED, checkpoint=report.checkpoint, **common)
+            return await self._event(EventKind.PREEMPTED, checkpoint=report.checkpoint,
+                                     gpu_family=gpu.family, **common)  # fmt: skip
         kind = report.failure_kind.value if report.failure_kind else "worker"
         return await self._event(EventKind.FAILED, failure_kind=kind, error=report.error,
-                                 gpu_index=gpu_index, **common)  # fmt: skip
+                                 gpu_index=gpu.index, **common)  # fmt: skip
