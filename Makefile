@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report schema clean
+.PHONY: test demo lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-warm-models schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,16 @@ bench-checkpoint: $(VENV)/.dev-installed
 
 bench-cost-report: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.cost_report
+
+# On a GPU: FrameFleet's step against plain diffusers, bf16 against fp32, warm starts, resume.
+bench-gpu-step: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.gpu_step
+
+bench-cost-per-video: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.cost_per_video
+
+bench-warm-models: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.warm_models
 
 schema: $(VENV)/.dev-installed
 	$(BIN)/framefleet schema --output docs/job.schema.json
