@@ -39,8 +39,9 @@ def step_time_prior(models: Mapping[str, Architecture] = KNOWN_MODELS) -> StepPr
 
     def prior(shape: WorkShape, family: str) -> float:
         arch = architecture_of(shape.model, models)
-        return step_seconds(arch, shape.width, shape.height, shape.frames, family,
-                            guided=shape.guided)  # fmt: skip
+        return step_seconds(
+            arch, shape.width, shape.height, shape.frames, family, guided=shape.guided
+        )
 
     return prior
 

@@ -30,8 +30,9 @@ from simulator.fleet_policies import BASELINES, FRAMEFLEET
 from simulator.fleet_setup import setup_for_changeover
 from simulator.workload import daily_poisson
 
-DEFAULT_TRACE = Path(__file__).parent.parent.parent / "shared" / "traces" / (
-    "aws-v100-availability-2023-02-15")  # fmt: skip
+DEFAULT_TRACE = (
+    Path(__file__).parent.parent.parent / "shared" / "traces" / ("aws-v100-availability-2023-02-15")
+)
 
 
 def measure(trace_dir: Path, jobs: int, days: float, seed: int) -> list[dict[str, Any]]:
@@ -45,8 +46,14 @@ def measure(trace_dir: Path, jobs: int, days: float, seed: int) -> list[dict[str
         for policy in (FRAMEFLEET, on_demand):
             setup = replace(base, precision=precision)
             result = asyncio.run(run_fleet(trace, workload, setup, 0, policy))
-            rows.append({"run": label, **asdict(result), "cost_per_video": result.cost_per_video,
-                         "gpu_hours": result.spot_hours + result.on_demand_hours})  # fmt: skip
+            rows.append(
+                {
+                    "run": label,
+                    **asdict(result),
+                    "cost_per_video": result.cost_per_video,
+                    "gpu_hours": result.spot_hours + result.on_demand_hours,
+                }
+            )
     return rows
 
 
@@ -62,12 +69,19 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     for column in ("run", "policy", "videos", "GPU-hours", "cost", "$/video", "misses"):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["run"], row["policy"], str(row["finished"]), f"{row['gpu_hours']:.1f}",
-                      f"${row['cost']:.2f}", f"${row['cost_per_video']:.2f}",
-                      str(row["misses"]))  # fmt: skip
+        table.add_row(
+            row["run"],
+            row["policy"],
+            str(row["finished"]),
+            f"{row['gpu_hours']:.1f}",
+            f"${row['cost']:.2f}",
+            f"${row['cost_per_video']:.2f}",
+            str(row["misses"]),
+        )
     Console().print(table)
-    write_result("cost-per-video", {"jobs": args.jobs, "days": args.days, "seed": args.seed,
-                                    "rows": rows})  # fmt: skip
+    write_result(
+        "cost-per-video", {"jobs": args.jobs, "days": args.days, "seed": args.seed, "rows": rows}
+    )
     return rows
 
 

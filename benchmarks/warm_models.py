@@ -68,8 +68,9 @@ def workload(jobs: int, hours: float, seed: int) -> list[Job]:
         frames = int(rng.choice([33, 81]))
         steps = int(rng.choice([30, 50]))
         pace = step_seconds(architecture_of(model), width, height, frames, FAMILY)
-        made.append(Job(f"j{number:04d}", model, float(arrival), steps * pace,
-                        int(rng.integers(10))))  # fmt: skip
+        made.append(
+            Job(f"j{number:04d}", model, float(arrival), steps * pace, int(rng.integers(10)))
+        )
     return made
 
 
@@ -102,16 +103,20 @@ def run(jobs: list[Job], gpus: int, reuse: bool, aware: bool) -> dict[str, Any]:
                 busy.pop(name, None)
         moment = START + timedelta(seconds=now)
         workers = [
-            WorkerSnapshot(worker, (GpuSlot(worker, 0, FAMILY, 48,
-                                            warm_model=holds[worker] if aware else None),))
+            WorkerSnapshot(
+                worker,
+                (GpuSlot(worker, 0, FAMILY, 48, warm_model=holds[worker] if aware else None),),
+            )
             for worker in free_at
             if worker not in busy
-        ]  # fmt: skip
+        ]
         pending = [
-            replace(PendingJob(j.job_id, j.priority, None, START + timedelta(seconds=j.arrival_s),
-                               16), model=j.model)
+            replace(
+                PendingJob(j.job_id, j.priority, None, START + timedelta(seconds=j.arrival_s), 16),
+                model=j.model,
+            )
             for j in queue
-        ]  # fmt: skip
+        ]
         placed = schedule(pending, workers, moment).assignments
         for assignment in placed:
             job = by_id[assignment.job_id]
@@ -126,9 +131,13 @@ def run(jobs: list[Job], gpus: int, reuse: bool, aware: bool) -> dict[str, Any]:
             holds[worker] = job.model if reuse else None
             busy[worker] = now + start_up + job.work_s
             heapq.heappush(events, (busy[worker], 1, worker))
-    return {"loads": loads, "load_gpu_hours": load_s / 3600, "busy_gpu_hours": busy_s / 3600,
-            "load_share": load_s / busy_s if busy_s else 0.0,
-            "mean_wait_minutes": waited_s / len(jobs) / 60}  # fmt: skip
+    return {
+        "loads": loads,
+        "load_gpu_hours": load_s / 3600,
+        "busy_gpu_hours": busy_s / 3600,
+        "load_share": load_s / busy_s if busy_s else 0.0,
+        "mean_wait_minutes": waited_s / len(jobs) / 60,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -152,8 +161,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         wait = f"{row['mean_wait_minutes']:.1f} min"
         table.add_row(name, str(row["loads"]), hours, share, wait)
     Console().print(table)
-    result = {"gpus": args.gpus, "jobs": args.jobs, "hours": args.hours, "seed": args.seed,
-              "runs": runs}  # fmt: skip
+    result = {
+        "gpus": args.gpus,
+        "jobs": args.jobs,
+        "hours": args.hours,
+        "seed": args.seed,
+        "runs": runs,
+    }
     write_result("warm-models", result)
     return result
 

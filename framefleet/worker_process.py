@@ -103,8 +103,15 @@ async def worker_parts(
                 spare = settings.render_spare
                 if spare is None:
                     spare = on_device.startswith("cuda")
-                factory = ChildRenders(on_device, limits, scratch, hooks, cgroups, spare=spare,
-                                       reuse_jobs=settings.render_reuse_jobs)  # fmt: skip
+                factory = ChildRenders(
+                    on_device,
+                    limits,
+                    scratch,
+                    hooks,
+                    cgroups,
+                    spare=spare,
+                    reuse_jobs=settings.render_reuse_jobs,
+                )
             factories[on_device] = factory
             return factory
 
@@ -120,8 +127,16 @@ async def worker_parts(
                                 settings.stall_startup_s),
                 load_timeout_s=settings.load_timeout_s,
             )  # fmt: skip
-            return JobRunner(store, checkpoints, models, registry, clock, runner_settings,
-                             renders_on(on_device), owns_renders=False)  # fmt: skip
+            return JobRunner(
+                store,
+                checkpoints,
+                models,
+                registry,
+                clock,
+                runner_settings,
+                renders_on(on_device),
+                owns_renders=False,
+            )
 
         family = settings.cpu_family
         if device != "cpu" and isinstance(gpus, list) and gpus:

@@ -33,14 +33,13 @@ from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import Trace, TraceMarket
 from autoscaler.reconcile import Reconciler
-from autoscaler.throughput import ThroughputModel, step_time_prior
+from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
 from kernel.errors import FrameFleetError
 from kernel.job_record import Submission
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from kernel.market import Market
-from kernel.step_time import architecture_of, step_seconds
 from kernel.worker_protocol import parse_topic
 from orchestrator.control.gpu_watch import WatchSettings
 from orchestrator.control.refusals import RefusedMessages
@@ -58,7 +57,7 @@ from simulator.companions import WithCompanions, companions_for, no_companions
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
 from simulator.fleet_faults import FaultWaste, faults_for
 from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy
-from simulator.fleet_setup import FleetSetup, purchase_settings, setup_for_changeover
+from simulator.fleet_setup import FleetSetup, fleet_pace, purchase_settings, setup_for_changeover
 from simulator.results import FleetResult
 from simulator.workers import SimulatedWorker, WorkerModel
 from simulator.workload import SimJob
@@ -86,25 +85,10 @@ class FleetSimulation:
         self.setup = setup
         self.start_tick = start_tick
         self.clock = FakeClock(trace.start + trace.gap * start_tick)
-        longest = max(j.compute_hours for j in jobs)
         kind = instance_kind(trace)
         family = kind.family.value
-        # A job is a video of `setup.video`'s shape whose denoising takes its `compute_hours`
-        # in the family's own dtype (bf16, fp16 where there is none); its pace per step is the
-        # step-time model's (a step lengthened only where a job would pass MAX_STEPS).
-        video = setup.video
-        modern = step_time_prior()(video, family)
-        self.job_step_seconds = max(setup.worker.step_seconds, modern,
-                                    math.ceil(longest * 3600 / MAX_STEPS))  # fmt: skip
-        # Rendered in another precision (fp32: how FrameFleet rendered before issue 28), each
-        # step of the same video takes the step-time model's ratio longer.
-        slowdown = 1.0
-        if setup.precision is not None:
-            arch = architecture_of(video.model)
-            dtype_pace = step_seconds(arch, video.width, video.height, video.frames, family,
-                                      setup.precision)  # fmt: skip
-            slowdown = dtype_pace / modern
-        step = self.job_step_seconds * slowdown
+        longest = max(j.compute_hours for j in jobs)
+        self.job_step_seconds, step = fleet_pace(setup, family, longest * 3600 / MAX_STEPS)
         self.worker_model = WorkerModel(**{**setup.worker.__dict__, "step_seconds": step,
                                            "family": family,
                                            "vram_gib": kind.vram_gib})  # fmt: skip

@@ -3,12 +3,14 @@ purchase settings the product runs with."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from autoscaler.snapshot import PurchaseSettings
-from autoscaler.throughput import WorkShape
+from autoscaler.throughput import WorkShape, step_time_prior
 from kernel.precision import Dtype
+from kernel.step_time import architecture_of, step_seconds
 from simulator.fleet_faults import FleetFaults
 from simulator.workers import WorkerModel
 
@@ -33,6 +35,23 @@ class FleetSetup:
     video: WorkShape = field(default_factory=lambda: SIMULATED_VIDEO)
     # The dtype the workers render in; None: the family's own (bf16, fp16 on T4 and V100).
     precision: Dtype | None = None
+
+
+def fleet_pace(setup: FleetSetup, family: str, least_step_seconds: float) -> tuple[float, float]:
+    """(The step a job's size is counted in, the step the workers take.) A job is a video of
+    `setup.video`'s shape whose denoising takes its `compute_hours` in the family's own dtype
+    (bf16, fp16 where there is none), at the step-time model's pace (a step lengthened only
+    where a job would pass the spec's step limit: `least_step_seconds`). Rendered in another
+    precision (fp32: how FrameFleet rendered before issue 28), each step of the same video
+    takes the step-time model's ratio longer."""
+    video = setup.video
+    modern = step_time_prior()(video, family)
+    counted = max(setup.worker.step_seconds, modern, math.ceil(least_step_seconds))
+    if setup.precision is None:
+        return counted, counted
+    arch = architecture_of(video.model)
+    paced = step_seconds(arch, video.width, video.height, video.frames, family, setup.precision)
+    return counted, counted * paced / modern
 
 
 def setup_for_changeover(changeover_hours: float) -> FleetSetup:

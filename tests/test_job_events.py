@@ -193,12 +193,10 @@ def test_an_exact_job_resumes_only_on_the_family_of_its_checkpoint(store: JobSto
     record = store.transition(
         "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
     )
-    store.transition("j", JobState.RUNNING, expected_version=record.version, actor="t",
-                     reason="r")  # fmt: skip
+    store.transition("j", JobState.RUNNING, expected_version=record.version, actor="t", reason="r")
     before = store.get("j")
     assert before.families() == {"h100", "a100"}
-    durable = event(EventKind.CHECKPOINT_DURABLE, step=5, checkpoint=CHECKPOINT,
-                    gpu_family="h100")  # fmt: skip
+    durable = event(EventKind.CHECKPOINT_DURABLE, step=5, checkpoint=CHECKPOINT, gpu_family="h100")
     apply(store, apply_event(before, durable, NOW))
     stopped = event(EventKind.PREEMPTED, step=5, checkpoint=CHECKPOINT, gpu_family="h100")
     queued = apply(store, apply_event(store.get("j"), stopped, NOW))

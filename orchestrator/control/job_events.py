@@ -69,8 +69,11 @@ def requeue(
         path = (JobState.QUEUED,)
     else:
         path = (JobState.PREEMPTED, JobState.QUEUED)
-    changes = JobChanges(last_checkpoint=checkpoint, checkpoint_step=step or 0,
-                         checkpoint_family=family if checkpoint else None)  # fmt: skip
+    changes = JobChanges(
+        last_checkpoint=checkpoint,
+        checkpoint_step=step or 0,
+        checkpoint_family=family if checkpoint else None,
+    )
     return Move(path, reason, changes)
 
 

@@ -96,9 +96,15 @@ class Report:
         for model, row in sorted(summary.by_model().items()):
             per_video = "" if row.per_video is None else cents(row.per_video)
             per_hour = "" if row.per_gpu_hour is None else f"{cents(row.per_gpu_hour)}/GPU-hour"
-            writer.writerow(["model", _cell(model), cents(row.usd),
-                             f"{row.videos} videos;{per_video}/video;"
-                             f"{row.gpu_hours:.2f} GPU-hours;{per_hour}"])  # fmt: skip
+            writer.writerow(
+                [
+                    "model",
+                    _cell(model),
+                    cents(row.usd),
+                    f"{row.videos} videos;{per_video}/video;"
+                    f"{row.gpu_hours:.2f} GPU-hours;{per_hour}",
+                ]
+            )
         for job in sorted(summary.jobs.values(), key=lambda j: j.total, reverse=True):
             detail = ";".join(f"{c.value}={cents(v)}" for c, v in sorted(job.by_category.items()))
             writer.writerow(["job", _cell(job.job_id), cents(job.total), detail])

@@ -114,9 +114,11 @@ def _models_table(report: Report) -> str:
             f"<td class='n'>{row.videos}</td><td class='n'>{video}</td>"
             f"<td class='n'>{row.gpu_hours:,.2f}</td><td class='n'>{hour}</td></tr>"
         )
-    return ("<table class='t' id='by-model'><tr><th>Model</th><th class='n'>USD</th>"
-            "<th class='n'>Videos</th><th class='n'>Per video</th><th class='n'>GPU-hours</th>"
-            f"<th class='n'>Per GPU-hour</th></tr>{''.join(rows)}</table>")  # fmt: skip
+    return (
+        "<table class='t' id='by-model'><tr><th>Model</th><th class='n'>USD</th>"
+        "<th class='n'>Videos</th><th class='n'>Per video</th><th class='n'>GPU-hours</th>"
+        f"<th class='n'>Per GPU-hour</th></tr>{''.join(rows)}</table>"
+    )
 
 
 def _jobs_table(report: Report) -> str:

@@ -7,9 +7,15 @@ from __future__ import annotations
 from autoscaler.throughput import ThroughputModel, WorkShape
 
 SECONDS_PER_MEGAPIXEL_FRAME = {
-    "t4": 0.30, "v100": 0.16, "a10g": 0.12, "l4": 0.14, "l40s": 0.06, "a100": 0.05,
-    "h100": 0.025, "h200": 0.022,
-}  # fmt: skip
+    "t4": 0.30,
+    "v100": 0.16,
+    "a10g": 0.12,
+    "l4": 0.14,
+    "l40s": 0.06,
+    "a100": 0.05,
+    "h100": 0.025,
+    "h200": 0.022,
+}
 
 
 def linear_pace() -> ThroughputModel:

@@ -96,17 +96,23 @@ async def runner_checkpoint(
     state = renderer.step(state, prompt, spec.guidance)
     store = CheckpointStore(object_store, buckets.checkpoints)
     identity = CheckpointIdentity(
-        job_id=spec.job_id, job_spec_sha256=spec.fingerprint(), model=MODEL,
-        model_revision="r1", pipeline_config_sha256="0" * 64, total_steps=spec.steps,
-    )  # fmt: skip
+        job_id=spec.job_id,
+        job_spec_sha256=spec.fingerprint(),
+        model=MODEL,
+        model_revision="r1",
+        pipeline_config_sha256="0" * 64,
+        total_steps=spec.steps,
+    )
     key = await store.write(state, identity, 1, NOW, _recipe(Dtype.BF16, "h100"))
     return store, identity, key
 
 
 async def test_the_runner_renders_in_the_registry_dtype_and_records_it(
-    object_store: S3ObjectStore, published_model: ModelRegistry,
-    worker_settings: WorkerSettings, buckets: Buckets,
-) -> None:  # fmt: skip
+    object_store: S3ObjectStore,
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+) -> None:
     entry = published_model.resolve(MODEL).model_copy(update={"precision": BF16_CPU})
     registry = ModelRegistry(models={MODEL: entry})
     runner = make_runner(object_store, registry, worker_settings)

@@ -249,10 +249,16 @@ class ChildRenders:
     was stopped mid-call is never reused, nor one that served `reuse_jobs` jobs. With `spare`,
     one more process waits, its imports done, for a job when no warm one is there."""
 
-    def __init__(self, device: str, limits: RenderLimits, scratch_root: Path,
-                 hooks: dict[str, dict[str, Any]] | None = None,
-                 cgroups_root: Path | None = None, spare: bool = True,
-                 reuse_jobs: int = DEFAULT_REUSE_JOBS) -> None:  # fmt: skip
+    def __init__(
+        self,
+        device: str,
+        limits: RenderLimits,
+        scratch_root: Path,
+        hooks: dict[str, dict[str, Any]] | None = None,
+        cgroups_root: Path | None = None,
+        spare: bool = True,
+        reuse_jobs: int = DEFAULT_REUSE_JOBS,
+    ) -> None:
         self._device, self._limits, self._scratch_root = device, limits, scratch_root
         self._hooks, self._cgroups_root = hooks or {}, cgroups_root
         self._keep_spare = spare

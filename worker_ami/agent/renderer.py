@@ -93,10 +93,8 @@ def attention_kernel(kernel: AttentionKernel) -> Iterator[None]:
         yield
 
 
-def _guide(noise: torch.Tensor, uncond: torch.Tensor | None, guidance: float) -> torch.Tensor:
+def _guide(noise: torch.Tensor, uncond: torch.Tensor, guidance: float) -> torch.Tensor:
     """Classifier-free guidance, in diffusers' order of operations (the same bits)."""
-    if uncond is None:
-        return noise
     return uncond + guidance * (noise - uncond)
 
 
@@ -208,35 +206,30 @@ class Renderer:
     ) -> torch.Tensor:
         """The transformer's prediction with classifier-free guidance, as the recipe lays it
         out: one forward of batch two, or two forwards (diffusers' order: cond, then uncond)."""
-        transformer = self._pipe.transformer
-        model_input = latents.to(transformer.dtype)
-        guided = prompt.negative is not None and guidance > 1.0
-        if guided and self.recipe.cfg == "batched":
-            assert prompt.negative is not None
-            both = transformer(
-                hidden_states=torch.cat([model_input, model_input]),
-                timestep=t.expand(2 * latents.shape[0]),
-                encoder_hidden_states=torch.cat([prompt.positive, prompt.negative]),
-                return_dict=False,
-            )[0]
+        model_input = latents.to(self._pipe.transformer.dtype)
+        negative = prompt.negative if guidance > 1.0 else None
+        if negative is None:
+            return self._forward(model_input, t, prompt.positive)
+        if self.recipe.cfg == "batched":
+            both = self._forward(
+                torch.cat([model_input, model_input]), t, torch.cat([prompt.positive, negative])
+            )
             noise, noise_uncond = both.chunk(2)
-            return _guide(noise, noise_uncond, guidance)
-        timestep = t.expand(latents.shape[0])
-        noise = transformer(
-            hidden_states=model_input,
-            timestep=timestep,
-            encoder_hidden_states=prompt.positive,
-            return_dict=False,
-        )[0]
-        if not guided:
-            return _guide(noise, None, guidance)
-        noise_uncond = transformer(
-            hidden_states=model_input,
-            timestep=timestep,
-            encoder_hidden_states=prompt.negative,
-            return_dict=False,
-        )[0]
+        else:
+            noise = self._forward(model_input, t, prompt.positive)
+            noise_uncond = self._forward(model_input, t, negative)
         return _guide(noise, noise_uncond, guidance)
+
+    def _forward(
+        self, hidden: torch.Tensor, t: torch.Tensor, embeddings: torch.Tensor
+    ) -> torch.Tensor:
+        output: torch.Tensor = self._pipe.transformer(
+            hidden_states=hidden,
+            timestep=t.expand(hidden.shape[0]),
+            encoder_hidden_states=embeddings,
+            return_dict=False,
+        )[0]
+        return output
 
     def decode(self, state: DenoiseState) -> np.ndarray[Any, np.dtype[np.uint8]]:
         """Latents to frames, shape (frames, height, width, 3), uint8."""

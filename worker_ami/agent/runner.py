@@ -172,8 +172,9 @@ class JobRunner:
         except WorkerError as error:
             await session.close()
             return None, str(error)
-        self._prepared = _Prepared(spec.job_id, model, identity, recipe, resume, session,
-                                   opened.step, opened.loaded)  # fmt: skip
+        self._prepared = _Prepared(
+            spec.job_id, model, identity, recipe, resume, session, opened.step, opened.loaded
+        )
         return None, None
 
     @property
@@ -310,8 +311,7 @@ class JobRunner:
             self._settings.max_checkpoint_interval_s,
         )
 
-    async def _write_checkpoint(self, prepared: _Prepared, attempt: int,
-                                report: JobReport) -> str:  # fmt: skip
+    async def _write_checkpoint(self, prepared: _Prepared, attempt: int, report: JobReport) -> str:
         started = self._clock.monotonic()
         step, blobs = await prepared.session.checkpoint(self._settings.load_timeout_s)
         key = await self._checkpoints.write_encoded(

@@ -349,8 +349,12 @@ class WorkerService:
                                             attempt=attempt, failure_kind="preflight",
                                             error="; ".join(error.reasons))  # fmt: skip
             else:
-                await self._event(EventKind.STARTED, job_id=spec.job_id, attempt=attempt,
-                                  render=slot.runner.prepared)  # fmt: skip
+                await self._event(
+                    EventKind.STARTED,
+                    job_id=spec.job_id,
+                    attempt=attempt,
+                    render=slot.runner.prepared,
+                )
                 with self.metrics.jobs_running.track_inprogress():
                     report = await slot.runner.run(spec, attempt, command.resume_from,
                                                    command.mtbi_seconds,
@@ -379,8 +383,10 @@ class WorkerService:
                 **common,
             )
         if report.status is RunStatus.PREEMPTED:
-            return await self._event(EventKind.PREEMPTED, checkpoint=report.checkpoint,
-                                     gpu_family=gpu.family, **common)  # fmt: skip
+            return await self._event(
+                EventKind.PREEMPTED, checkpoint=report.checkpoint, gpu_family=gpu.family, **common
+            )
         kind = report.failure_kind.value if report.failure_kind else "worker"
-        return await self._event(EventKind.FAILED, failure_kind=kind, error=report.error,
-                                 gpu_index=gpu.index, **common)  # fmt: skip
+        return await self._event(
+            EventKind.FAILED, failure_kind=kind, error=report.error, gpu_index=gpu.index, **common
+        )
