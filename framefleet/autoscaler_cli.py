@@ -42,7 +42,7 @@ from autoscaler.policy import plan
 from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
-from autoscaler.throughput import ThroughputModel
+from autoscaler.throughput import ThroughputModel, step_time_prior
 from framefleet.control_plane import build_store
 from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
@@ -51,6 +51,7 @@ from kernel.health_server import HealthServer
 from kernel.heap import settle_heap
 from kernel.job_spec import parse_job
 from kernel.market import Market
+from kernel.step_time import KNOWN_MODELS, Architecture
 from orchestrator.control.leadership import Leadership
 from orchestrator.costs.fleet_record import LedgerRecord
 from orchestrator.costs.ledger import CostLedger
@@ -69,6 +70,14 @@ def add_commands(commands: Any) -> None:
     planning.add_argument("--budget-per-hour", type=float)
     planning.add_argument("--budget-per-day", type=float)
     actions.add_parser("run", help="run the autoscaler loop against EC2")
+
+
+def throughput_model(config: AutoscalerConfig) -> ThroughputModel:
+    """The step-time model, with the configured models' sizes beside the built-in ones."""
+    configured = {
+        name: Architecture(m.parameters, m.layers, m.width) for name, m in config.models.items()
+    }
+    return ThroughputModel(step_time_prior({**KNOWN_MODELS, **configured}))
 
 
 def purchase_settings(config: AutoscalerConfig) -> PurchaseSettings:
@@ -168,7 +177,7 @@ async def _plan_from_trace(
         await market.snapshot(market.pools()),
         spent_today=args.spent_today,
     )
-    return plan(state, settings, ThroughputModel()), state
+    return plan(state, settings, throughput_model(config)), state
 
 
 def _with_budget(settings: PurchaseSettings, args: argparse.Namespace) -> PurchaseSettings:
@@ -224,7 +233,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             reconciler=Reconciler(fleet, config.fleet_id, clock),
             demand=StoreDemand(store),
             capacity=capacity,
-            model=ThroughputModel(),
+            model=throughput_model(config),
             settings=purchase_settings(config),
             zones=config.zones,
             clock=clock,

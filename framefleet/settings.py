@@ -12,7 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -102,6 +102,15 @@ class BrokerAdminConfig(BaseModel):
         )  # fmt: skip
 
 
+class ModelArchitectureConfig(BaseModel):
+    """A model's size as the step-time model needs it (kernel/step_time.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    parameters: float = Field(gt=0, le=1e13, description="of the video transformer")
+    layers: int = Field(ge=1, le=1000)
+    width: int = Field(ge=1, le=100_000, description="hidden size (heads x head width)")
+
+
 class AutoscalerConfig(BaseModel):
     fleet_id: str = Field(default="framefleet", pattern=r"^[A-Za-z0-9_-]{1,64}$")
     launch_template: str = "framefleet-worker"
@@ -125,6 +134,9 @@ class AutoscalerConfig(BaseModel):
     # What the policy assumes a new instance takes to say hello, and a job to load its model.
     boot_seconds: float = Field(default=150.0, ge=0)
     model_load_seconds: float = Field(default=60.0, ge=0)
+    # Model name -> its transformer's size, for the step-time model's first guess of a step
+    # (Wan 2.1 1.3B and 14B are built in; others are read from the size in their name).
+    models: dict[str, ModelArchitectureConfig] = Field(default_factory=dict, max_length=256)
     # The Spot Instance Advisor feed; unreachable means the snapshot shipped with the package.
     advisor_url: str = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
     # Its /metrics, /healthz and /readyz (a port of its own: it is a process of its own).

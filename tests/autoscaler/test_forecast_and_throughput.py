@@ -10,6 +10,8 @@ import pytest
 
 from autoscaler.forecast import bucket_arrivals, forecast_arrivals, mean_absolute_error
 from autoscaler.throughput import ThroughputModel, WorkShape
+from framefleet.autoscaler_cli import throughput_model
+from framefleet.settings import AutoscalerConfig
 
 START = datetime(2026, 6, 1, tzinfo=UTC)
 INTERVAL = timedelta(minutes=30)
@@ -87,3 +89,15 @@ def test_the_prior_grows_with_the_square_of_the_tokens_and_with_the_model() -> N
     # Without guidance, one pass a step.
     unguided = WorkShape("wan/wan2.1-t2v-1.3b", 832, 480, 81, guided=False)
     assert model.prior(unguided, "h200") == pytest.approx(model.prior(long, "h200") / 2)
+
+
+def test_a_configured_model_size_sets_its_prior() -> None:
+    config = AutoscalerConfig(
+        models={"acme/house-style": {"parameters": 14.3e9, "layers": 40, "width": 5120}}
+    )
+    model = throughput_model(config)
+    house = WorkShape("acme/house-style", 832, 480, 81)
+    wan_14b = WorkShape("wan/wan2.1-t2v-14b", 832, 480, 81)
+    assert model.prior(house, "h100") == pytest.approx(model.prior(wan_14b, "h100"))
+    # Unconfigured, it would be taken for the small Wan: five times too fast.
+    assert ThroughputModel().prior(house, "h100") < model.prior(house, "h100") / 5
