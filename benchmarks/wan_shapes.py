@@ -126,7 +126,7 @@ def time_renderer(
         state = renderer.step(state, prompt, spec.guidance)
         sync(device)
         seconds.append(time.perf_counter() - started)
-    return seconds[warmup:], state.latents
+    return seconds, state.latents  # the warm-up steps first
 
 
 def time_diffusers(
@@ -159,4 +159,4 @@ def time_diffusers(
         callback_on_step_end=on_step,
     ).frames
     seconds = [b - a for a, b in itertools.pairwise(stamps)]
-    return seconds[warmup : warmup + timed], latents.detach().float().cpu()
+    return seconds[: warmup + timed], latents.detach().float().cpu()

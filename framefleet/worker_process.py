@@ -65,6 +65,11 @@ async def worker_parts(
     bucket = settings.require_checkpoint_bucket()
     device = resolve_device(settings)
     registry = ModelRegistry.from_file(settings.model_registry)
+    if settings.render_compile:
+        # The render processes inherit it (KEPT_ENVIRONMENT): compiled kernels outlive them.
+        cache = str(settings.compile_cache_dir)
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", cache)
+        os.environ.setdefault("TRITON_CACHE_DIR", f"{cache}/triton")
     async with s3_client(settings) as s3, aiohttp.ClientSession() as http:
         store = S3ObjectStore(s3)
         identity: InstanceIdentity | None = None
@@ -120,6 +125,7 @@ async def worker_parts(
                 RunnerSettings(),
                 device=on_device,
                 gpu_family=family,
+                compiled=settings.render_compile and on_device.startswith("cuda"),
                 mean_time_between_interruptions_s=settings.mtbi_seconds(lifecycle),
                 initial_checkpoint_write_s=settings.initial_checkpoint_write_s,
                 max_checkpoint_interval_s=settings.max_checkpoint_interval_s,

@@ -57,6 +57,19 @@ def test_each_dtype_reaches_its_component(tiny_model_dir: Path) -> None:
     assert stepped.latents.dtype == torch.bfloat16
 
 
+def test_a_compiled_recipe_compiles_the_transformer_blocks(tiny_model_dir: Path) -> None:
+    """Regional compilation: each repeated block wrapped (lazily: the first step compiles)."""
+    recipe = recipe_for(Precision(), "cpu", "cpu", compiled=True)
+    pipe = load_pipeline(tiny_model_dir, "cpu", recipe.dtypes)
+    Renderer(pipe, "cpu", recipe)
+    blocks = list(pipe.transformer.blocks)
+    assert blocks
+    assert all(getattr(b, "_compiled_call_impl", None) is not None for b in blocks)
+    assert "compiled" in recipe.describe()
+    eager = recipe_for(Precision(), "cpu", "cpu")
+    assert eager.resume_refusal(recipe, exact=True) is not None  # bits may differ: exact refuses
+
+
 def _recipe(dtype: Dtype, family: str) -> RenderRecipe:
     dtypes = ComponentDtypes(transformer=dtype, text_encoder=dtype, vae=Dtype.FP32)
     return RenderRecipe(dtypes=dtypes, gpu_family=family, cfg="batched", attention="flash")

@@ -31,6 +31,10 @@ class RenderRecipe(BaseModel):
     gpu_family: str = Field(pattern=r"^[a-z0-9]{1,16}$")
     cfg: CfgLayout
     attention: AttentionKernel
+    # The transformer's repeated blocks compiled (torch.compile, regional): fused kernels may
+    # round differently from eager ones, so it is part of the recipe. Off unless the worker's
+    # `render_compile` says so (benchmarks/gpu_step.py measures it, its warm-up counted).
+    compiled: bool = False
 
     def resume_refusal(self, made_with: RenderRecipe, exact: bool) -> str | None:
         """Why a checkpoint made with `made_with` may not be resumed under this recipe, if so."""
@@ -53,7 +57,10 @@ class RenderRecipe(BaseModel):
         )
 
     def describe(self) -> str:
-        return f"{self.gpu_family} {self.dtypes.compute} (cfg {self.cfg}, {self.attention})"
+        compiled = ", compiled" if self.compiled else ""
+        return (
+            f"{self.gpu_family} {self.dtypes.compute} (cfg {self.cfg}, {self.attention}{compiled})"
+        )
 
 
 def recipe_for(
@@ -62,6 +69,7 @@ def recipe_for(
     family: str,
     cfg: CfgLayout | None = None,
     attention: AttentionKernel | None = None,
+    compiled: bool = False,
 ) -> RenderRecipe:
     """The recipe a worker uses for a model: the registry's precision resolved on this device;
     on a GPU batched guidance and flash attention (benchmarks/gpu_step.py measured them), on a
@@ -72,4 +80,5 @@ def recipe_for(
         gpu_family=family,
         cfg=cfg or ("batched" if on_gpu else "sequential"),
         attention=attention or ("flash" if on_gpu else "default"),
+        compiled=compiled,
     )

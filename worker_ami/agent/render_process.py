@@ -36,8 +36,20 @@ from worker_ami.agent.state_codec import encode_state
 log = logging.getLogger(__name__)
 # What a render process may see of the agent's environment: how to run Python and find
 # libraries, the locale and the GPUs. Nothing else (no AWS_*, no MQTT password).
-KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
-                    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HOME")  # fmt: skip
+KEPT_ENVIRONMENT = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "HOME",
+    # Where compiled kernels are kept between processes (the worker's `compile_cache_dir`).
+    "TORCHINDUCTOR_CACHE_DIR",
+    "TRITON_CACHE_DIR",
+)
 MAX_REPLY_BYTES = 64 * 1024
 STOP_GRACE_S = 5.0
 RESET_BOUND_S = 30.0

@@ -57,6 +57,8 @@ class RunnerSettings:
     # The family of this runner's GPU ("cpu" in CPU mode): with the device, it resolves the
     # registry's precision and goes into every checkpoint's recipe.
     gpu_family: str = "cpu"
+    # The transformer's blocks compiled (the worker's `render_compile`, on a GPU only).
+    compiled: bool = False
     # Mean time between interruptions of this instance's pool; infinity on on-demand.
     mean_time_between_interruptions_s: float = 6 * 3600.0
     # The first guess of delta before a checkpoint write has been measured.
@@ -154,7 +156,9 @@ class JobRunner:
         settings = self._settings
         try:
             entry = self._registry.resolve(spec.model)
-            recipe = recipe_for(entry.precision, settings.device, settings.gpu_family)
+            recipe = recipe_for(
+                entry.precision, settings.device, settings.gpu_family, compiled=settings.compiled
+            )
             model = await self._models.ensure(spec.model, entry)
             identity = checkpoint_identity(spec, model)
             rule = ResumeRule(recipe, exact=spec.exact)

@@ -73,6 +73,11 @@ class WorkerSettings(EnvThenTomlSettings):
     # A render process that ended a job cleanly keeps its model loaded for the next job on its
     # GPU, for at most this many jobs (then a fresh process); 1: a new process every job.
     render_reuse_jobs: int = Field(default=20, ge=1, le=10_000)
+    # Compile the transformer's blocks (torch.compile, regional) on a GPU; its kernels are
+    # cached in `compile_cache_dir`. Off until benchmarks/gpu_step.py shows it pays on the
+    # fleet's GPUs, warm-up counted.
+    render_compile: bool = False
+    compile_cache_dir: Path = Path("/var/cache/framefleet/inductor")
     # The stall watchdog (kernel.stall): a step may take `stall_factor` times its expected
     # time, never less than `stall_floor_s`; the first step also `stall_startup_s`.
     stall_factor: float = Field(default=5.0, ge=1)
