@@ -14,7 +14,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from tests.test_infra import INFRA, parsed
+from tests.terraform_support import INFRA
+from tests.test_infra import parsed
 
 # Policy documents in infra/ and the role each belongs to.
 POLICIES = {

@@ -13,7 +13,8 @@ from typing import Any
 
 import hcl2
 
-INFRA = Path(__file__).parents[1] / "infra"
+from tests.terraform_support import INFRA
+
 TF_FILES = sorted(INFRA.rglob("*.tf"))
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -26,21 +25,11 @@ from autoscaler.credentials.ssm import SsmCredentialDrop
 from kernel.clock import FakeClock, SystemClock
 from tests.conftest import REGION, free_port
 from tests.dynsec_broker import dynsec_broker
-from tests.test_infra import INFRA
+from tests.terraform_support import INFRA, templatefile
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 
 USER_DATA = INFRA / "modules" / "worker_fleet" / "user-data.sh.tftpl"
 INSTANCE_ID = "i-0f1e2d3c4b5a69788"
-
-
-def render(template: str, values: dict[str, str]) -> str:
-    """Terraform's templatefile for this template: plain `${name}` interpolations only."""
-    names = set(re.findall(r"(?<!\$)\$\{([a-z_]+)\}", template))
-    assert names == set(values), names ^ set(values)
-    assert "%{" not in template
-    for name, value in values.items():
-        template = template.replace("${" + name + "}", value)
-    return template.replace("$${", "${")
 
 
 @pytest.fixture
@@ -62,7 +51,8 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
     s3.put_object(Bucket=bucket, Key="models/registry.json", Body=json.dumps(registry).encode())
     port = free_port()
     script = tmp_path / "user-data.sh"
-    script.write_text(render(USER_DATA.read_text(), {
+    # Rendered by Terraform's own templatefile, as the launch template is.
+    script.write_text(templatefile(USER_DATA, {
         "region": REGION, "broker_host": "127.0.0.1", "broker_port": str(port),
         "broker_tls": "false", "credentials_path": path,
         "checkpoint_bucket": bucket, "model_registry": f"s3://{bucket}/models/registry.json",
