@@ -123,3 +123,20 @@ def test_secure_defaults() -> None:
     assert own_password["condition"][0]["values"] == ["$${ec2:SourceInstanceARN}"]
     ending = statements["EndOnlyTheFleetsInstances"]
     assert ending["condition"][0]["variable"] == "ec2:ResourceTag/framefleet:fleet"
+
+
+def test_the_control_plane_may_read_the_videos_it_presigns_links_to() -> None:
+    """A presigned link is checked against the signer's permissions when it is followed: the
+    control plane's role needs s3:GetObject on the videos, or every link returns 403."""
+    statements = {
+        statement["sid"]: statement
+        for document in blocks("data", "aws_iam_policy_document")
+        for statement in document.get("statement", [])
+        if "sid" in statement
+    }
+    links = statements["PresignedVideoLinks"]
+    assert links["actions"] == ["s3:GetObject"]
+    assert links["resources"] == ["${var.video_objects_arn}"]
+    example = parsed(INFRA / "examples" / "complete" / "main.tf")
+    (iam,) = [body for block in example["module"] for name, body in block.items() if name == "iam"]
+    assert iam["video_objects_arn"] == "${module.storage.bucket_arn}/videos/*"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 ROOT = Path(__file__).parents[1]
 UNITS = sorted((ROOT / "worker_ami" / "systemd").glob("*.service"))
@@ -59,3 +61,34 @@ def test_every_systemd_unit_verifies(unit: Path, tmp_path: Path) -> None:
     checked = run(tool("systemd-analyze"), "verify", str(copy), cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "Restart=on-failure" in unit.read_text() or "Type=oneshot" in unit.read_text()
+
+
+def test_the_agent_wheel_reaches_the_image_under_its_own_file_name() -> None:
+    """pip reads a wheel's version and tags from its file name and refuses any other name: the
+    file Packer copies must keep the wheel's name, and provision.sh install that very file."""
+    template = ROOT / "worker_ami" / "packer" / "worker.pkr.hcl"
+    console = subprocess.run(
+        [tool("packer"), "console", str(template)],
+        input='"/tmp/${basename(var.framefleet_wheel)}"\n',
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert console.returncode == 0, console.stderr
+    copied = Path(console.stdout.strip().strip('"'))
+    name, version, *_ = parse_wheel_filename(copied.name)
+    assert (name, str(version)) == ("framefleet", project_version())
+    with pytest.raises(InvalidWheelFilename):
+        parse_wheel_filename("framefleet.whl")  # the name the image used to get
+    packer = template.read_text()
+    assert 'destination = "/tmp/${basename(var.framefleet_wheel)}"' in packer
+    assert '"FRAMEFLEET_WHEEL=/tmp/${basename(var.framefleet_wheel)}"' in packer
+    provision = (ROOT / "worker_ami" / "packer" / "provision.sh").read_text()
+    assert 'pip install "${FRAMEFLEET_WHEEL:?' in provision
+
+
+def project_version() -> str:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return str(project["version"])

@@ -21,7 +21,7 @@ install -d -m 0750 -o root -g framefleet /etc/framefleet
 python3.11 -m venv /opt/framefleet/venv
 /opt/framefleet/venv/bin/pip install --upgrade pip
 # The agent with the worker extra; torch resolves to PyPI's CUDA build here (unlike CI).
-/opt/framefleet/venv/bin/pip install "/tmp/framefleet.whl[worker]"
+/opt/framefleet/venv/bin/pip install "${FRAMEFLEET_WHEEL:?the agent wheel, by its own file name}[worker]"
 /opt/framefleet/venv/bin/python -c "import torch; assert torch.cuda.is_available(), 'no CUDA'"
 
 install -m 0644 /tmp/framefleet-units/framefleet-worker.service \

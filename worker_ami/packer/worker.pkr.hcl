@@ -67,9 +67,11 @@ source "amazon-ebs" "worker" {
 build {
   sources = ["source.amazon-ebs.worker"]
 
+  # The wheel keeps its own file name: pip reads the version and tags from it and refuses a
+  # wheel named otherwise.
   provisioner "file" {
     source      = var.framefleet_wheel
-    destination = "/tmp/framefleet.whl"
+    destination = "/tmp/${basename(var.framefleet_wheel)}"
   }
 
   provisioner "file" {
@@ -79,7 +81,7 @@ build {
 
   provisioner "shell" {
     script           = "worker_ami/packer/provision.sh"
-    environment_vars = ["WARM_MODELS=${var.warm_models}"]
+    environment_vars = ["WARM_MODELS=${var.warm_models}", "FRAMEFLEET_WHEEL=/tmp/${basename(var.framefleet_wheel)}"]
     execute_command  = "sudo -E bash '{{ .Path }}'"
   }
 }

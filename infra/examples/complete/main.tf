@@ -98,6 +98,7 @@ module "iam" {
   dead_letter_queue_arn   = module.queues.dead_letter_queue_arn
   interruptions_queue_arn = module.queues.interruptions_queue_arn
   ses_identity_arn        = aws_sesv2_email_identity.reports.arn
+  video_objects_arn       = "${module.storage.bucket_arn}/videos/*"
   launch_template_arns    = module.workers.launch_template_arns
   worker_role_arn         = module.workers.worker_role_arn
 }

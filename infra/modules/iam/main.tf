@@ -49,6 +49,13 @@ data "aws_iam_policy_document" "control_plane" {
     actions   = ["ses:SendRawEmail"]
     resources = [var.ses_identity_arn]
   }
+  statement {
+    # The API's links to finished videos are presigned with this role's credentials: S3
+    # checks them against this role when the link is followed (framefleet/api_server.py).
+    sid       = "PresignedVideoLinks"
+    actions   = ["s3:GetObject"]
+    resources = [var.video_objects_arn]
+  }
 }
 
 resource "aws_iam_role_policy" "control_plane" {

@@ -35,6 +35,11 @@ variable "interruptions_queue_arn" {
   description = "The EC2 events queue."
 }
 
+variable "video_objects_arn" {
+  type        = string
+  description = "ARN of the finished videos' objects (bucket ARN/prefix/*): the API presigns GET links to them."
+}
+
 variable "ses_identity_arn" {
   type        = string
   description = "The SES identity the finance reports are sent from."
