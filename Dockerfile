@@ -19,8 +19,11 @@ RUN apt-get update \
     && apt-get upgrade -y --no-install-recommends \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /wheels /wheels
+# /var/lib/framefleet is the service's own (ECS mounts the task's scratch volume there, and
+# Fargate copies the image's folder, its owner with it, into the volume).
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
-    && useradd --system --uid 10001 --home /var/lib/framefleet framefleet
+    && useradd --system --uid 10001 --home /var/lib/framefleet framefleet \
+    && install -d -o framefleet -g framefleet /var/lib/framefleet
 USER 10001
 WORKDIR /var/lib/framefleet
 # /healthz answers while the process lives: the task definition sets the process's metrics

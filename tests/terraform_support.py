@@ -82,3 +82,30 @@ def templatefile(template: Path, values: Mapping[str, object]) -> str:
         rendered = terraform(folder, "output", "-raw", "rendered")
         assert rendered.returncode == 0, rendered.stderr
         return rendered.stdout
+
+
+def console(folder: Path, expression: str, variables: Mapping[str, object]) -> object:
+    """A JSON-encodable expression evaluated by `terraform console` in an initialised
+    configuration with these variables."""
+    var_file = folder / "console.tfvars.json"
+    var_file.write_text(json.dumps(dict(variables)))
+    binary = shutil.which("terraform")
+    assert binary
+    config = folder / ".terraformrc"
+    config.touch()
+    done = subprocess.run(
+        [binary, "console", f"-var-file={var_file}"],
+        input=f"jsonencode({expression})\n",
+        cwd=folder,
+        env={**os.environ, "TF_CLI_CONFIG_FILE": str(config), "CHECKPOINT_DISABLE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = [line for line in done.stdout.splitlines() if line.strip()][-1]
+    # The console prints the JSON text as an HCL string: its quotes and escapes are JSON's,
+    # but for the template sequences it doubles.
+    text = json.loads(printed).replace("$${", "${").replace("%%{", "%{")
+    return json.loads(text)

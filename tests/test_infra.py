@@ -140,3 +140,18 @@ def test_the_control_plane_may_read_the_videos_it_presigns_links_to() -> None:
     example = parsed(INFRA / "examples" / "complete" / "main.tf")
     (iam,) = [body for block in example["module"] for name, body in block.items() if name == "iam"]
     assert iam["video_objects_arn"] == "${module.storage.bucket_arn}/videos/*"
+
+
+def test_the_autoscaler_launches_into_the_deployments_subnets() -> None:
+    """Without a subnet, CreateFleet and RunInstances launch into the default VPC, where the
+    launch template's security group does not exist: the example gives the autoscaler a
+    private subnet a zone, and those zones."""
+    example = parsed(INFRA / "examples" / "complete" / "main.tf")
+    (service,) = [b for block in example["module"] for n, b in block.items() if n == "service"]
+    settings = service["settings"]
+    assert settings["FRAMEFLEET_AUTOSCALER__SUBNETS"] == "${jsonencode(local.worker_subnets)}"
+    assert settings["FRAMEFLEET_AUTOSCALER__ZONES"] == (
+        "${jsonencode(sort(keys(local.worker_subnets)))}"
+    )
+    subnets = [b for block in example["data"] for n, b in block.items() if n == "aws_subnet"]
+    assert subnets[0]["private"]["for_each"] == "${toset(var.private_subnet_ids)}"

@@ -8,6 +8,19 @@ data "aws_vpc" "this" {
   id = var.vpc_id
 }
 
+# The workers go into the private subnets, one a zone: CreateFleet and RunInstances name the
+# subnet, or they launch into the default VPC, where the launch template's security group does
+# not exist.
+data "aws_subnet" "private" {
+  for_each = toset(var.private_subnet_ids)
+  id       = each.value
+}
+
+locals {
+  subnets_by_zone = { for subnet in data.aws_subnet.private : subnet.availability_zone => subnet.id... }
+  worker_subnets  = { for zone, ids in local.subnets_by_zone : zone => sort(ids)[0] }
+}
+
 # The services' log group is encrypted with a key of the deployment's own.
 data "aws_iam_policy_document" "logs_key" {
   # checkov:skip=CKV_AWS_111: a key policy's "*" resource is the key itself
@@ -146,6 +159,8 @@ module "service" {
     FRAMEFLEET_AUTOSCALER__FLEET_ID         = var.name
     FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE  = module.workers.launch_template_name
     FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATES = jsonencode(module.workers.family_launch_templates)
+    FRAMEFLEET_AUTOSCALER__ZONES            = jsonencode(sort(keys(local.worker_subnets)))
+    FRAMEFLEET_AUTOSCALER__SUBNETS          = jsonencode(local.worker_subnets)
     FRAMEFLEET_COSTS__SENDER                = var.report_sender
     FRAMEFLEET_COSTS__FINANCE_RECIPIENTS    = jsonencode(var.finance_recipients)
   }

@@ -138,6 +138,52 @@ locals {
   }
 }
 
+locals {
+  # The root file system is read-only; the task's scratch volume (Fargate's own storage) is the
+  # one place the processes write: temp files, matplotlib's cache, the finance reports' files.
+  scratch = "/var/lib/framefleet"
+  containers = {
+    for process, spec in local.processes : process => {
+      name                   = process
+      image                  = var.image
+      command                = spec.command
+      essential              = true
+      readonlyRootFilesystem = true
+      mountPoints            = [{ sourceVolume = "scratch", containerPath = local.scratch, readOnly = false }]
+      portMappings           = [for port in spec.ports : { containerPort = port, protocol = "tcp" }]
+      environment = [for name, value in merge(var.settings, spec.env, {
+        (spec.port_env)              = tostring(var.metrics_port)
+        FRAMEFLEET_HEALTH_PORT       = tostring(var.metrics_port)
+        FRAMEFLEET_DATABASE_URL      = var.database_url
+        TMPDIR                       = local.scratch
+        MPLCONFIGDIR                 = "${local.scratch}/matplotlib"
+        FRAMEFLEET_COSTS__REPORT_DIR = "${local.scratch}/reports"
+      }) : { name = name, value = value }]
+      secrets = concat(
+        [{ name = "FRAMEFLEET_DATABASE_PASSWORD", valueFrom = "${var.database_secret_arn}:password::" }],
+        [for name, arn in spec.secrets : { name = name, valueFrom = arn }],
+      )
+      # ECS ignores the image's HEALTHCHECK: the task's own, on the process's /healthz.
+      healthCheck = {
+        command = ["CMD", "python", "-c",
+        "import urllib.request; urllib.request.urlopen('http://127.0.0.1:${var.metrics_port}/healthz', timeout=4)"]
+        interval    = 30
+        timeout     = 5
+        retries     = 3
+        startPeriod = 60
+      }
+      logConfiguration = {
+        logDriver = "awslogs"
+        options = {
+          awslogs-group         = aws_cloudwatch_log_group.this.name
+          awslogs-region        = var.region
+          awslogs-stream-prefix = process
+        }
+      }
+    }
+  }
+}
+
 resource "aws_ecs_task_definition" "this" {
   for_each                 = local.processes
   family                   = "${var.name}-${each.key}"
@@ -147,31 +193,10 @@ resource "aws_ecs_task_definition" "this" {
   memory                   = 1024
   execution_role_arn       = aws_iam_role.execution.arn
   task_role_arn            = each.value.task_role
-  container_definitions = jsonencode([{
-    name                   = each.key
-    image                  = var.image
-    command                = each.value.command
-    essential              = true
-    readonlyRootFilesystem = true
-    portMappings           = [for port in each.value.ports : { containerPort = port, protocol = "tcp" }]
-    environment = [for name, value in merge(var.settings, each.value.env, {
-      (each.value.port_env)   = tostring(var.metrics_port)
-      FRAMEFLEET_HEALTH_PORT  = tostring(var.metrics_port)
-      FRAMEFLEET_DATABASE_URL = var.database_url
-    }) : { name = name, value = value }]
-    secrets = concat(
-      [{ name = "FRAMEFLEET_DATABASE_PASSWORD", valueFrom = "${var.database_secret_arn}:password::" }],
-      [for name, arn in each.value.secrets : { name = name, valueFrom = arn }],
-    )
-    logConfiguration = {
-      logDriver = "awslogs"
-      options = {
-        awslogs-group         = aws_cloudwatch_log_group.this.name
-        awslogs-region        = var.region
-        awslogs-stream-prefix = each.key
-      }
-    }
-  }])
+  container_definitions    = jsonencode([local.containers[each.key]])
+  volume {
+    name = "scratch"
+  }
   tags = var.tags
 }
 
