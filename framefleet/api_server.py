@@ -55,6 +55,7 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
             max_streams_per_token=config.max_streams_per_token,
             output_link_seconds=config.output_link_seconds,
             secure_cookie=config.secure_cookie,
+            output_prefixes=settings.output_prefixes,
         ),
     )  # fmt: skip
 

@@ -270,6 +270,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             region=settings.region,
             endpoint_url=settings.endpoint_url,
             max_message_bytes=settings.max_message_bytes,
+            output_prefixes=settings.output_prefixes,
         )
         console.print(f"submitted, message id {message_id}")
     elif args.command == "simulate":

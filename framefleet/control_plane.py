@@ -74,7 +74,7 @@ def build_intake(
         sink=sink,
         clock=clock,
         metrics=metrics,
-        settings=settings.intake.to_settings(settings.max_message_bytes),
+        settings=settings.intake.to_settings(settings.max_message_bytes, settings.output_prefixes),
         source_queue=jobs_url,
     )
 

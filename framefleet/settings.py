@@ -10,7 +10,7 @@ import os
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
@@ -26,6 +26,7 @@ from orchestrator.intake.loop import IntakeSettings
 from orchestrator.interruptions.loop import InterruptionSettings
 
 CONFIG_FILE_ENV = "FRAMEFLEET_CONFIG"
+OUTPUT_PREFIX = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/"  # a bucket, then a key prefix
 
 
 class IntakeConfig(BaseModel):
@@ -34,13 +35,16 @@ class IntakeConfig(BaseModel):
     wait_seconds: int = Field(default=20, ge=0, le=20)
     visibility_timeout: int = Field(default=60, ge=2, le=43200)
 
-    def to_settings(self, max_message_bytes: int) -> IntakeSettings:
+    def to_settings(
+        self, max_message_bytes: int, output_prefixes: tuple[str, ...] = ()
+    ) -> IntakeSettings:
         return IntakeSettings(
             concurrency=self.concurrency,
             batch_size=self.batch_size,
             wait_seconds=self.wait_seconds,
             visibility_timeout=self.visibility_timeout,
             max_message_bytes=max_message_bytes,
+            output_prefixes=output_prefixes,
         )
 
 
@@ -214,6 +218,9 @@ class Settings(EnvThenTomlSettings):
         return with_password.render_as_string(hide_password=False)
 
     max_message_bytes: int = Field(default=DEFAULT_MAX_MESSAGE_BYTES, ge=1024, le=1024 * 1024)
+    # The s3:// prefixes a job's output must lie under: where the workers may write (Terraform
+    # passes the bucket's videos/). Empty: anywhere, and a job that cannot upload fails there.
+    output_prefixes: tuple[Annotated[str, Field(pattern=OUTPUT_PREFIX)], ...] = ()
     auto_migrate: bool = True
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     # Loopback unless asked: the metrics say which jobs run where, for anyone who can connect.

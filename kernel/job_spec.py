@@ -127,6 +127,17 @@ class JobSpec(_Strict):
             raise ValueError("must not contain empty or '..' path segments")
         return value
 
+    @field_validator("output")
+    @classmethod
+    def _output_writable(cls, value: str, info: ValidationInfo) -> str:
+        # Only where the caller names the prefixes the workers may write (the deployment's
+        # `output_prefixes`): a job that could render but never upload is refused at submit.
+        allowed = info.context.get("outputs") if isinstance(info.context, dict) else None
+        problem = output_refusal(value, allowed or ())
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("deadline")
     @classmethod
     def _deadline_in_future(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
@@ -157,6 +168,14 @@ class JobSpec(_Strict):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
 
+def output_refusal(output: str, prefixes: tuple[str, ...] | list[str]) -> str | None:
+    """Why a job's output may not go to `output`: not under any of `prefixes`, the places the
+    workers may write (none given: anywhere)."""
+    if not prefixes or any(output.startswith(prefix) for prefix in prefixes):
+        return None
+    return "the workers may not write there: it must lie under " + " or ".join(sorted(prefixes))
+
+
 def format_validation_errors(error: ValidationError) -> tuple[str, ...]:
     """'loc: message' lines without echoing the input values back (they may be large). Field
     names may come from the input (an unexpected key), so they are made printable."""
@@ -167,16 +186,24 @@ def format_validation_errors(error: ValidationError) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def parse_job(data: str | bytes | dict[str, Any], *, now: datetime | None) -> JobSpec:
+def parse_job(
+    data: str | bytes | dict[str, Any],
+    *,
+    now: datetime | None,
+    outputs: tuple[str, ...] = (),
+) -> JobSpec:
     """Validate one job strictly (no coercion: `true` is not a priority, `"30"` is not a
     number of steps); raises JobValidationError with one line per problem.
 
     Total: any input gives a JobSpec or a JobValidationError. The JSON parser refuses nesting
     deeper than its recursion limit and numbers out of range instead of raising, and every
     field has a size bound. `now` enables the deadline-in-the-future check (pass it for new
-    submissions).
+    submissions). `outputs`: the prefixes a new job's output must lie under (the places the
+    workers may write); none: anywhere.
     """
-    context = {"now": now} if now is not None else {}
+    context: dict[str, Any] = {"now": now} if now is not None else {}
+    if outputs:
+        context["outputs"] = outputs
     try:
         text = to_json(data) if isinstance(data, dict) else data
     except PydanticSerializationError as error:

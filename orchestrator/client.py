@@ -18,7 +18,7 @@ import boto3
 
 from kernel.aws_errors import translated
 from kernel.errors import JobValidationError
-from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES, JobSpec, parse_job
+from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES, JobSpec, output_refusal, parse_job
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -32,9 +32,17 @@ def submit_job(
     region: str = "us-east-1",
     endpoint_url: str | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    output_prefixes: tuple[str, ...] = (),
 ) -> str:
-    """Validate and send one job; returns the SQS message id."""
-    spec = job if isinstance(job, JobSpec) else parse_job(dict(job), now=datetime.now(UTC))
+    """Validate and send one job; returns the SQS message id. `output_prefixes`: where the
+    deployment's workers may write (the control plane refuses an output elsewhere)."""
+    if isinstance(job, JobSpec):
+        spec = job
+        problem = output_refusal(spec.output, output_prefixes)
+        if problem is not None:
+            raise JobValidationError((f"output: {problem}",))
+    else:
+        spec = parse_job(dict(job), now=datetime.now(UTC), outputs=output_prefixes)
     body = spec.canonical_json()
     if len(body.encode()) > max_message_bytes:
         raise JobValidationError(

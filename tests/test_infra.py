@@ -155,3 +155,12 @@ def test_the_autoscaler_launches_into_the_deployments_subnets() -> None:
     )
     subnets = [b for block in example["data"] for n, b in block.items() if n == "aws_subnet"]
     assert subnets[0]["private"]["for_each"] == "${toset(var.private_subnet_ids)}"
+
+
+def test_the_deployment_refuses_outputs_its_workers_cannot_write() -> None:
+    """The workers may write the bucket's videos/ only: the control plane is told so, and
+    refuses any other output at submit instead of failing the upload after the render."""
+    example = parsed(INFRA / "examples" / "complete" / "main.tf")
+    (service,) = [b for block in example["module"] for n, b in block.items() if n == "service"]
+    prefixes = service["settings"]["FRAMEFLEET_OUTPUT_PREFIXES"]
+    assert prefixes == '${jsonencode(["s3://${module.storage.bucket}/videos/"])}'

@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from kernel.errors import JobValidationError
+from kernel.job_record import Rejection
 from kernel.job_spec import JOB_SCHEMA_TAG, job_json_schema, parse_job
+from orchestrator.client import submit_job
+from orchestrator.intake.decode import decode_message
+from orchestrator.intake.ports import ReceivedMessage
 from tests.support import job_dict
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -84,3 +88,38 @@ def test_errors_do_not_echo_the_input_back() -> None:
 def test_checked_in_json_schema_is_current() -> None:
     generated = json.dumps(job_json_schema(), indent=2, sort_keys=True) + "\n"
     assert SCHEMA_FILE.read_text() == generated, "run `make schema` and commit docs/job.schema.json"
+
+
+def test_an_output_must_lie_where_the_workers_may_write_when_that_is_configured() -> None:
+    writable = ("s3://framefleet-data/videos/",)
+    inside = job_dict(output="s3://framefleet-data/videos/team-a/")
+    assert parse_job(inside, now=None, outputs=writable).output == inside["output"]
+    for outside in ("s3://framefleet-data/checkpoints/", "s3://other-bucket/videos/"):
+        with pytest.raises(JobValidationError) as refused:
+            parse_job(job_dict(output=outside), now=None, outputs=writable)
+        (line,) = refused.value.errors
+        assert line == (
+            "output: Value error, the workers may not write there: it must lie under "
+            "s3://framefleet-data/videos/"
+        )
+    # Not configured: anywhere (the check is the deployment's, from Terraform).
+    assert parse_job(job_dict(output="s3://other-bucket/videos/"), now=None).output
+
+
+def test_the_client_refuses_a_parsed_job_with_an_output_elsewhere() -> None:
+    spec = parse_job(job_dict(output="s3://other-bucket/videos/"), now=None)
+    with pytest.raises(JobValidationError, match="workers may not write"):
+        submit_job(spec, queue_url="http://127.0.0.1:1/never", output_prefixes=("s3://b-1/v/",))
+
+
+def test_the_sqs_intake_dead_letters_an_output_elsewhere_with_the_reason() -> None:
+    body = json.dumps(job_dict(output="s3://other-bucket/videos/"))
+    decided = decode_message(
+        ReceivedMessage("m-1", "r-1", body, 1),
+        max_bytes=262144,
+        now=datetime.now(UTC),
+        outputs=("s3://framefleet-data/videos/",),
+    )
+    assert isinstance(decided, Rejection)
+    assert decided.reason == "invalid_job"
+    assert decided.errors[0].startswith("output: ")

@@ -103,7 +103,7 @@ async def submit(
 ) -> JobSummary:
     body = await _body(request, services.settings.max_body_bytes)
     try:
-        spec = parse_job(body, now=services.clock.now())
+        spec = parse_job(body, now=services.clock.now(), outputs=services.settings.output_prefixes)
     except JobValidationError as error:
         raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
     request_id = f"{caller.token_id}-{uuid.uuid4().hex[:16]}"

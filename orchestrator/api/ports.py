@@ -88,6 +88,7 @@ class ApiSettings:
     max_streams_per_token: int = 4  # event streams one token may hold open at once
     output_link_seconds: int = 3600
     secure_cookie: bool = False  # behind TLS (a load balancer): the console's cookie says so
+    output_prefixes: tuple[str, ...] = ()  # where a job's output may go (none: anywhere)
 
 
 @dataclass(frozen=True)

@@ -30,15 +30,16 @@ _NOT_OBJECT = "(message): Input should be an object"
 
 
 def decode_message(
-    message: ReceivedMessage, *, max_bytes: int, now: datetime
+    message: ReceivedMessage, *, max_bytes: int, now: datetime, outputs: tuple[str, ...] = ()
 ) -> Submission | Rejection:
+    """`outputs`: the prefixes a job's output must lie under (where the workers may write)."""
     size = len(message.body.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         return _reject(
             message, RejectionReason.OVERSIZED, f"message is {size} bytes, limit {max_bytes}"
         )
     try:
-        spec = parse_job(message.body.encode("utf-8", "surrogatepass"), now=now)
+        spec = parse_job(message.body.encode("utf-8", "surrogatepass"), now=now, outputs=outputs)
     except JobValidationError as error:
         if len(error.errors) == 1 and error.errors[0].startswith(_NOT_JSON):
             detail = error.errors[0].removeprefix("(message): ")

@@ -37,6 +37,8 @@ class IntakeSettings:
     visibility_timeout: int = 60
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_backoff_seconds: float = 30.0
+    # Where a job's output may go: under one of these prefixes (the workers' writable places).
+    output_prefixes: tuple[str, ...] = ()
 
 
 class IntakeLoop:
@@ -141,7 +143,12 @@ class IntakeLoop:
 
     def _decode(self, message: ReceivedMessage, now: datetime) -> Submission | Rejection:
         try:
-            return decode_message(message, max_bytes=self._settings.max_message_bytes, now=now)
+            return decode_message(
+                message,
+                max_bytes=self._settings.max_message_bytes,
+                now=now,
+                outputs=self._settings.output_prefixes,
+            )
         except Exception as error:  # the parser is total; this only guards against our bugs
             log.exception("message %s could not be decoded", message.message_id)
             return handler_error(message.message_id, message.body, error)

@@ -103,6 +103,8 @@ def serve_api(moto_endpoint: str, folder: Path) -> Iterator[ServedApi]:
         "FRAMEFLEET_API__EVENT_POLL_SECONDS": "0.2",
         "FRAMEFLEET_API__MAX_STREAMS_PER_TOKEN": str(MAX_STREAMS),
         "FRAMEFLEET_MAX_MESSAGE_BYTES": "4096",
+        # Where the workers may write: job_dict's output, and no other bucket.
+        "FRAMEFLEET_OUTPUT_PREFIXES": '["s3://framefleet-output/videos/"]',
     }
     log = folder / "serve.log"
     with log.open("ab") as out:

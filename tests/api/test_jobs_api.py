@@ -217,3 +217,13 @@ def test_tokens_never_reach_the_log(api: ServedApi) -> None:
     for token in api.tokens.values():
         assert token not in log
         assert token.split("_", 2)[2] not in log
+
+
+def test_an_output_the_workers_may_not_write_is_refused_at_submit(api: ServedApi) -> None:
+    job = job_dict(new_id("elsewhere"), output="s3://someone-elses-bucket/videos/")
+    answer = api.call("POST", "/v1/jobs", "submitter", body=job)
+    assert answer.status == 422
+    (error,) = answer.json()["errors"]
+    assert error.startswith("output: ")
+    assert "s3://framefleet-output/videos/" in error
+    assert api.store.find(job["job_id"]) is None

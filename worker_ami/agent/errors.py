@@ -26,6 +26,11 @@ class ObjectNotFound(WorkerError):
     pass
 
 
+class OutputRefused(JobFault):
+    """The job's output location refuses this fleet's writes (no bucket there, or no
+    permission): every worker would render the job only to fail its upload."""
+
+
 class ObjectStoreError(WorkerError):
     pass
 

@@ -11,7 +11,7 @@ from aiobotocore.config import AioConfig
 from botocore.exceptions import BotoCoreError, ClientError
 
 from kernel.aws_errors import AwsFault, classify, error_code
-from worker_ami.agent.errors import ObjectNotFound, ObjectStoreError
+from worker_ami.agent.errors import ObjectNotFound, ObjectStoreError, OutputRefused
 from worker_ami.agent.settings import WorkerSettings
 
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ class ObjectStore(Protocol):
     async def put(self, bucket: str, key: str, data: bytes) -> None: ...
 
     async def put_if_absent(self, bucket: str, key: str, data: bytes, content_type: str) -> bool:
-        """Write only if nothing is at `key` (If-None-Match: *); False if something was."""
+        """Write only if nothing is at `key` (If-None-Match: *); False if something was.
+        OutputRefused (a job fault) where the bucket is missing or refuses the write."""
         ...
 
     async def get(self, bucket: str, key: str) -> bytes: ...
@@ -88,8 +89,11 @@ class S3ObjectStore:
             )
         except ClientError as error:
             code = error_code(error)
-            if classify(code) is AwsFault.PRECONDITION_FAILED:
+            fault = classify(code)
+            if fault is AwsFault.PRECONDITION_FAILED:
                 return False
+            if fault in (AwsFault.ACCESS_DENIED, AwsFault.NOT_FOUND):
+                raise OutputRefused(f"PutObject s3://{bucket}/{key}: {code}") from None
             raise ObjectStoreError(f"PutObject s3://{bucket}/{key}: {code}") from None
         except BotoCoreError as error:
             raise ObjectStoreError(f"PutObject s3://{bucket}/{key}: {error}") from None

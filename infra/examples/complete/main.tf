@@ -161,6 +161,7 @@ module "service" {
     FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATES = jsonencode(module.workers.family_launch_templates)
     FRAMEFLEET_AUTOSCALER__ZONES            = jsonencode(sort(keys(local.worker_subnets)))
     FRAMEFLEET_AUTOSCALER__SUBNETS          = jsonencode(local.worker_subnets)
+    FRAMEFLEET_OUTPUT_PREFIXES              = jsonencode(["s3://${module.storage.bucket}/videos/"])
     FRAMEFLEET_COSTS__SENDER                = var.report_sender
     FRAMEFLEET_COSTS__FINANCE_RECIPIENTS    = jsonencode(var.finance_recipients)
   }
