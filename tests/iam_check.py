@@ -36,12 +36,16 @@ ACTIONS = {
     ("sqs", "ChangeMessageVisibilityBatch"): "sqs:ChangeMessageVisibility",
     ("sqs", "SendMessageBatch"): "sqs:SendMessage",
 }
-# Granted, though the code never calls them: EC2 checks them inside CreateFleet/RunInstances.
+# Granted, though the code never calls them: AWS checks them inside another call (EC2 inside
+# CreateFleet/RunInstances, S3 when a presigned link is followed).
 IMPLIED = {
     ("autoscaler", "iam:PassRole"): "EC2 checks it when a launch passes the worker profile",
     ("autoscaler", "ec2:CreateTags"): "EC2 checks it for the tags a launch carries",
     ("autoscaler", "iam:CreateServiceLinkedRole"): "EC2 Fleet and Spot create their roles once",
     ("autoscaler", "ssm:AddTagsToResource"): "SSM checks it for the tags PutParameter carries",
+    ("control-plane", "s3:GetObject"): (
+        "S3 checks it when a presigned video link the API signed is followed"
+    ),
 }
 # Granted for a path of the code the suite does not reach.
 UNREACHED = {
