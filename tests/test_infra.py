@@ -45,6 +45,16 @@ def blocks(kind: str, type_name: str) -> list[dict[str, Any]]:
     return [body for entry in found for body in entry.values()]
 
 
+def policy_statements() -> dict[str, dict[str, Any]]:
+    """Every IAM policy statement across infra/, by its sid."""
+    return {
+        statement["sid"]: statement
+        for document in blocks("data", "aws_iam_policy_document")
+        for statement in document.get("statement", [])
+        if "sid" in statement
+    }
+
+
 def test_every_terraform_file_parses_and_is_formatted() -> None:
     modules = {p.parent.name for p in TF_FILES}
     assert modules == {"queues", "storage", "iam", "worker_fleet", "alarms", "database",
@@ -109,12 +119,7 @@ def test_secure_defaults() -> None:
     (listener,) = blocks("resource", "aws_lb_listener")
     assert listener["protocol"] == "TLS"
     assert listener["ssl_policy"].startswith("ELBSecurityPolicy-TLS13")
-    statements = {
-        statement["sid"]: statement
-        for document in blocks("data", "aws_iam_policy_document")
-        for statement in document.get("statement", [])
-        if "sid" in statement
-    }
+    statements = policy_statements()
     passing = statements["PassOnlyTheWorkerRole"]
     assert passing["resources"] == ["${var.worker_role_arn}"]
     assert passing["condition"][0]["values"] == ["ec2.amazonaws.com"]
@@ -128,12 +133,7 @@ def test_secure_defaults() -> None:
 def test_the_control_plane_may_read_the_videos_it_presigns_links_to() -> None:
     """A presigned link is checked against the signer's permissions when it is followed: the
     control plane's role needs s3:GetObject on the videos, or every link returns 403."""
-    statements = {
-        statement["sid"]: statement
-        for document in blocks("data", "aws_iam_policy_document")
-        for statement in document.get("statement", [])
-        if "sid" in statement
-    }
+    statements = policy_statements()
     links = statements["PresignedVideoLinks"]
     assert links["actions"] == ["s3:GetObject"]
     assert links["resources"] == ["${var.video_objects_arn}"]
