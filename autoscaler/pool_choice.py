@@ -33,15 +33,12 @@ def spot_zone_allowed(job: JobDemand, pool: Pool) -> bool:
     )
 
 
-def cost_per_step(
-    quote: PoolQuote,
-    job: JobDemand,
-    model: ThroughputModel,
-    settings: PurchaseSettings,
-    sharing: int | None = None,
+def gpu_hour_cost(
+    quote: PoolQuote, settings: PurchaseSettings, sharing: int | None = None
 ) -> float:
-    """The instance's price split over the GPUs that will be used (`sharing` jobs; all its
-    GPUs when not given), with the expected rework an interruption costs, per step."""
+    """An hour of one GPU of this pool: the instance's price split over the GPUs that will be
+    used (`sharing` jobs; all its GPUs when not given), with the expected rework an
+    interruption costs."""
     kind = kind_of(quote.pool.instance_type)
     used = kind.gpus if sharing is None else max(1, min(kind.gpus, sharing))
     at_risk_hours = (
@@ -50,8 +47,19 @@ def cost_per_step(
         + settings.checkpoint_interval_seconds / 2
     ) / 3600
     rework = quote.interruptions_per_hour * at_risk_hours
-    step = model.seconds_per_step(job.shape, kind.family) / 3600
-    return quote.price_per_hour / used * (1 + rework) * step
+    return quote.price_per_hour / used * (1 + rework)
+
+
+def cost_per_step(
+    quote: PoolQuote,
+    job: JobDemand,
+    model: ThroughputModel,
+    settings: PurchaseSettings,
+    sharing: int | None = None,
+) -> float:
+    family = kind_of(quote.pool.instance_type).family
+    step_hours = model.seconds_per_step(job.shape, family) / 3600
+    return gpu_hour_cost(quote, settings, sharing) * step_hours
 
 
 def cost_per_video(
@@ -61,15 +69,12 @@ def cost_per_video(
     settings: PurchaseSettings,
     sharing: int | None = None,
 ) -> float:
-    """What the job's remaining video costs on a new instance of this pool: its GPU's share of
-    the price for the start-up (boot, model load) and the remaining steps at the family's
-    pace, with the expected rework."""
-    kind = kind_of(quote.pool.instance_type)
+    """What the job's remaining video costs on a new instance of this pool: its GPU-hours for
+    the start-up (boot, model load) and the remaining steps at the family's pace."""
+    family = kind_of(quote.pool.instance_type).family
     startup_s = settings.boot_seconds + settings.model_load_seconds
-    steps_s = model.seconds(job.shape, kind.family, max(1, job.steps_left))
-    per_step = cost_per_step(quote, job, model, settings, sharing)
-    step_s = model.seconds_per_step(job.shape, kind.family)
-    return per_step * (startup_s + steps_s) / step_s
+    steps_s = model.seconds(job.shape, family, max(1, job.steps_left))
+    return gpu_hour_cost(quote, settings, sharing) * (startup_s + steps_s) / 3600
 
 
 def candidates(
