@@ -233,8 +233,16 @@ async def test_a_long_run_through_the_worker_service_keeps_its_maps_bounded(
     settings = WorkerSettings(
         imds_enabled=False, cache_dir=tmp_path, cpu_slots=1, allow_cpu=True, min_free_disk_gib=0
     )
-    parts = WorkerParts(settings, InstantRunner(), cast(S3ObjectStore, None), None, None, clock,
-                        lambda _device, _family: InstantRunner(), NoNvml())  # fmt: skip
+    parts = WorkerParts(
+        settings,
+        InstantRunner(),
+        cast(S3ObjectStore, None),
+        None,
+        None,
+        clock,
+        lambda _device, _family: InstantRunner(),
+        NoNvml(),
+    )
     service = WorkerService("w-long", parts, clock, connect)
     spec = parse_job(job_dict("template"), now=None)
     for n in range(5000):

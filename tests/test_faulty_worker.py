@@ -136,8 +136,16 @@ async def test_a_worker_that_fails_its_preflight_refuses_the_job_with_every_reas
     # No GPU and CPU mode not allowed, and far more free disk asked for than there is.
     settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1,
                               allow_cpu=False, min_free_disk_gib=10**9)  # fmt: skip
-    parts = WorkerParts(settings, InstantRunner(), cast(S3ObjectStore, None), None, None, clock,
-                        lambda _device, _family: InstantRunner(), NoNvml())  # fmt: skip
+    parts = WorkerParts(
+        settings,
+        InstantRunner(),
+        cast(S3ObjectStore, None),
+        None,
+        None,
+        clock,
+        lambda _device, _family: InstantRunner(),
+        NoNvml(),
+    )
     WorkerService("w-sick", parts, clock, connect)
     spec = parse_job(job_dict("needs-a-gpu"), now=None)
     command = Command(worker_id="w-sick", sent_at=clock.now(), command_id="assign-1",

@@ -46,8 +46,16 @@ async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
 
     settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1, allow_cpu=True,
                               min_free_disk_gib=0, checkpoint_bucket="checkpoints")  # fmt: skip
-    parts = WorkerParts(settings, InstantRunner(), cast(S3ObjectStore, ReachableBucket()), None,
-                        None, clock, lambda _d, _f: InstantRunner(), NoNvml())  # fmt: skip
+    parts = WorkerParts(
+        settings,
+        InstantRunner(),
+        cast(S3ObjectStore, ReachableBucket()),
+        None,
+        None,
+        clock,
+        lambda _d, _f: InstantRunner(),
+        NoNvml(),
+    )
     registry = CollectorRegistry()
     service = WorkerService("w-metered", parts, clock, connect,
                             WorkerMetrics(registry, gpus=one_busy_gpu))  # fmt: skip
