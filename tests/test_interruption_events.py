@@ -15,6 +15,7 @@ from orchestrator.interruptions.events import (
     UnparseableEvent,
     classify,
     parse_event,
+    parse_events,
 )
 
 INSTANCE = "i-1234567890abcdef0"
@@ -123,3 +124,47 @@ def test_unknown_events_are_no_ops(body: str) -> None:
 def test_unparseable_events_are_refused_with_a_reason(body: str, complaint: str) -> None:
     with pytest.raises(UnparseableEvent, match=complaint):
         parse_event(body)
+
+
+def health_event(category: str, entities: list[str], service: str = "EC2") -> str:
+    """An AWS Health event as EventBridge delivers it (a scheduled retirement)."""
+    detail = {
+        "eventArn": "arn:aws:health:us-east-2::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/x",
+        "service": service,
+        "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+        "eventTypeCategory": category,
+        "startTime": "Fri, 08 Jan 2026 12:00:00 GMT",
+        "eventDescription": [{"language": "en_US", "latestDescription": "retiring"}],
+        "affectedEntities": [{"entityValue": value} for value in entities],
+    }
+    return envelope("AWS Health Event", detail, source="aws.health", resources=entities)
+
+
+def test_a_scheduled_change_to_ec2_is_acted_on_like_a_rebalance_for_each_instance() -> None:
+    other = "i-0fedcba9876543210"
+    events = parse_events(health_event("scheduledChange", [INSTANCE, other, INSTANCE, "vol-1"]))
+    assert isinstance(events, tuple)
+    assert [e.instance_id for e in events] == [INSTANCE, other]
+    for event in events:
+        assert event.kind is InstanceEventKind.SCHEDULED_CHANGE
+        assert event.action == "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"
+        assert classify(event) is Response.STOP_ASSIGNING
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        health_event("issue", [INSTANCE]),
+        health_event("scheduledChange", [INSTANCE], service="RDS"),
+        health_event("scheduledChange", ["vol-0123"]),
+    ],
+)
+def test_other_health_events_are_no_ops(body: str) -> None:
+    assert isinstance(parse_events(body), IgnoredEvent)
+
+
+def test_an_ec2_event_is_one_instance_event() -> None:
+    body = envelope("EC2 Instance Rebalance Recommendation", {"instance-id": INSTANCE})
+    events = parse_events(body)
+    assert isinstance(events, tuple)
+    assert [e.instance_id for e in events] == [INSTANCE]

@@ -1,14 +1,16 @@
 """Parse, screen and classify EC2 events delivered by EventBridge (pure).
 
 parse -> screen -> classify -> act -> delete the SQS message only after the action is durable.
-Unknown events are no-ops; unparseable ones are dead-lettered. The parser is total: any body
-gives an InstanceEvent, an IgnoredEvent or an UnparseableEvent, never another exception
+Unknown events are no-ops; unparseable ones are dead-lettered. AWS Health's scheduled changes to
+EC2 are read too: one may name several instances. The parser is total: any body gives instance
+events, an IgnoredEvent or an UnparseableEvent, never another exception
 (pydantic in strict mode validates every field before it is used; the JSON parser bounds
 nesting and number sizes).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -22,6 +24,9 @@ from kernel.outside_text import first_problem, printable
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 REBALANCE = "EC2 Instance Rebalance Recommendation"
 STATE_CHANGE = "EC2 Instance State-change Notification"
+# AWS Health: a scheduled change to EC2 (an instance's host retired or under maintenance).
+HEALTH_EVENT = "AWS Health Event"
+MAX_AFFECTED_INSTANCES = 1000
 INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,32}$"
 # EventBridge events are at most 256 KB; EC2's are a few hundred bytes.
 MAX_EVENT_BYTES = 256 * 1024
@@ -35,6 +40,7 @@ class InstanceEventKind(StrEnum):
     SPOT_WARNING = "spot_warning"
     REBALANCE = "rebalance"
     STATE_CHANGE = "state_change"
+    SCHEDULED_CHANGE = "scheduled_change"
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,8 @@ class InstanceEvent:
     instance_id: str
     time: datetime
     region: str
-    action: str | None = None  # terminate | stop | hibernate (spot warning)
+    # terminate | stop | hibernate (spot warning); the event type code (AWS Health)
+    action: str | None = None
     state: str | None = None  # pending | running | stopping | stopped | shutting-down | terminated
 
 
@@ -91,6 +98,21 @@ class _StateChangeDetail(_Detail):
     state: str = Field(min_length=1, max_length=32)
 
 
+class _HealthEntity(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    value: str = Field(alias="entityValue", max_length=256)
+
+
+class _HealthDetail(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    service: str = Field(max_length=64)
+    category: str = Field(alias="eventTypeCategory", max_length=64)
+    code: str = Field(default="", alias="eventTypeCode", max_length=256)
+    entities: list[_HealthEntity] = Field(
+        default_factory=list, alias="affectedEntities", max_length=MAX_AFFECTED_INSTANCES
+    )
+
+
 _KINDS: dict[str, tuple[InstanceEventKind, type[_Detail]]] = {
     SPOT_WARNING: (InstanceEventKind.SPOT_WARNING, _SpotWarningDetail),
     REBALANCE: (InstanceEventKind.REBALANCE, _Detail),
@@ -99,7 +121,44 @@ _KINDS: dict[str, tuple[InstanceEventKind, type[_Detail]]] = {
 _GONE_STATES = {"stopping", "stopped", "shutting-down", "terminated"}
 
 
-def parse_event(body: str | bytes) -> InstanceEvent | IgnoredEvent:
+def parse_events(body: str | bytes) -> tuple[InstanceEvent, ...] | IgnoredEvent:
+    """The instance events in one message: an EC2 event names one instance; an AWS Health
+    scheduled change to EC2 may name several, each then acted on like a rebalance."""
+    envelope = _envelope(body)
+    if envelope.source == "aws.health" and envelope.detail_type == HEALTH_EVENT:
+        return _health_events(envelope)
+    event = parse_event(body, envelope)
+    return event if isinstance(event, IgnoredEvent) else (event,)
+
+
+def _health_events(envelope: _Envelope) -> tuple[InstanceEvent, ...] | IgnoredEvent:
+    try:
+        detail = _HealthDetail.model_validate(envelope.detail, strict=True)
+    except ValidationError as error:
+        where, _ = first_problem(error)
+        raise UnparseableEvent(f"{HEALTH_EVENT} without a valid {where}") from None
+    if detail.service != "EC2" or detail.category != "scheduledChange":
+        what = f"{printable(detail.service, 64)} {printable(detail.category, 64)}"
+        return IgnoredEvent(envelope.id, f"not handled: AWS Health {what}")
+    time = _event_time(envelope, HEALTH_EVENT)
+    named = (entity.value for entity in detail.entities)
+    instances = [value for value in named if re.fullmatch(INSTANCE_ID_PATTERN, value)]
+    if not instances:
+        return IgnoredEvent(envelope.id, "AWS Health scheduled change names no instance")
+    return tuple(
+        InstanceEvent(
+            event_id=envelope.id,
+            kind=InstanceEventKind.SCHEDULED_CHANGE,
+            instance_id=instance_id,
+            time=time,
+            region=envelope.region,
+            action=printable(detail.code, 128) or None,
+        )
+        for instance_id in dict.fromkeys(instances)
+    )
+
+
+def _envelope(body: str | bytes) -> _Envelope:
     if len(body) > MAX_EVENT_BYTES:
         raise UnparseableEvent(f"event of {len(body)} bytes is over {MAX_EVENT_BYTES}")
     try:
@@ -111,6 +170,24 @@ def parse_event(body: str | bytes) -> InstanceEvent | IgnoredEvent:
         if where in ("", "detail"):
             raise UnparseableEvent("not an EventBridge event (no detail object)") from None
         raise UnparseableEvent(f"not an EventBridge event: {where}: {what}") from None
+    return envelope
+
+
+def _event_time(envelope: _Envelope, detail_type: str) -> datetime:
+    try:
+        time = datetime.fromisoformat(envelope.time.replace("Z", "+00:00"))
+    except ValueError:
+        time = None
+    if time is None or time.tzinfo is None:
+        raise UnparseableEvent(f"{detail_type} without a valid time")
+    return time
+
+
+def parse_event(
+    body: str | bytes, envelope: _Envelope | None = None
+) -> InstanceEvent | IgnoredEvent:
+    """One EC2 event (`envelope`: the body already read as one)."""
+    envelope = envelope or _envelope(body)
     detail_type = envelope.detail_type
     if envelope.source != "aws.ec2" or detail_type not in _KINDS:
         return IgnoredEvent(
@@ -123,17 +200,11 @@ def parse_event(body: str | bytes) -> InstanceEvent | IgnoredEvent:
     except ValidationError as error:
         where, _ = first_problem(error)
         raise UnparseableEvent(f"{detail_type} without a valid {where}") from None
-    try:
-        time = datetime.fromisoformat(envelope.time.replace("Z", "+00:00"))
-    except ValueError:
-        time = None
-    if time is None or time.tzinfo is None:
-        raise UnparseableEvent(f"{detail_type} without a valid time")
     return InstanceEvent(
         event_id=envelope.id,
         kind=kind,
         instance_id=detail.instance_id,
-        time=time,
+        time=_event_time(envelope, detail_type),
         region=envelope.region,
         action=detail.instance_action if isinstance(detail, _SpotWarningDetail) else None,
         state=detail.state if isinstance(detail, _StateChangeDetail) else None,
@@ -156,7 +227,7 @@ def screen(event: InstanceEvent, now: datetime, region: str, max_age: timedelta)
 def classify(event: InstanceEvent) -> Response:
     if event.kind is InstanceEventKind.SPOT_WARNING:
         return Response.CHECKPOINT_AND_MOVE
-    if event.kind is InstanceEventKind.REBALANCE:
+    if event.kind in (InstanceEventKind.REBALANCE, InstanceEventKind.SCHEDULED_CHANGE):
         return Response.STOP_ASSIGNING
     if event.state in _GONE_STATES:
         return Response.INSTANCE_GONE

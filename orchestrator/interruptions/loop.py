@@ -28,7 +28,7 @@ from orchestrator.interruptions.events import (
     Response,
     UnparseableEvent,
     classify,
-    parse_event,
+    parse_events,
     screen,
 )
 
@@ -132,19 +132,21 @@ class InterruptionsLoop:
         self.handled += 1
 
     async def _act(self, message: ReceivedMessage) -> str:
-        event = parse_event(message.body)
-        if isinstance(event, IgnoredEvent):
-            log.debug("event %s ignored: %s", printable(event.event_id, 64), event.reason)
+        events = parse_events(message.body)
+        if isinstance(events, IgnoredEvent):
+            log.debug("event %s ignored: %s", printable(events.event_id, 64), events.reason)
             return "ignored"
-        why_not = screen(
-            event, self._clock.now(), self._settings.region, self._settings.max_event_age
-        )
-        if why_not is not None:
-            log.info("event %s for %s ignored: %s", printable(event.event_id, 64),
-                     event.instance_id, why_not)  # fmt: skip
-            return "ignored"
-        await self._respond(event)
-        return "acted"
+        outcome = "ignored"
+        for event in events:
+            now, region = self._clock.now(), self._settings.region
+            why_not = screen(event, now, region, self._settings.max_event_age)
+            if why_not is not None:
+                event_id = printable(event.event_id, 64)
+                log.info("event %s for %s ignored: %s", event_id, event.instance_id, why_not)
+                continue
+            await self._respond(event)
+            outcome = "acted"
+        return outcome
 
     async def _respond(self, event: InstanceEvent) -> None:
         response = classify(event)

@@ -34,6 +34,7 @@ from orchestrator.interruptions.events import (
     InstanceEvent,
     UnparseableEvent,
     parse_event,
+    parse_events,
 )
 from tests.fuzz.strategies import FUZZ, any_body, mutated
 from tests.support import job_dict
@@ -75,6 +76,9 @@ def _job(body: str) -> None:
 def _event(body: str) -> None:
     with contextlib.suppress(UnparseableEvent):
         assert isinstance(parse_event(body), InstanceEvent | IgnoredEvent)
+    with contextlib.suppress(UnparseableEvent):
+        events = parse_events(body)
+        assert isinstance(events, IgnoredEvent) or all(isinstance(e, InstanceEvent) for e in events)
 
 
 def _worker_message(channel: Channel, body: str) -> None:
