@@ -44,11 +44,19 @@ from kernel.job_state import ACTIVE_STATES, JobState
 from kernel.outside_text import printable
 from kernel.settings_support import configure_logging, exit_with
 from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
+from orchestrator.aws.secrets import SecretWriter
 from orchestrator.client import submit_job
 from orchestrator.control.cancel import cancel_job
 from orchestrator.store.job_store import JobStore
 
 log = logging.getLogger("framefleet")
+
+
+def secret_writer(settings: Settings) -> SecretWriter:
+    client = boto3.client(
+        "secretsmanager", region_name=settings.region, endpoint_url=settings.endpoint_url
+    )
+    return SecretWriter(client)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -299,7 +307,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             elif args.command == "cancel":
                 cancel(store, args.job_id, args.reason, console)
             elif args.command == "tokens":
-                run_token_commands(args, store, console)
+                run_token_commands(args, store, console, lambda: secret_writer(settings))
             elif args.command == "db":
                 store.upgrade()
                 console.print("database schema is at the newest migration")

@@ -4,6 +4,7 @@ printed once; the store keeps only its digest."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -11,6 +12,7 @@ from rich.table import Table
 
 from kernel.errors import ConfigurationError
 from orchestrator.api.auth import Scope, UnknownScope, create_token, parse_scopes
+from orchestrator.aws.secrets import SecretWriter
 from orchestrator.store.job_store import JobStore
 
 
@@ -21,12 +23,23 @@ def add_commands(commands: Any) -> None:
     create.add_argument("--name", required=True, help="who or what uses it")
     create.add_argument("--scopes", default="read",
                         help=f"comma-separated: {', '.join(s.value for s in Scope)}")  # fmt: skip
+    create.add_argument(
+        "--into-secret",
+        metavar="SECRET_ARN",
+        help="write the token into this Secrets Manager secret instead of printing it",
+    )
     actions.add_parser("list", help="every token, without the tokens themselves")
     revoke = actions.add_parser("revoke", help="revoke a token by its id")
     revoke.add_argument("token_id")
 
 
-def run_command(args: argparse.Namespace, store: JobStore, console: Console) -> None:
+def run_command(
+    args: argparse.Namespace,
+    store: JobStore,
+    console: Console,
+    secrets: Callable[[], SecretWriter] | None = None,
+) -> None:
+    """`secrets` makes the Secrets Manager writer `--into-secret` needs."""
     if args.action == "create":
         if not 1 <= len(args.name) <= 128:
             raise ConfigurationError("--name must be 1 to 128 characters")
@@ -34,7 +47,14 @@ def run_command(args: argparse.Namespace, store: JobStore, console: Console) -> 
             scopes = parse_scopes(args.scopes)
         except UnknownScope as error:
             raise ConfigurationError(str(error)) from None
+        if args.into_secret and secrets is None:
+            raise ConfigurationError("--into-secret needs AWS access")
         token_id, token = create_token(store, args.name, scopes)
+        if args.into_secret and secrets is not None:
+            # A deployment's first token: into the secret, never into the task's log.
+            secrets().put(args.into_secret, token)
+            console.print(f"token {token_id} ({', '.join(scopes)}) written to {args.into_secret}")
+            return
         console.print(f"token {token_id} ({', '.join(scopes)}); shown once, keep it safe:",
                       highlight=False)  # fmt: skip
         print(token)  # plain stdout: `TOKEN=$(framefleet tokens create ...)`-friendly
