@@ -13,6 +13,7 @@ import aioboto3
 
 from autoscaler.ec2.adapter import Ec2FleetAdapter
 from autoscaler.market.trace import load_trace
+from framefleet.instance_boot import InstanceBoot, ec2_user_data
 from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
 from framefleet.settings import Settings
 from framefleet.spot_replay import EventBridgeEvents, ReplaySettings, SpotReplay
@@ -31,6 +32,11 @@ def add_commands(commands: Any) -> None:
     local.add_argument("--silent-every", type=int, default=3,
                        help="every Nth interruption comes without notice (0: never)")  # fmt: skip
     local.add_argument("--poll-seconds", type=float, default=0.5)
+    local.add_argument(
+        "--user-data",
+        action="store_true",
+        help="boot each instance from its EC2 user data, as the launch template gives it",
+    )
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> None:
@@ -53,7 +59,8 @@ async def _run(args: argparse.Namespace, settings: Settings) -> None:
     ):
         adapter = Ec2FleetAdapter(ec2, config.launch_template)
         timeline = Timeline(fleet_settings.timeline, clock)
-        fleet = LocalFleet(adapter, fleet_settings, clock, timeline)
+        boot = InstanceBoot(ec2_user_data(ec2)) if args.user_data else None
+        fleet = LocalFleet(adapter, fleet_settings, clock, timeline, boot)
         on_poll = None
         if settings.replay is not None:
             replay = SpotReplay(

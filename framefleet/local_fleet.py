@@ -26,6 +26,7 @@ from typing import Any
 
 from autoscaler.catalog import kind_of
 from autoscaler.ec2.ports import Ec2Fleet, ObservedInstance
+from framefleet.instance_boot import InstanceBoot
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
 from kernel.market import Market
@@ -76,12 +77,22 @@ class LocalWorker:
 
 
 class LocalFleet:
+    """With `boot`, each instance first runs its user data (framefleet/instance_boot.py) and
+    its worker starts from the settings that writes; without, from the runner's own."""
+
     def __init__(
-        self, ec2: Ec2Fleet, settings: LocalFleetSettings, clock: Clock, timeline: Timeline
+        self,
+        ec2: Ec2Fleet,
+        settings: LocalFleetSettings,
+        clock: Clock,
+        timeline: Timeline,
+        boot: InstanceBoot | None = None,
     ) -> None:
         self._ec2, self.settings, self._clock, self.timeline = ec2, settings, clock, timeline
+        self._boot = boot
         self.workers: dict[str, LocalWorker] = {}
         self._started: set[str] = set()  # an instance's process is started once, ever
+        self._booting: dict[str, asyncio.Task[None]] = {}
         self._endings: set[asyncio.Task[None]] = set()
 
     async def run(self, stop: asyncio.Event, on_poll: PollHook | None = None) -> None:
@@ -104,7 +115,9 @@ class LocalFleet:
         for instance_id, instance in live.items():
             if instance_id not in self._started and instance.state in ("pending", "running"):
                 self._started.add(instance_id)
-                self.workers[instance_id] = await self._start(instance)
+                self._booting[instance_id] = asyncio.create_task(self._start(instance))
+        for instance_id in [i for i in self._booting if i not in live]:
+            self._booting.pop(instance_id).cancel()  # gone before its worker started
         for instance_id, worker in list(self.workers.items()):
             if instance_id not in live and not worker.ending:
                 self.end(instance_id, "terminated in EC2", kill=False)
@@ -114,7 +127,16 @@ class LocalFleet:
                                     returncode=worker.process.returncode)  # fmt: skip
         return live
 
-    async def _start(self, instance: ObservedInstance) -> LocalWorker:
+    async def _start(self, instance: ObservedInstance) -> None:
+        try:
+            self.workers[instance.instance_id] = await self._started_worker(instance)
+        except FrameFleetError as error:
+            log.warning("instance %s: no worker: %s", instance.instance_id, error)
+            self.timeline.write("worker_failed", instance, why=str(error))
+        finally:
+            self._booting.pop(instance.instance_id, None)
+
+    async def _started_worker(self, instance: ObservedInstance) -> LocalWorker:
         kind = kind_of(instance.pool.instance_type)
         imds = ImdsEmulator(
             self._clock,
@@ -128,7 +150,14 @@ class LocalFleet:
         url = await imds.start()
         folder = self.settings.workdir / instance.instance_id
         folder.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ) | self.settings.worker_env | {
+        booted: dict[str, str] = {}
+        if self._boot is not None:
+            try:
+                booted = await self._boot.agent_settings(instance.instance_id, folder, url)
+            except BaseException:
+                await imds.stop()
+                raise
+        env = dict(os.environ) | self.settings.worker_env | booted | {
             "FRAMEFLEET_WORKER_IMDS_ENABLED": "true",
             "FRAMEFLEET_WORKER_IMDS_URL": url,
             "FRAMEFLEET_WORKER_CACHE_DIR": str(folder / "cache"),
@@ -177,6 +206,8 @@ class LocalFleet:
         worker.log_file.close()
 
     async def stop_all(self) -> None:
+        for booting in list(self._booting.values()):
+            booting.cancel()
         for instance_id in list(self.workers):
             self.end(instance_id, "the fleet runner stops", kill=False)
         if self._endings:
