@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kernel.errors import ConfigurationError
+from kernel.errors import ConfigurationError, FrameFleetError
 from orchestrator.api.auth import Scope, UnknownScope, create_token, parse_scopes
 from orchestrator.aws.secrets import SecretWriter
 from orchestrator.store.job_store import JobStore
@@ -52,8 +52,13 @@ def run_command(
         token_id, token = create_token(store, args.name, scopes)
         if args.into_secret and secrets is not None:
             # A deployment's first token: into the secret, never into the task's log.
-            secrets().put(args.into_secret, token)
-            console.print(f"token {token_id} ({', '.join(scopes)}) written to {args.into_secret}")
+            try:
+                secrets().put(args.into_secret, token)
+            except FrameFleetError:
+                store.revoke_token(token_id)  # nobody can have it: no live token left behind
+                raise
+            written = f"token {token_id} ({', '.join(scopes)}) written to {args.into_secret}"
+            console.print(written, markup=False, emoji=False, highlight=False)
             return
         console.print(f"token {token_id} ({', '.join(scopes)}); shown once, keep it safe:",
                       highlight=False)  # fmt: skip

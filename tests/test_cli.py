@@ -6,8 +6,11 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import boto3
 
 from kernel.clock import SystemClock
 from kernel.job_record import Submission
@@ -16,7 +19,7 @@ from kernel.job_state import JobState
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.conftest import Queues
+from tests.conftest import REGION, Queues
 from tests.support import job_dict
 
 if TYPE_CHECKING:
@@ -209,3 +212,28 @@ def test_tokens_are_created_listed_and_revoked(tmp_path: Path) -> None:
     bad = framefleet("tokens", "create", "--name", "x", "--scopes", "root", env=env)
     assert bad.returncode == 2
     assert "scopes are a comma-separated list of" in bad.stderr
+
+
+def test_a_first_token_goes_into_a_secret_not_onto_the_screen(
+    tmp_path: Path, moto_endpoint: str
+) -> None:
+    secrets = boto3.client("secretsmanager", region_name=REGION, endpoint_url=moto_endpoint)
+    arn = secrets.create_secret(Name=f"ff-{uuid.uuid4().hex[:8]}/api-first-token")["ARN"]
+    env = {
+        "FRAMEFLEET_DATABASE_URL": f"sqlite:///{tmp_path / 'tokens.db'}",
+        "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
+        "FRAMEFLEET_REGION": REGION,
+    }
+    command = ["tokens", "create", "--name", "platform", "--scopes", "admin"]
+    created = framefleet(*command, "--into-secret", arn, env=env)
+    assert created.returncode == 0, created.stderr
+    token = secrets.get_secret_value(SecretId=arn)["SecretString"]
+    assert token.startswith("ff_")
+    assert token not in created.stdout + created.stderr
+    assert f"written to {arn}" in created.stdout
+    missing = framefleet("tokens", "create", "--name", "x", "--into-secret", arn + "-gone", env=env)
+    assert missing.returncode == 2
+    store = JobStore(make_engine(env["FRAMEFLEET_DATABASE_URL"]), SystemClock())
+    revoked = {t.name: t.revoked_at is not None for t in store.tokens()}
+    store.dispose()
+    assert revoked == {"platform": False, "x": True}  # the unwritten token is no one's
