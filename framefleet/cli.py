@@ -271,7 +271,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         else:
             sys.stdout.write(text)
     elif args.command == "submit":
-        jobs_url, _ = settings.require_queues()
+        jobs_url = settings.require_jobs_queue()
         message_id = submit_job(
             _job_from_args(args),
             queue_url=jobs_url,

@@ -119,7 +119,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = load_settings(args.config)
     configure_logging(settings.log_level)
-    jobs_url, _ = settings.require_queues()
+    jobs_url = settings.require_jobs_queue()
     start = datetime.fromisoformat(args.start) if args.start else datetime.now(UTC)
     sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)
     produce(jobs_url, sqs, demo_jobs(args.jobs, args.seed, start, args.over), args.seed)

@@ -248,6 +248,14 @@ class Settings(EnvThenTomlSettings):
             max_tries=self.interruptions.max_tries,
         )
 
+    def require_jobs_queue(self) -> str:
+        """A producer needs the jobs queue alone (README, deploy step 8)."""
+        if not self.jobs_queue_url:
+            raise ConfigurationError(
+                "set FRAMEFLEET_JOBS_QUEUE_URL (or jobs_queue_url in the config file)"
+            )
+        return self.jobs_queue_url
+
     def require_queues(self) -> tuple[str, str]:
         if not self.jobs_queue_url or not self.dead_letter_queue_url:
             raise ConfigurationError(

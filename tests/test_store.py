@@ -3,6 +3,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from alembic import command
@@ -341,3 +342,31 @@ def test_the_checkpoint_step_of_existing_jobs_is_filled_from_their_key(sqlite_ur
     upgrade_to_head(engine)
     assert JobStore(engine, FakeClock()).get("old").checkpoint_step == 42
     engine.dispose()
+
+
+@pytest.mark.postgres
+def test_services_starting_together_migrate_an_empty_database_once(postgres_url: str) -> None:
+    """A deployment starts its control planes and autoscalers at once on an empty database;
+    each migrates at start. Without the advisory lock two first migrations collided (seen in
+    the deploy rehearsal: a duplicate key creating alembic_version)."""
+    engines = [make_engine(postgres_url) for _ in range(4)]
+    start, failures = threading.Barrier(len(engines)), []
+
+    def migrate(engine: Any) -> None:
+        start.wait()
+        try:
+            upgrade_to_head(engine)
+        except Exception as error:  # every one must succeed
+            failures.append(error)
+
+    threads = [threading.Thread(target=migrate, args=(e,), daemon=True) for e in engines]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)  # without the lock: deadlocked
+    assert failures == []
+    with engines[0].connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
+    for engine in engines:
+        engine.dispose()
