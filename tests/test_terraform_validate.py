@@ -24,6 +24,7 @@ USER_DATA_VALUES = {
     "model_registry": "s3://framefleet-data/models/registry.json",
     "warm_models": "wan/wan2.1-t2v-1.3b",
     "max_checkpoint_interval": 600,
+    "metrics_port": 9400,
 }
 
 

@@ -56,7 +56,7 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
         "region": REGION, "broker_host": "127.0.0.1", "broker_port": str(port),
         "broker_tls": "false", "credentials_path": path,
         "checkpoint_bucket": bucket, "model_registry": f"s3://{bucket}/models/registry.json",
-        "warm_models": "", "max_checkpoint_interval": "600",
+        "warm_models": "", "max_checkpoint_interval": "600", "metrics_port": "9400",
     }))  # fmt: skip
     root = tmp_path / "root"
     env = {**os.environ, "FRAMEFLEET_ROOT": str(root), "FRAMEFLEET_PYTHON": sys.executable,

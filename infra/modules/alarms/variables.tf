@@ -25,6 +25,12 @@ variable "alarm_emails" {
   description = "Addresses subscribed to the alarm topic (each confirms by email)."
 }
 
+variable "rules_file" {
+  type        = string
+  default     = null
+  description = "The Prometheus rules the workspace runs (null: the shipped infra/alerts/framefleet.rules.yml)."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}

@@ -50,6 +50,13 @@ data "aws_iam_policy_document" "control_plane" {
     resources = [var.ses_identity_arn]
   }
   statement {
+    # framefleet/tokens_cli.py through orchestrator/aws/secrets.py: the deployment's first API
+    # token, written by a one-off task into the secret the service module makes.
+    sid       = "FirstApiToken"
+    actions   = ["secretsmanager:PutSecretValue"]
+    resources = ["arn:aws:secretsmanager:*:${var.account_id}:secret:${var.name}/api-first-token-*"]
+  }
+  statement {
     # The API's links to finished videos are presigned with this role's credentials: S3
     # checks them against this role when the link is followed (framefleet/api_server.py).
     sid       = "PresignedVideoLinks"
@@ -93,11 +100,23 @@ data "aws_iam_policy_document" "autoscaler" {
     resources = var.launch_template_arns
   }
   statement {
+    # As Karpenter scopes its launches: an instance may be made only when the request itself
+    # carries this fleet's tag (adapter._tags), so the role cannot launch untagged instances
+    # it could then never see or end.
+    sid       = "LaunchOnlyFleetTaggedInstances"
+    actions   = ["ec2:CreateFleet", "ec2:RunInstances"]
+    resources = ["arn:aws:ec2:*:${var.account_id}:instance/*"]
+    condition {
+      test     = "StringEquals"
+      variable = "aws:RequestTag/framefleet:fleet"
+      values   = [var.fleet_id]
+    }
+  }
+  statement {
     sid     = "LaunchTaggedInstances"
     actions = ["ec2:CreateFleet", "ec2:RunInstances"]
     resources = [
       "arn:aws:ec2:*:${var.account_id}:fleet/*",
-      "arn:aws:ec2:*:${var.account_id}:instance/*",
       "arn:aws:ec2:*:${var.account_id}:volume/*",
       "arn:aws:ec2:*:${var.account_id}:network-interface/*",
       "arn:aws:ec2:*:${var.account_id}:spot-instances-request/*",
@@ -176,4 +195,33 @@ resource "aws_iam_policy" "producer" {
   description = "Send FrameFleet jobs to the jobs queue (attach to a producer's role)"
   policy      = data.aws_iam_policy_document.producer.json
   tags        = var.tags
+}
+
+# -- the services' metrics collectors (modules/service): not FrameFleet's code, so kept apart
+# from the policies above, which tests/iam_check.py holds to the code's calls.
+
+data "aws_iam_policy_document" "ship_metrics" {
+  count = var.ship_metrics ? 1 : 0
+  statement {
+    sid       = "WriteMetrics"
+    actions   = ["aps:RemoteWrite"]
+    resources = [var.prometheus_workspace_arn]
+  }
+  statement {
+    # EC2 discovery of the workers to scrape (the control plane's collector); a Describe
+    # action takes no resource but "*".
+    sid       = "FindWorkers"
+    actions   = ["ec2:DescribeInstances"]
+    resources = ["*"]
+  }
+}
+
+resource "aws_iam_role_policy" "ship_metrics" {
+  for_each = !var.ship_metrics ? {} : {
+    control-plane = aws_iam_role.control_plane.id
+    autoscaler    = aws_iam_role.autoscaler.id
+  }
+  name   = "${var.name}-${each.key}-metrics"
+  role   = each.value
+  policy = data.aws_iam_policy_document.ship_metrics[0].json
 }

@@ -55,6 +55,18 @@ variable "worker_role_arn" {
   description = "The workers' role, the only one the autoscaler may pass."
 }
 
+variable "ship_metrics" {
+  type        = bool
+  default     = false
+  description = "Let the services' metrics collectors write to prometheus_workspace_arn."
+}
+
+variable "prometheus_workspace_arn" {
+  type        = string
+  default     = null
+  description = "The Prometheus workspace the services' metrics collectors write to (with ship_metrics)."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}

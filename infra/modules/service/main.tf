@@ -184,6 +184,60 @@ locals {
   }
 }
 
+# The metrics collector beside each process (AWS Distro for OpenTelemetry): it scrapes the
+# process's /metrics on the task's own loopback, and the control plane's also scrapes the
+# workers (EC2 discovery by the fleet tag), then writes to the Prometheus workspace where the
+# shipped rules run (modules/alarms). Not essential: a collector that dies takes no work down.
+locals {
+  collectors = {
+    for process, spec in local.processes : process => var.metrics_remote_write_url == null ? [] : [{
+      name                   = "metrics-collector"
+      image                  = var.collector_image
+      essential              = false
+      readonlyRootFilesystem = true
+      mountPoints            = [{ sourceVolume = "scratch", containerPath = "/tmp", readOnly = false }]
+      environment = [{
+        name = "AOT_CONFIG_CONTENT"
+        value = yamlencode({
+          extensions = { sigv4auth = { region = var.region, service = "aps" } }
+          receivers = {
+            prometheus = {
+              config = {
+                global = { scrape_interval = "30s" }
+                scrape_configs = concat(
+                  [{
+                    job_name       = "framefleet-${process}"
+                    static_configs = [{ targets = ["127.0.0.1:${var.metrics_port}"] }]
+                  }],
+                  process == "control-plane" ? [{
+                    job_name = "framefleet-workers"
+                    ec2_sd_configs = [{
+                      region  = var.region
+                      port    = var.worker_metrics_port
+                      filters = [{ name = "tag:framefleet:fleet", values = [var.fleet_id] }]
+                    }]
+                  }] : [],
+                )
+              }
+            }
+          }
+          exporters = {
+            prometheusremotewrite = {
+              endpoint = var.metrics_remote_write_url
+              auth     = { authenticator = "sigv4auth" }
+            }
+          }
+          service = {
+            extensions = ["sigv4auth"]
+            pipelines  = { metrics = { receivers = ["prometheus"], exporters = ["prometheusremotewrite"] } }
+          }
+        })
+      }]
+      logConfiguration = local.containers[process].logConfiguration
+    }]
+  }
+}
+
 resource "aws_ecs_task_definition" "this" {
   for_each                 = local.processes
   family                   = "${var.name}-${each.key}"
@@ -193,7 +247,7 @@ resource "aws_ecs_task_definition" "this" {
   memory                   = 1024
   execution_role_arn       = aws_iam_role.execution.arn
   task_role_arn            = each.value.task_role
-  container_definitions    = jsonencode([local.containers[each.key]])
+  container_definitions    = jsonencode(concat([local.containers[each.key]], local.collectors[each.key]))
   volume {
     name = "scratch"
   }
@@ -216,5 +270,25 @@ resource "aws_ecs_service" "this" {
     security_groups  = [aws_security_group.services.id]
     assign_public_ip = false
   }
-  tags = var.tags
+  dynamic "load_balancer" {
+    for_each = local.api_load_balancer && each.key == "control-plane" ? [1] : []
+    content {
+      target_group_arn = aws_lb_target_group.api[0].arn
+      container_name   = "control-plane"
+      container_port   = var.api_port
+    }
+  }
+  depends_on = [aws_lb_listener.api]
+  tags       = var.tags
+}
+
+# The first API token, written here by a one-off task of the control plane's definition
+# (README, "Deploy steps": `framefleet tokens create --into-secret`), never printed to a log.
+resource "aws_secretsmanager_secret" "first_token" {
+  # checkov:skip=CKV2_AWS_57: a token has no rotation function; revoke it with `framefleet tokens revoke`
+  name                    = "${var.name}/api-first-token"
+  description             = "FrameFleet ${var.name}: the first API token (framefleet tokens create --into-secret)"
+  kms_key_id              = var.kms_key_arn
+  recovery_window_in_days = 7
+  tags                    = var.tags
 }

@@ -114,6 +114,60 @@ variable "kms_key_arn" {
   description = "A KMS key for the log group (its key policy must let CloudWatch Logs use it)."
 }
 
+variable "metrics_remote_write_url" {
+  type        = string
+  default     = null
+  description = "A Prometheus remote-write URL (modules/alarms' workspace): each task gets a collector that writes its metrics there (null: none)."
+}
+
+variable "collector_image" {
+  type        = string
+  default     = "public.ecr.aws/aws-observability/aws-otel-collector:v0.43.3"
+  description = "The metrics collector's image (AWS Distro for OpenTelemetry)."
+}
+
+variable "fleet_id" {
+  type        = string
+  default     = "framefleet"
+  description = "The fleet tag (autoscaler.fleet_id) by which the control plane's collector finds the workers to scrape."
+}
+
+variable "worker_metrics_port" {
+  type        = number
+  default     = 9400
+  description = "The workers' /metrics port (the worker_fleet module's metrics_port)."
+}
+
+variable "api_certificate_arn" {
+  type        = string
+  default     = null
+  description = "An ACM certificate for the API's name: turns on the HTTPS load balancer in front of the API (null: none)."
+}
+
+variable "api_load_balancer_internal" {
+  type        = bool
+  default     = true
+  description = "The API load balancer has no public address (reach it over a VPN or peering); false puts it on the internet, in api_load_balancer_subnet_ids."
+}
+
+variable "api_load_balancer_subnet_ids" {
+  type        = list(string)
+  default     = null
+  description = "Subnets of the API load balancer, two zones at least (null: subnet_ids; public subnets when not internal)."
+}
+
+variable "api_access_logs_bucket" {
+  type        = string
+  default     = null
+  description = "S3 bucket for the API load balancer's access logs (null: none)."
+}
+
+variable "deletion_protection" {
+  type        = bool
+  default     = true
+  description = "The API load balancer refuses deletion; set false and apply before a destroy."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}

@@ -1,9 +1,9 @@
-# The workers: their IAM role and instance profile, a security group with no inbound rule, and
-# the launch templates the autoscaler launches from: the default one (autoscaler.launch_template)
-# and one per GPU family given an image of its own (autoscaler.launch_templates); the
-# autoscaler sets the instance type and subnet per pool. Each template carries its image,
-# IMDSv2 only with hop limit 2, an encrypted root volume, and user data that writes the
-# agent's settings and starts it.
+# The workers: their IAM role and instance profile, a security group that admits only the metrics
+# scraper, and the launch templates the autoscaler launches from: the default one
+# (autoscaler.launch_template) and one per GPU family given an image of its own
+# (autoscaler.launch_templates); the autoscaler sets the instance type and subnet per pool. Each
+# template carries its image, IMDSv2 only with hop limit 2, an encrypted root volume, and user data
+# that writes the agent's settings and starts it.
 
 data "aws_iam_policy_document" "assume_ec2" {
   statement {
@@ -68,7 +68,7 @@ resource "aws_iam_instance_profile" "worker" {
 # Workers connect out (broker, S3, IMDS); nothing connects in.
 resource "aws_security_group" "worker" {
   name        = "${var.name}-worker"
-  description = "FrameFleet GPU workers: no inbound traffic, outbound to the broker, S3 and AWS APIs"
+  description = "FrameFleet GPU workers: inbound only to the agent metrics, outbound to the broker, S3 and AWS APIs"
   vpc_id      = var.vpc_id
   tags        = var.tags
 }
@@ -89,6 +89,17 @@ resource "aws_vpc_security_group_egress_rule" "broker" {
   from_port         = var.broker_port
   to_port           = var.broker_port
   cidr_ipv4         = var.broker_cidr
+}
+
+# The control plane's metrics collector scrapes each worker's /metrics (modules/service).
+resource "aws_vpc_security_group_ingress_rule" "metrics" {
+  count             = var.metrics_cidr == null ? 0 : 1
+  security_group_id = aws_security_group.worker.id
+  description       = "The worker agent's /metrics, from the metrics collector"
+  ip_protocol       = "tcp"
+  from_port         = var.metrics_port
+  to_port           = var.metrics_port
+  cidr_ipv4         = var.metrics_cidr
 }
 
 locals {
@@ -134,6 +145,7 @@ resource "aws_launch_template" "worker" {
     model_registry          = var.model_registry_uri
     warm_models             = join(" ", var.warm_models)
     max_checkpoint_interval = var.max_checkpoint_interval_seconds
+    metrics_port            = var.metrics_port
   }))
   tag_specifications {
     resource_type = "instance"

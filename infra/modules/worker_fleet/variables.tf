@@ -102,6 +102,18 @@ variable "max_checkpoint_interval_seconds" {
   description = "Longest time between checkpoints on spot (the autoscaler's deadline rule counts on it)."
 }
 
+variable "metrics_port" {
+  type        = number
+  default     = 9400
+  description = "The worker agent's /metrics, /healthz and /readyz port (worker metrics_port)."
+}
+
+variable "metrics_cidr" {
+  type        = string
+  default     = null
+  description = "Who may scrape the workers' metrics port (the services' subnets or the VPC; null: no one)."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}
