@@ -21,6 +21,22 @@ locals {
   worker_subnets  = { for zone, ids in local.subnets_by_zone : zone => sort(ids)[0] }
 }
 
+# S3 through a gateway endpoint: the workers' model downloads, checkpoints and videos stay off
+# the NAT gateway (no per-GB NAT charge, no NAT bandwidth limit on a model of many GB).
+data "aws_route_tables" "vpc" {
+  count  = var.s3_gateway_endpoint && var.private_route_table_ids == null ? 1 : 0
+  vpc_id = var.vpc_id
+}
+
+resource "aws_vpc_endpoint" "s3" {
+  count             = var.s3_gateway_endpoint ? 1 : 0
+  vpc_id            = var.vpc_id
+  service_name      = "com.amazonaws.${var.region}.s3"
+  vpc_endpoint_type = "Gateway"
+  route_table_ids   = coalesce(var.private_route_table_ids, try(data.aws_route_tables.vpc[0].ids, []))
+  tags              = { Name = "${var.name}-s3" }
+}
+
 # The services' log group is encrypted with a key of the deployment's own.
 data "aws_iam_policy_document" "logs_key" {
   # checkov:skip=CKV_AWS_111: a key policy's "*" resource is the key itself
@@ -53,13 +69,15 @@ resource "aws_kms_key" "logs" {
 }
 
 module "queues" {
-  source = "../../modules/queues"
-  name   = var.name
+  source                       = "../../modules/queues"
+  name                         = var.name
+  restrict_dead_letter_sources = !contains(var.rehearsal_omits, "sqs_redrive_allow_policy")
 }
 
 module "storage" {
-  source      = "../../modules/storage"
-  bucket_name = var.bucket_name
+  source          = "../../modules/storage"
+  bucket_name     = var.bucket_name
+  tls_only_policy = !contains(var.rehearsal_omits, "s3_tls_only_policy")
 }
 
 resource "aws_sesv2_email_identity" "reports" {
@@ -82,38 +100,43 @@ module "workers" {
   broker_host        = module.broker.host
   broker_port        = module.broker.port
   broker_cidr        = data.aws_vpc.this.cidr_block
+  metrics_cidr       = data.aws_vpc.this.cidr_block
 }
 
 module "broker" {
-  source             = "../../modules/broker"
-  name               = var.name
-  region             = var.region
-  image              = var.broker_image
-  vpc_id             = var.vpc_id
-  vpc_cidr           = data.aws_vpc.this.cidr_block
-  subnet_ids         = var.private_subnet_ids
-  cluster_arn        = module.service.cluster_arn
-  log_group          = module.service.log_group
-  kms_key_arn        = aws_kms_key.logs.arn
-  certificate_arn    = var.broker_certificate_arn
-  domain_name        = var.broker_domain
-  zone_id            = var.broker_zone_id
-  admin_secret_arn   = var.broker_admin_secret_arn
-  execution_role_arn = module.service.execution_role_arn
+  source              = "../../modules/broker"
+  name                = var.name
+  region              = var.region
+  image               = var.broker_image
+  vpc_id              = var.vpc_id
+  vpc_cidr            = data.aws_vpc.this.cidr_block
+  subnet_ids          = var.private_subnet_ids
+  cluster_arn         = module.service.cluster_arn
+  log_group           = module.service.log_group
+  kms_key_arn         = aws_kms_key.logs.arn
+  certificate_arn     = var.broker_certificate_arn
+  domain_name         = var.broker_domain
+  zone_id             = var.broker_zone_id
+  admin_secret_arn    = var.broker_admin_secret_arn
+  execution_role_arn  = module.service.execution_role_arn
+  deletion_protection = var.deletion_protection
+  data_backups        = !contains(var.rehearsal_omits, "efs_backup_policy")
 }
 
 module "iam" {
-  source                  = "../../modules/iam"
-  name                    = var.name
-  account_id              = data.aws_caller_identity.current.account_id
-  fleet_id                = var.name
-  jobs_queue_arn          = module.queues.jobs_queue_arn
-  dead_letter_queue_arn   = module.queues.dead_letter_queue_arn
-  interruptions_queue_arn = module.queues.interruptions_queue_arn
-  ses_identity_arn        = aws_sesv2_email_identity.reports.arn
-  video_objects_arn       = "${module.storage.bucket_arn}/videos/*"
-  launch_template_arns    = module.workers.launch_template_arns
-  worker_role_arn         = module.workers.worker_role_arn
+  source                   = "../../modules/iam"
+  name                     = var.name
+  account_id               = data.aws_caller_identity.current.account_id
+  fleet_id                 = var.name
+  jobs_queue_arn           = module.queues.jobs_queue_arn
+  dead_letter_queue_arn    = module.queues.dead_letter_queue_arn
+  interruptions_queue_arn  = module.queues.interruptions_queue_arn
+  ses_identity_arn         = aws_sesv2_email_identity.reports.arn
+  video_objects_arn        = "${module.storage.bucket_arn}/videos/*"
+  launch_template_arns     = module.workers.launch_template_arns
+  worker_role_arn          = module.workers.worker_role_arn
+  ship_metrics             = true
+  prometheus_workspace_arn = module.alarms.prometheus_workspace_arn
 }
 
 module "alarms" {
@@ -130,6 +153,7 @@ module "database" {
   vpc_id                   = var.vpc_id
   subnet_ids               = var.private_subnet_ids
   client_security_group_id = module.service.security_group_id
+  deletion_protection      = var.deletion_protection
 }
 
 module "service" {
@@ -150,6 +174,13 @@ module "service" {
   control_plane_role_arn          = module.iam.control_plane_role_arn
   autoscaler_role_arn             = module.iam.autoscaler_role_arn
   kms_key_arn                     = aws_kms_key.logs.arn
+  metrics_remote_write_url        = module.alarms.prometheus_remote_write_url
+  fleet_id                        = var.name
+  deletion_protection             = var.deletion_protection
+  api_certificate_arn             = var.api_certificate_arn
+  api_allowed_cidrs               = var.api_allowed_cidrs
+  api_load_balancer_internal      = var.api_load_balancer_internal
+  api_load_balancer_subnet_ids    = var.api_load_balancer_subnet_ids
   settings = {
     FRAMEFLEET_REGION                       = var.region
     FRAMEFLEET_JOBS_QUEUE_URL               = module.queues.jobs_queue_url

@@ -42,3 +42,18 @@ output "broker_load_balancer" {
   value       = module.broker.load_balancer_dns_name
   description = "Point broker_domain here if broker_zone_id was not given."
 }
+
+output "first_token_secret_arn" {
+  value       = module.service.first_token_secret_arn
+  description = "Where the first API token goes (README, Deploy steps: framefleet tokens create --into-secret)."
+}
+
+output "api_load_balancer_dns_name" {
+  value       = module.service.api_load_balancer_dns_name
+  description = "The API's HTTPS address, with api_certificate_arn."
+}
+
+output "cluster" {
+  value       = module.service.cluster_arn
+  description = "The ECS cluster (aws ecs run-task --cluster)."
+}

@@ -94,3 +94,55 @@ variable "alarm_emails" {
   default     = []
   description = "Addresses the alarm topic mails."
 }
+
+variable "api_certificate_arn" {
+  type        = string
+  default     = null
+  description = "An ACM certificate for the API's name: an HTTPS load balancer in front of the API and console (null: none)."
+}
+
+variable "api_allowed_cidrs" {
+  type        = list(string)
+  default     = []
+  description = "Who may reach the API: through the load balancer with api_certificate_arn, else the tasks directly."
+}
+
+variable "api_load_balancer_internal" {
+  type        = bool
+  default     = true
+  description = "The API load balancer stays inside the VPC (false: on the internet, in api_load_balancer_subnet_ids)."
+}
+
+variable "api_load_balancer_subnet_ids" {
+  type        = list(string)
+  default     = null
+  description = "The API load balancer's subnets (null: private_subnet_ids)."
+}
+
+variable "s3_gateway_endpoint" {
+  type        = bool
+  default     = true
+  description = "Add an S3 gateway endpoint to the VPC's route tables (false: the VPC has one already)."
+}
+
+variable "private_route_table_ids" {
+  type        = list(string)
+  default     = null
+  description = "The route tables the S3 gateway endpoint joins (null: every route table of the VPC)."
+}
+
+variable "deletion_protection" {
+  type        = bool
+  default     = true
+  description = "The store and the broker's load balancer refuse deletion. To tear down: set false, apply, empty the bucket, then destroy."
+}
+
+variable "rehearsal_omits" {
+  type        = set(string)
+  default     = []
+  description = "For the deploy rehearsal against moto only (tests/deploy/): what the stand-in endpoint cannot create, left out. Leave empty in a real deployment."
+  validation {
+    condition     = length(setsubtract(var.rehearsal_omits, ["efs_backup_policy", "sqs_redrive_allow_policy", "s3_tls_only_policy"])) == 0
+    error_message = "rehearsal_omits names only efs_backup_policy, sqs_redrive_allow_policy and s3_tls_only_policy."
+  }
+}

@@ -90,6 +90,7 @@ resource "aws_efs_file_system" "data" {
 }
 
 resource "aws_efs_backup_policy" "data" {
+  count          = var.data_backups ? 1 : 0
   file_system_id = aws_efs_file_system.data.id
   backup_policy {
     status = "ENABLED"
@@ -230,7 +231,7 @@ resource "aws_lb" "broker" {
   load_balancer_type               = "network"
   subnets                          = var.subnet_ids
   security_groups                  = [aws_security_group.load_balancer.id]
-  enable_deletion_protection       = true
+  enable_deletion_protection       = var.deletion_protection
   enable_cross_zone_load_balancing = true
   dynamic "access_logs" {
     for_each = var.access_logs_bucket == null ? [] : [var.access_logs_bucket]

@@ -87,6 +87,18 @@ variable "memory" {
   description = "The task's memory in MiB."
 }
 
+variable "data_backups" {
+  type        = bool
+  default     = true
+  description = "AWS Backup's daily backups of the broker's data (EFS). Off only where the endpoint lacks EFS backup policies (the deploy rehearsal's moto)."
+}
+
+variable "deletion_protection" {
+  type        = bool
+  default     = true
+  description = "Refuse to delete it; set false and apply before a `terraform destroy`."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}

@@ -80,7 +80,7 @@ resource "aws_db_instance" "this" {
   multi_az                            = var.multi_az
   backup_retention_period             = var.backup_days
   copy_tags_to_snapshot               = true
-  deletion_protection                 = true
+  deletion_protection                 = var.deletion_protection
   skip_final_snapshot                 = false
   final_snapshot_identifier           = "${var.name}-final"
   auto_minor_version_upgrade          = true

@@ -48,6 +48,12 @@ variable "kms_key_arn" {
   description = "A KMS key for storage and Performance Insights; null uses the AWS-managed key."
 }
 
+variable "deletion_protection" {
+  type        = bool
+  default     = true
+  description = "Refuse to delete it; set false and apply before a `terraform destroy`."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}

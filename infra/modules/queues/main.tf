@@ -24,7 +24,9 @@ resource "aws_sqs_queue" "jobs" {
   tags = var.tags
 }
 
+# Only the jobs queue may send its messages here.
 resource "aws_sqs_queue_redrive_allow_policy" "dead_letters" {
+  count     = var.restrict_dead_letter_sources ? 1 : 0
   queue_url = aws_sqs_queue.dead_letters.id
   redrive_allow_policy = jsonencode({
     redrivePermission = "byQueue"
@@ -42,22 +44,29 @@ resource "aws_sqs_queue" "interruptions" {
 }
 
 locals {
-  # The three EC2 events the control plane reads (orchestrator/interruptions/events.py).
+  # The events the control plane reads (orchestrator/interruptions/events.py): three from EC2,
+  # and AWS Health's scheduled changes to EC2 (a retirement or maintenance of the host under
+  # an instance, which spot and on-demand instances alike get), acted on like a rebalance.
   ec2_events = {
-    spot-warning = "EC2 Spot Instance Interruption Warning"
-    rebalance    = "EC2 Instance Rebalance Recommendation"
-    state-change = "EC2 Instance State-change Notification"
+    spot-warning = { source = "aws.ec2", detail-type = "EC2 Spot Instance Interruption Warning", detail = null }
+    rebalance    = { source = "aws.ec2", detail-type = "EC2 Instance Rebalance Recommendation", detail = null }
+    state-change = { source = "aws.ec2", detail-type = "EC2 Instance State-change Notification", detail = null }
+    scheduled-change = {
+      source      = "aws.health"
+      detail-type = "AWS Health Event"
+      detail      = { service = ["EC2"], eventTypeCategory = ["scheduledChange"] }
+    }
   }
 }
 
 resource "aws_cloudwatch_event_rule" "ec2" {
   for_each    = local.ec2_events
   name        = "${var.name}-${each.key}"
-  description = "${each.value} to the FrameFleet interruptions queue"
-  event_pattern = jsonencode({
-    source        = ["aws.ec2"]
-    "detail-type" = [each.value]
-  })
+  description = "${each.value.detail-type} (${each.key}) to the FrameFleet interruptions queue"
+  event_pattern = jsonencode(merge(
+    { source = [each.value.source], "detail-type" = [each.value.detail-type] },
+    each.value.detail == null ? {} : { detail = each.value.detail },
+  ))
   tags = var.tags
 }
 

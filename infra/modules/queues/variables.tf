@@ -15,6 +15,12 @@ variable "max_receive_count" {
   description = "Receives of one jobs-queue message before SQS moves it to the dead-letter queue."
 }
 
+variable "restrict_dead_letter_sources" {
+  type        = bool
+  default     = true
+  description = "Let only the jobs queue use the dead-letter queue (its redrive allow policy). Off only where the endpoint lacks the attribute (the deploy rehearsal's moto)."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}

@@ -107,6 +107,7 @@ data "aws_iam_policy_document" "tls_only" {
 }
 
 resource "aws_s3_bucket_policy" "this" {
+  count      = var.tls_only_policy ? 1 : 0
   bucket     = aws_s3_bucket.this.id
   policy     = data.aws_iam_policy_document.tls_only.json
   depends_on = [aws_s3_bucket_public_access_block.this]

@@ -27,6 +27,12 @@ variable "access_log_bucket" {
   description = "The account's S3 access-log bucket; null: no access logs (CloudTrail data events are the other way)."
 }
 
+variable "tls_only_policy" {
+  type        = bool
+  default     = true
+  description = "The bucket policy that denies requests not over TLS. Off only where the endpoint ignores a policy's conditions (the deploy rehearsal's moto)."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}
