@@ -97,12 +97,22 @@ def test_secure_defaults() -> None:
     inbound = blocks("resource", "aws_vpc_security_group_ingress_rule")
     api = [rule for rule in inbound if rule.get("description") == "The HTTP API and console"]
     assert [rule["for_each"] for rule in api] == ["${toset(var.api_allowed_cidrs)}"]
-    inbound = [rule for rule in inbound if rule not in api]
+    # With the API's load balancer (api_certificate_arn): HTTPS from the same networks to it,
+    # and the API from it alone.
+    https = [rule for rule in inbound if rule.get("description") == "HTTPS to the API and console"]
+    assert [rule["for_each"] for rule in https] == [
+        "${local.api_load_balancer ? toset(var.api_allowed_cidrs) : toset([])}"
+    ]
+    api += https
+    # The workers' metrics port, from the network named (none unless given).
+    metrics = [rule for rule in inbound if "metrics" in rule.get("description", "")]
+    assert [rule["count"] for rule in metrics] == ["${var.metrics_cidr == null ? 0 : 1}"]
+    inbound = [rule for rule in inbound if rule not in api and rule not in metrics]
     by_group = {"cidr_ipv4" in rule: rule for rule in inbound}
-    assert len(inbound) == 4
+    assert len(inbound) == 5
     assert [r["from_port"] for r in inbound if "cidr_ipv4" in r] == [8883]
     assert by_group[True]["cidr_ipv4"] == "${var.vpc_cidr}"
-    assert sum("referenced_security_group_id" in rule for rule in inbound) == 3
+    assert sum("referenced_security_group_id" in rule for rule in inbound) == 4
     assert all("ingress" not in group for group in blocks("resource", "aws_security_group"))
     (database,) = blocks("resource", "aws_db_instance")
     assert database["storage_encrypted"] is True
@@ -114,11 +124,13 @@ def test_secure_defaults() -> None:
     assert all(s["network_configuration"][0]["assign_public_ip"] is False for s in services)
     (broker_data,) = blocks("resource", "aws_efs_file_system")
     assert broker_data["encrypted"] is True
-    (balancer,) = blocks("resource", "aws_lb")
-    assert balancer["internal"] is True
-    (listener,) = blocks("resource", "aws_lb_listener")
-    assert listener["protocol"] == "TLS"
-    assert listener["ssl_policy"].startswith("ELBSecurityPolicy-TLS13")
+    broker_balancer, api_balancer = blocks("resource", "aws_lb")
+    assert broker_balancer["internal"] is True
+    assert api_balancer["internal"] == "${var.api_load_balancer_internal}"  # true by default
+    assert api_balancer["drop_invalid_header_fields"] is True
+    for listener in blocks("resource", "aws_lb_listener"):
+        assert listener["protocol"] in ("TLS", "HTTPS")
+        assert listener["ssl_policy"].startswith("ELBSecurityPolicy-TLS13")
     statements = policy_statements()
     passing = statements["PassOnlyTheWorkerRole"]
     assert passing["resources"] == ["${var.worker_role_arn}"]
@@ -164,3 +176,23 @@ def test_the_deployment_refuses_outputs_its_workers_cannot_write() -> None:
     (service,) = [b for block in example["module"] for n, b in block.items() if n == "service"]
     prefixes = service["settings"]["FRAMEFLEET_OUTPUT_PREFIXES"]
     assert prefixes == '${jsonencode(["s3://${module.storage.bucket}/videos/"])}'
+
+
+def test_instances_are_launched_only_with_the_fleets_tag_in_the_request() -> None:
+    statements = policy_statements()
+    scoped = statements["LaunchOnlyFleetTaggedInstances"]
+    assert scoped["resources"] == ["arn:aws:ec2:*:${var.account_id}:instance/*"]
+    [condition] = scoped["condition"]
+    assert condition["variable"] == "aws:RequestTag/framefleet:fleet"
+    assert condition["values"] == ["${var.fleet_id}"]
+    # No other launch statement grants instances.
+    for sid, statement in statements.items():
+        if "ec2:RunInstances" in statement.get("actions", []) and sid != scoped.get("sid"):
+            assert not any(":instance/" in r for r in statement["resources"]), sid
+
+
+def test_s3_traffic_goes_through_a_gateway_endpoint() -> None:
+    (endpoint,) = blocks("resource", "aws_vpc_endpoint")
+    assert endpoint["vpc_endpoint_type"] == "Gateway"
+    assert endpoint["service_name"] == "com.amazonaws.${var.region}.s3"
+    assert endpoint["count"] == "${var.s3_gateway_endpoint ? 1 : 0}"
