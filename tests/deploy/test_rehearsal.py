@@ -1,0 +1,435 @@
+"""The deploy rehearsal: `infra/examples/complete` applied to moto by Terraform, the product run
+on exactly what it created, then `terraform destroy`.
+
+The control plane and the autoscaler start from their ECS task definitions as read back from
+the ECS API (tests/deploy/ecs.py): command, environment and secrets, a read-only root with only
+the task's volume writable, each in a network namespace of its own. The workers boot from the
+launch template's user data (`framefleet fleet local --user-data`). One job goes in through the
+Terraform queue and comes out as a video in the Terraform bucket; the autoscaler's launches land
+in the Terraform subnets with the Terraform launch template; a spot warning through the
+Terraform EventBridge rule and queue moves the job; the finance report goes out through the
+Terraform SES identity. What stands in for AWS's managed parts: tests/deploy/stand_ins.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from kernel.clock import SystemClock
+from kernel.job_state import JobState
+from orchestrator.store.engine import make_engine
+from orchestrator.store.job_store import JobStore
+from tests.conftest import POSTGRES_ADMIN_URL, free_port
+from tests.deploy.ecs import TaskLaunch, Volume, start_in_namespace, task_launch
+from tests.deploy.network import TaskNetwork
+from tests.deploy.stand_ins import (
+    Certificates,
+    PostgresTlsFront,
+    broker,
+    certificates,
+    moto_server,
+)
+from tests.deploy.terraform_run import BROKER_DOMAIN, REGION, Deployment, clients, user_part
+from tests.support import wait_until
+from worker_ami.agent.model_cache import publish_model
+from worker_ami.agent.object_store import S3ObjectStore, s3_client
+from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.tiny_model import build_tiny_wan
+
+pytestmark = [pytest.mark.end_to_end, pytest.mark.postgres]
+MODEL = "wan/tiny-rehearsal"
+RULES = Path(__file__).parents[2] / "infra" / "alerts" / "framefleet.rules.yml"
+JOB_ID = f"rehearsal-{uuid.uuid4().hex[:8]}"
+
+
+def platform_env(endpoint: str, ca_bundle: Path) -> dict[str, str]:
+    """What the platform gives every process: the AWS endpoint (botocore's standard variable,
+    here moto), credentials as a role would, the region as ECS sets it, and trust in the CA
+    that signed the broker's certificate; nothing of this machine's FrameFleet settings."""
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("FRAMEFLEET_", "AWS_", "MPL", "TMPDIR"))
+        or k in ("FRAMEFLEET_AWS_ACTIONS_LOG",)
+    }
+    return kept | {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "rehearsal",
+        "AWS_SECRET_ACCESS_KEY": "rehearsal",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "SSL_CERT_FILE": str(ca_bundle),
+        "AWS_CA_BUNDLE": str(ca_bundle),
+    }
+
+
+@contextmanager
+def database_for(password: str) -> Iterator[str]:
+    """The RDS instance's database and master user, on the machine's PostgreSQL."""
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text("DROP DATABASE IF EXISTS framefleet WITH (FORCE)"))
+        connection.execute(text("DROP ROLE IF EXISTS framefleet"))
+        quoted = "'" + password.replace("'", "''") + "'"  # DDL takes no bound parameters
+        connection.execute(text(f"CREATE ROLE framefleet LOGIN PASSWORD {quoted}"))
+        connection.execute(text("CREATE DATABASE framefleet OWNER framefleet"))
+    try:
+        yield "postgresql+psycopg://framefleet@127.0.0.1:5432/framefleet"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text("DROP DATABASE IF EXISTS framefleet WITH (FORCE)"))
+            connection.execute(text("DROP ROLE IF EXISTS framefleet"))
+        admin.dispose()
+
+
+def publish_tiny_model(folder: Path, endpoint: str, bucket: str) -> None:
+    """README step 6: the model published to the bucket and listed in its registry."""
+    import asyncio
+
+    uri = f"s3://{bucket}/models/tiny-rehearsal/"
+
+    async def publish() -> None:
+        model_dir = await asyncio.to_thread(build_tiny_wan, folder / "tiny-model")
+        async with s3_client(WorkerSettings(endpoint_url=endpoint)) as client:
+            store = S3ObjectStore(client)
+            await publish_model(store, model_dir, uri, MODEL, "r1")
+            registry = {"models": {MODEL: {"uri": uri, "revision": "r1"}}}
+            await store.put(bucket, "models/registry.json", json.dumps(registry).encode())
+
+    asyncio.run(publish())
+
+
+def a_job(bucket: str) -> dict[str, Any]:
+    return {
+        "schema": "framefleet.job/v1",
+        "job_id": JOB_ID,
+        "model": MODEL,
+        "prompt": "a lighthouse at dusk, waves",
+        "width": 256,
+        "height": 256,
+        "num_frames": 17,
+        "fps": 8,
+        "steps": 160,
+        "guidance": 5.0,
+        "seed": 7,
+        "output": f"s3://{bucket}/videos/rehearsal/",
+        "tags": {"team": "research"},
+    }
+
+
+def tail(path: Path, size: int = 3000) -> str:
+    return path.read_text(errors="replace")[-size:] if path.exists() else ""
+
+
+def test_the_example_deploys_runs_a_job_through_a_spot_warning_and_is_destroyed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    network = TaskNetwork()
+    network.open()
+    processes: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+    # One CA for every TLS endpoint here: AWS's (moto), the broker's load balancer, RDS's.
+    certs = certificates(tmp_path, [BROKER_DOMAIN], [network.gateway])
+    # This process, Terraform (Go reads SSL_CERT_FILE) and boto trust it.
+    monkeypatch.setenv("SSL_CERT_FILE", str(certs.ca))
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(certs.ca))
+    try:
+        moto_log = tmp_path / "moto.log"
+        with moto_server(network.gateway, free_port(), certs, moto_log) as endpoint:
+            aws = clients(endpoint)
+            deployment = Deployment(tmp_path / "tf", endpoint, user_part(aws))
+            outputs = deployment.apply()
+            with ExitStack() as stand_ins:  # the broker and the database, until the destroy
+                rehearse(tmp_path, network, endpoint, aws, outputs, processes, stand_ins, certs)
+                for _, process, _ in processes:
+                    process.terminate()
+                for _, process, _ in processes:
+                    process.wait(timeout=30)
+                processes.clear()
+            deployment.destroy(aws, outputs["bucket"])
+    except BaseException:
+        for name, _, log in processes:
+            print(f"--- {name} ---\n{tail(log)}", file=sys.stderr)
+        raise
+    finally:
+        for _, process, _ in processes:
+            process.kill()
+        network.close()
+
+
+def rehearse(
+    tmp_path: Path,
+    network: TaskNetwork,
+    endpoint: str,
+    aws: dict[str, Any],
+    outputs: dict[str, Any],
+    processes: list[tuple[str, subprocess.Popen[bytes], Path]],
+    stack: ExitStack,
+    certs: Certificates,
+) -> None:
+    secrets, gateway = aws["secretsmanager"], network.gateway
+    launches = {
+        family: task_launch(aws["ecs"], secrets, f"framefleet-{family}", family)
+        for family in ("control-plane", "autoscaler")
+    }
+    database = aws["rds"].describe_db_instances()["DBInstances"][0]
+    database_host = database["Endpoint"]["Address"]
+    assert (
+        launches["control-plane"]
+        .environment["FRAMEFLEET_DATABASE_URL"]
+        .startswith(f"postgresql+psycopg://framefleet@{database_host}:5432/framefleet")
+    )
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"127.0.0.1 localhost\n{gateway} {BROKER_DOMAIN}\n{gateway} {database_host}\n")
+    password = launches["control-plane"].environment["FRAMEFLEET_DATABASE_PASSWORD"]
+    local_database = stack.enter_context(database_for(password))
+    stack.enter_context(PostgresTlsFront(gateway, 5432, certs, ("127.0.0.1", 5432)))
+    admin = launches["autoscaler"].environment["FRAMEFLEET_AUTOSCALER__BROKER_ADMIN__PASSWORD"]
+    (tmp_path / "broker").mkdir()
+    stack.enter_context(broker(tmp_path / "broker", gateway, admin, certs))
+    bucket = outputs["bucket"]
+    publish_tiny_model(tmp_path, endpoint, bucket)
+
+    platform = platform_env(endpoint, certs.ca)
+    for launch in launches.values():
+        start_task(tmp_path, network, hosts, launch, platform, processes)
+    fleet = launches["autoscaler"].environment
+    runner_env = platform | {
+        "FRAMEFLEET_REGION": REGION,
+        "FRAMEFLEET_AUTOSCALER__FLEET_ID": fleet["FRAMEFLEET_AUTOSCALER__FLEET_ID"],
+        "FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE": fleet["FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE"],
+        # A CPU stands in for each instance's GPUs; many instances share this machine.
+        "FRAMEFLEET_WORKER_ALLOW_CPU": "true",
+        "FRAMEFLEET_WORKER_DEVICE": "cpu",
+        "FRAMEFLEET_WORKER_MIN_FREE_DISK_GIB": "0",
+        "FRAMEFLEET_CREDENTIALS_WAIT_S": "120",
+    }
+    runner_log = tmp_path / "fleet.log"
+    framefleet = str(Path(sys.executable).with_name("framefleet"))
+    workdir = str(tmp_path / "fleet")
+    runner_argv = [framefleet, "fleet", "local", "--user-data", "--workdir", workdir]
+    runner = start_in_namespace(network.add(), hosts, runner_argv, runner_env, runner_log)
+    processes.append(("fleet runner", runner, runner_log))
+
+    # README step 7: the first job, into the Terraform queue.
+    job_file = tmp_path / "job.json"
+    job_file.write_text(json.dumps(a_job(bucket)))
+    producer = platform | {"FRAMEFLEET_JOBS_QUEUE_URL": outputs["jobs_queue_url"]}
+    submitted = subprocess.run(
+        [str(Path(sys.executable).with_name("framefleet")), "submit", "--file", str(job_file)],
+        env=producer,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert submitted.returncode == 0, submitted.stderr
+
+    store = JobStore(make_engine(local_database), SystemClock())
+    try:
+        follow_the_job(store, aws, outputs, processes)
+        a_scheduled_retirement_drains_the_instance(store, aws)
+    finally:
+        store.dispose()
+    launched_into_the_deployment(aws, outputs, fleet)
+    assert any(
+        o["Key"].startswith("videos/rehearsal/") and o["Key"].endswith(".mp4")
+        for o in aws["s3"].list_objects_v2(Bucket=bucket, Prefix="videos/").get("Contents", [])
+    )
+    the_report_reaches_finance(tmp_path, network, hosts, launches["control-plane"], platform, aws)
+    api = f"http://{network.address(0)}:8080"  # the first task started: the control plane's
+    the_first_token_opens_the_api(
+        tmp_path, network, hosts, launches["control-plane"], platform, aws, outputs, api
+    )
+    the_alerts_are_deployed(aws, outputs)
+
+
+def start_task(
+    tmp_path: Path,
+    network: TaskNetwork,
+    hosts: Path,
+    launch: TaskLaunch,
+    platform: dict[str, str],
+    processes: list[tuple[str, subprocess.Popen[bytes], Path]],
+    command: list[str] | None = None,
+) -> subprocess.Popen[bytes]:
+    index = len(network.namespaces)
+    volume = tmp_path / f"volume-{launch.family}-{index}"
+    volume.mkdir()
+    log = tmp_path / f"{launch.family}-{index}.log"
+    env = platform | {"HOME": launch.scratch} | launch.environment
+    recorded = tuple(p for p in [os.environ.get("FRAMEFLEET_AWS_ACTIONS_LOG")] if p)
+    mount = Volume(volume, launch.scratch, launch.read_only_root, recorded)
+    process = start_in_namespace(network.add(), hosts, launch.argv(command), env, log, mount)
+    processes.append((launch.family, process, log))
+    return process
+
+
+def follow_the_job(
+    store: JobStore,
+    aws: dict[str, Any],
+    outputs: dict[str, Any],
+    processes: list[tuple[str, subprocess.Popen[bytes], Path]],
+) -> None:
+    def record() -> Any:
+        try:
+            return store.get(JOB_ID)
+        except Exception:  # not recorded yet (or the schema not yet migrated)
+            return None
+
+    def alive() -> None:
+        for name, process, log in processes:
+            assert process.poll() is None, f"{name} exited:\n{tail(log)}"
+
+    def running() -> bool:
+        alive()
+        job = record()
+        return job is not None and job.state is JobState.RUNNING and job.worker_id is not None
+
+    wait_until(running, timeout=300, what="the job running on a launched worker")
+    first = record().worker_id
+    # EC2's two-minute notice, as EventBridge delivers it to the rule's queue.
+    aws["events"].put_events(
+        Entries=[
+            {
+                "Source": "aws.ec2",
+                "DetailType": "EC2 Spot Instance Interruption Warning",
+                "Detail": json.dumps({"instance-id": first, "instance-action": "terminate"}),
+            }
+        ]
+    )
+
+    def given_up() -> bool:
+        alive()
+        job = record()
+        return job.attempt > 1 or (job.state is JobState.QUEUED and job.attempt == 1)
+
+    wait_until(given_up, timeout=120, what="the warned worker to checkpoint and give the job up")
+    aws["ec2"].terminate_instances(InstanceIds=[first])  # the market takes the instance
+
+    def finished() -> bool:
+        alive()
+        return bool(record().state is JobState.SUCCEEDED)
+
+    wait_until(finished, timeout=400, what="the job to finish on another worker")
+    assert record().worker_id != first
+
+
+def launched_into_the_deployment(
+    aws: dict[str, Any], outputs: dict[str, Any], fleet: dict[str, str]
+) -> None:
+    subnets = set(json.loads(fleet["FRAMEFLEET_AUTOSCALER__SUBNETS"]).values())
+    template = aws["ec2"].describe_launch_templates(
+        LaunchTemplateNames=[fleet["FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE"]]
+    )["LaunchTemplates"][0]
+    data = aws["ec2"].describe_launch_template_versions(
+        LaunchTemplateId=template["LaunchTemplateId"]
+    )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    tag = {"Name": "tag:framefleet:fleet", "Values": [fleet["FRAMEFLEET_AUTOSCALER__FLEET_ID"]]}
+    reservations = aws["ec2"].describe_instances(Filters=[tag])["Reservations"]
+    instances = [i for r in reservations for i in r["Instances"]]
+    assert len(instances) >= 2
+    for instance in instances:
+        assert instance["SubnetId"] in subnets
+        assert instance["ImageId"] == data["ImageId"]
+        # Not the security groups nor the instance profile: moto's CreateFleet reads a
+        # template's `GroupSet`, not the `SecurityGroupIds` Terraform writes (the instance gets
+        # the VPC's default group), and drops the profile.
+
+
+def the_report_reaches_finance(
+    tmp_path: Path,
+    network: TaskNetwork,
+    hosts: Path,
+    control_plane: TaskLaunch,
+    platform: dict[str, str],
+    aws: dict[str, Any],
+) -> None:
+    """The day's report, as a one-off task of the control plane's definition (an ECS run-task
+    with a command override), through the Terraform SES identity."""
+    before = sent(aws)
+    today = datetime.now(UTC).date().isoformat()
+    ran: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+    report = start_task(
+        tmp_path,
+        network,
+        hosts,
+        control_plane,
+        platform,
+        ran,
+        ["report", "--period", "day", "--since", today],
+    )
+    assert report.wait(timeout=180) == 0, tail(ran[0][2])
+    assert "emailed to finance@rehearsal.example" in ran[0][2].read_text()
+    assert sent(aws) > before  # SES took it from the Terraform identity's sender
+
+
+def sent(aws: dict[str, Any]) -> int:
+    points = aws["ses"].get_send_statistics()["SendDataPoints"]
+    return sum(int(p["DeliveryAttempts"]) for p in points)
+
+
+def a_scheduled_retirement_drains_the_instance(store: JobStore, aws: dict[str, Any]) -> None:
+    """AWS Health's scheduled change for the instance the job finished on, through the
+    Terraform rule: the control plane asks for it to be drained, as for a rebalance."""
+    instance = store.get(JOB_ID).worker_id
+    assert instance is not None
+    detail = {
+        "service": "EC2",
+        "eventTypeCategory": "scheduledChange",
+        "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+        "affectedEntities": [{"entityValue": instance}],
+    }
+    entry = {"Source": "aws.health", "DetailType": "AWS Health Event", "Detail": json.dumps(detail)}
+    aws["events"].put_events(Entries=[entry])
+    wait_until(lambda: instance in store.drain_requests(), timeout=60, what="a drain request")
+
+
+def the_first_token_opens_the_api(
+    tmp_path: Path,
+    network: TaskNetwork,
+    hosts: Path,
+    control_plane: TaskLaunch,
+    platform: dict[str, str],
+    aws: dict[str, Any],
+    outputs: dict[str, Any],
+    api: str,
+) -> None:
+    """README's first token: a one-off task writes it into the Terraform secret, not its log."""
+    secret = outputs["first_token_secret_arn"]
+    ran: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+    command = ["tokens", "create", "--name", "platform-team", "--scopes", "admin"]
+    task = start_task(
+        tmp_path, network, hosts, control_plane, platform, ran, [*command, "--into-secret", secret]
+    )
+    assert task.wait(timeout=120) == 0, tail(ran[0][2])
+    token = aws["secretsmanager"].get_secret_value(SecretId=secret)["SecretString"]
+    assert token not in ran[0][2].read_text()
+    url = f"{api}/v1/jobs/{JOB_ID}"  # http to the task itself (the load balancer ends TLS)
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+        assert json.loads(answer.read())["state"] == "succeeded"
+
+
+def the_alerts_are_deployed(aws: dict[str, Any], outputs: dict[str, Any]) -> None:
+    """The workspace runs the shipped rules file as it is; its alert manager publishes to the
+    alarm topic."""
+    amp = aws["amp"]
+    [workspace] = amp.list_workspaces()["workspaces"]
+    namespace = amp.describe_rule_groups_namespace(
+        workspaceId=workspace["workspaceId"], name="framefleet"
+    )["ruleGroupsNamespace"]
+    assert namespace["data"] == RULES.read_bytes()
+    definition = amp.describe_alert_manager_definition(workspaceId=workspace["workspaceId"])
+    assert outputs["alarm_topic_arn"] in definition["alertManagerDefinition"]["data"].decode()
