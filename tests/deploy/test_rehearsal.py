@@ -214,6 +214,9 @@ def rehearse(
         "FRAMEFLEET_WORKER_DEVICE": "cpu",
         "FRAMEFLEET_WORKER_MIN_FREE_DISK_GIB": "0",
         "FRAMEFLEET_CREDENTIALS_WAIT_S": "120",
+        # The user data's AWS calls have no product frame: name their role for the IAM check.
+        "FRAMEFLEET_AWS_ROLE": "worker",
+        "FRAMEFLEET_AWS_PLACE": "infra/modules/worker_fleet/user-data.sh.tftpl",
     }
     runner_log = tmp_path / "fleet.log"
     framefleet = str(Path(sys.executable).with_name("framefleet"))
