@@ -30,6 +30,7 @@ from framefleet.costs_cli import job_costs
 from framefleet.costs_cli import run_command as run_costs_command
 from framefleet.fleet_cli import add_commands as add_fleet_commands
 from framefleet.fleet_cli import run_command as run_fleet_command
+from framefleet.jobs_output import JobsOutput, print_jobs
 from framefleet.settings import Settings, load_settings
 from framefleet.simulate_cli import add_commands as add_simulate_commands
 from framefleet.simulate_cli import run_command as run_simulate_command
@@ -38,7 +39,6 @@ from framefleet.tokens_cli import run_command as run_token_commands
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError
 from kernel.heap import settle_heap
-from kernel.job_record import JobRecord
 from kernel.job_spec import job_json_schema
 from kernel.job_state import ACTIVE_STATES, JobState
 from kernel.outside_text import printable
@@ -69,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     jobs = commands.add_parser("jobs", help="list jobs as a table")
     jobs.add_argument("--state", choices=[s.value for s in JobState])
     jobs.add_argument("--limit", type=int, default=200)
+    jobs.add_argument(
+        "--output",
+        choices=[o.value for o in JobsOutput],
+        help="table (on a terminal, the default), plain (tab-separated whole values, the "
+        "default in a pipe) or json (one object a line)",
+    )
 
     job = commands.add_parser("job", help="one job: spec, state, history")
     job.add_argument("job_id")
@@ -137,25 +143,6 @@ def _job_from_args(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None:
             job[name] = value
     return job
-
-
-def jobs_table(records: Sequence[JobRecord]) -> Table:
-    table = Table(title=f"jobs ({len(records)})")
-    for column in ("job_id", "state", "attempt", "priority", "model", "size", "deadline", "team"):
-        table.add_column(column)
-    for record in records:
-        spec = record.spec
-        table.add_row(
-            record.job_id,
-            record.state.value,
-            str(record.attempt),
-            str(record.priority),
-            spec.model,
-            f"{spec.width}x{spec.height}x{spec.num_frames}",
-            record.deadline.strftime("%Y-%m-%d %H:%M UTC") if record.deadline else "-",
-            spec.tags.team or "-",
-        )
-    return table
 
 
 def dead_letter_table(letters: list[DeadLetter]) -> Table:
@@ -296,7 +283,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         try:
             if args.command == "jobs":
                 state = JobState(args.state) if args.state else None
-                console.print(jobs_table(store.list_jobs(state, limit=args.limit)))
+                output = JobsOutput(args.output) if args.output else None
+                print_jobs(store.list_jobs(state, limit=args.limit), output, console)
             elif args.command == "job":
                 show_job(store, args.job_id, console)
                 costs = job_costs(store, SystemClock(), settings, args.job_id)

@@ -237,3 +237,25 @@ def test_a_first_token_goes_into_a_secret_not_onto_the_screen(
     revoked = {t.name: t.revoked_at is not None for t in store.tokens()}
     store.dispose()
     assert revoked == {"platform": False, "x": True}  # the unwritten token is no one's
+
+
+def test_jobs_in_a_pipe_prints_whole_ids(tmp_path: Path) -> None:
+    """A table folds a long id to the terminal's width; a script needs it whole."""
+    database_url = f"sqlite:///{tmp_path / 'cli.db'}"
+    engine = make_engine(database_url)
+    upgrade_to_head(engine)
+    store = JobStore(engine, SystemClock())
+    long_id = "render-" + "x" * 90
+    store.accept_batch([Submission(parse_job(job_dict(long_id), now=None), "m-long")])
+    store.dispose()
+    env = {"FRAMEFLEET_DATABASE_URL": database_url, "COLUMNS": "60"}
+
+    plain = framefleet("jobs", env=env)  # stdout is a pipe here
+    assert plain.returncode == 0, plain.stderr
+    header, line = plain.stdout.splitlines()
+    assert header.split("\t")[0] == "job_id"
+    assert line.split("\t")[:2] == [long_id, "queued"]
+    as_json = framefleet("jobs", "--output", "json", env=env)
+    assert json.loads(as_json.stdout)["job_id"] == long_id
+    table = framefleet("jobs", "--output", "table", env=env)
+    assert "jobs (1)" in table.stdout
