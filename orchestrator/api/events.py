@@ -26,6 +26,7 @@ from orchestrator.store.cost_facts import InstanceLife
 router = APIRouter(prefix="/v1", tags=["events"])
 KEEPALIVE_SECONDS = 15.0
 BACKLOG = 500  # job moves sent per read: a client far behind catches up in steps
+MAX_EVENT_ID = 2**63 - 1  # the store's ids are BIGINT: a larger one is a 422, not a 500
 
 
 def job_event(event_id: int, event: JobEvent) -> ServerSentEvent:
@@ -110,8 +111,10 @@ async def events(
     request: Request,
     caller: Annotated[Caller, Depends(stream_allowed)],
     services: Services,
-    last_event_id: Annotated[int | None, Header(ge=0)] = None,
-    after: Annotated[int | None, Query(ge=0, description="a job event id to resume after")] = None,
+    last_event_id: Annotated[int | None, Header(ge=0, le=MAX_EVENT_ID)] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_EVENT_ID, description="a job event id to resume after")
+    ] = None,
 ) -> AsyncIterator[ServerSentEvent]:
     open_streams: Counter[str] = request.app.state.open_streams
     open_streams[caller.token_id] += 1

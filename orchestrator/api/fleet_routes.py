@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
+from pydantic import AwareDatetime
 
 from orchestrator.api.jobs_routes import ERRORS
 from orchestrator.api.models import CostsView, FleetView
@@ -71,8 +72,8 @@ def costs(
     _: Reader,
     services: Services,
     period: Literal["day", "week", "month"] = "day",
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: AwareDatetime | None = None,
+    until: AwareDatetime | None = None,
     tag: Annotated[Literal["team", "customer", "project"] | None, Query()] = None,
 ) -> CostsView:
     start, end = period_bounds(services, period, since, until)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from kernel.errors import JobNotFound, JobValidationError
 from kernel.job_record import AcceptOutcome, JobRecord, Submission
@@ -120,16 +120,20 @@ async def submit(
     return await run_in_threadpool(lambda: job_summary(services, store.get(spec.job_id)))
 
 
+# A tag value to filter by: no control characters (PostgreSQL refuses a NUL with an error).
+TagFilter = Annotated[str | None, Query(max_length=128, pattern=r"^[^\x00-\x1f\x7f]*$")]
+
+
 @router.get("", response_model=JobPage, responses=ERRORS, summary="Jobs, newest first")
 def list_jobs(
     _: Reader,
     services: Services,
     state: Annotated[list[JobState], Query()] = [],  # noqa: B006 (FastAPI copies defaults)
-    team: Annotated[str | None, Query(max_length=128)] = None,
-    customer: Annotated[str | None, Query(max_length=128)] = None,
-    project: Annotated[str | None, Query(max_length=128)] = None,
-    created_since: datetime | None = None,
-    created_until: datetime | None = None,
+    team: TagFilter = None,
+    customer: TagFilter = None,
+    project: TagFilter = None,
+    created_since: AwareDatetime | None = None,
+    created_until: AwareDatetime | None = None,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> JobPage:

@@ -183,6 +183,7 @@ def decode_cursor(text: str) -> PageCursor | None:
         moment = datetime.fromisoformat(created)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         return None
-    if moment.tzinfo is None or not job_id or len(job_id) > 128:
+    # A NUL reaches PostgreSQL as an error, not a miss: no id the API gave out holds one.
+    if moment.tzinfo is None or not job_id or len(job_id) > 128 or "\x00" in job_id:
         return None
     return PageCursor(moment, job_id)

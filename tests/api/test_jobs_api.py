@@ -4,6 +4,7 @@ pagination and filters, a job's detail, and the video's presigned link."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 from datetime import timedelta
 
@@ -227,3 +228,20 @@ def test_an_output_the_workers_may_not_write_is_refused_at_submit(api: ServedApi
     assert error.startswith("output: ")
     assert "s3://framefleet-output/videos/" in error
     assert api.store.find(job["job_id"]) is None
+
+
+CURSOR_WITH_NUL = base64.urlsafe_b64encode(b"2026-01-01T00:00:00+00:00|a\x00b").decode()
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/v1/jobs?created_since=2026-01-01T00:00:00", 422),  # no time zone
+        ("/v1/jobs?team=a%00b", 422),  # PostgreSQL answers a NUL with an error
+        ("/v1/jobs?cursor=" + CURSOR_WITH_NUL, 400),
+        ("/v1/costs?since=2026-01-01T00:00:00", 422),
+        ("/v1/events?after=18446744073709551616", 422),  # past the store's 64-bit ids
+    ],
+)
+def test_bad_query_values_are_4xx_not_500(api: ServedApi, path: str, status: int) -> None:
+    assert api.call("GET", path, "reader").status == status
