@@ -68,12 +68,21 @@ class _Server(uvicorn.Server):
 
 
 class ApiServer:
-    def __init__(self, services: ApiServices, host: str, port: int) -> None:
+    def __init__(
+        self, services: ApiServices, host: str, port: int, max_connections: int = 1000
+    ) -> None:
         self.host, self.port = host, port
         config = uvicorn.Config(
-            build_app(services), host=host, port=port, lifespan="off", log_config=None,
-            timeout_graceful_shutdown=3, server_header=False,
-        )  # fmt: skip
+            build_app(services),
+            host=host,
+            port=port,
+            lifespan="off",
+            log_config=None,
+            timeout_graceful_shutdown=3,
+            server_header=False,
+            limit_concurrency=max_connections,  # then 503: file descriptors stay bounded
+            timeout_keep_alive=5,
+        )
         self._server = _Server(config)
 
     def _listen(self) -> socket.socket:
@@ -105,4 +114,5 @@ class ApiServer:
 def build_api(settings: Settings, store: JobStore, clock: Clock) -> ApiServer | None:
     if settings.api.port is None:
         return None
-    return ApiServer(api_services(settings, store, clock), settings.api.host, settings.api.port)
+    api = settings.api
+    return ApiServer(api_services(settings, store, clock), api.host, api.port, api.max_connections)

@@ -179,6 +179,9 @@ class ApiConfig(BaseModel):
     max_streams_per_token: int = Field(default=4, ge=1, le=1000)
     output_link_seconds: int = Field(default=3600, ge=60, le=7 * 86400)
     secure_cookie: bool = False  # the console's cookie only over HTTPS (behind TLS)
+    # Open connections (half-sent requests included) beyond which a new one gets a 503 and is
+    # closed: a flood of slow clients cannot use up the process's file descriptors.
+    max_connections: int = Field(default=1000, ge=8, le=100_000)
 
 
 class ReplayConfig(BaseModel):

@@ -77,6 +77,7 @@ ROLES = {
     "streamer": (Scope.READ,),
 }
 MAX_STREAMS = 2
+MAX_CONNECTIONS = 32
 
 
 def serve_api(moto_endpoint: str, folder: Path) -> Iterator[ServedApi]:
@@ -102,6 +103,7 @@ def serve_api(moto_endpoint: str, folder: Path) -> Iterator[ServedApi]:
         "FRAMEFLEET_API__REQUESTS_PER_MINUTE": str(RATE_PER_MINUTE),
         "FRAMEFLEET_API__EVENT_POLL_SECONDS": "0.2",
         "FRAMEFLEET_API__MAX_STREAMS_PER_TOKEN": str(MAX_STREAMS),
+        "FRAMEFLEET_API__MAX_CONNECTIONS": str(MAX_CONNECTIONS),
         "FRAMEFLEET_MAX_MESSAGE_BYTES": "4096",
         # Where the workers may write: job_dict's output, and no other bucket.
         "FRAMEFLEET_OUTPUT_PREFIXES": '["s3://framefleet-output/videos/"]',

@@ -5,6 +5,7 @@ pagination and filters, a job's detail, and the video's presigned link."""
 from __future__ import annotations
 
 import base64
+import socket
 import uuid
 from datetime import timedelta
 
@@ -14,9 +15,9 @@ import urllib3
 
 from kernel.job_state import JobState
 from orchestrator.store.job_pages import ProgressReport
-from tests.api.served import RATE_PER_MINUTE, ServedApi
+from tests.api.served import MAX_CONNECTIONS, RATE_PER_MINUTE, ServedApi
 from tests.conftest import REGION
-from tests.support import job_dict
+from tests.support import job_dict, wait_until
 
 
 def new_id(prefix: str) -> str:
@@ -245,3 +246,24 @@ CURSOR_WITH_NUL = base64.urlsafe_b64encode(b"2026-01-01T00:00:00+00:00|a\x00b").
 )
 def test_bad_query_values_are_4xx_not_500(api: ServedApi, path: str, status: int) -> None:
     assert api.call("GET", path, "reader").status == status
+
+
+def test_half_sent_requests_cannot_use_up_the_servers_connections(api: ServedApi) -> None:
+    """Slow clients that never finish their headers: past the connection limit a new client
+    gets a 503 at once (not a hang, not a dead process), and service comes back when they go."""
+    host, port = api.base.removeprefix("http://").split(":")
+    stalled = []
+    try:
+        for _ in range(MAX_CONNECTIONS + 4):
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            sock.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+            stalled.append(sock)
+        # Once the server has taken them all in (accepting is asynchronous to connect()).
+        refused = lambda: api.call("GET", "/v1/jobs", "reader").status == 503  # noqa: E731
+        wait_until(refused, timeout=20, what="a 503 past the connection limit")
+        assert api.process.poll() is None
+    finally:
+        for sock in stalled:
+            sock.close()
+    serving = lambda: api.call("GET", "/v1/jobs", "reader").status == 200  # noqa: E731
+    wait_until(serving, timeout=20, what="the API to serve again")
