@@ -19,6 +19,7 @@ from kernel.bounded import BoundedSet
 from kernel.clock import Clock
 from kernel.dead_letter import dead_letter_attributes
 from kernel.errors import FrameFleetError
+from kernel.log_throttle import LogThrottle, held_back
 from kernel.outside_text import printable, printable_bytes
 from kernel.worker_protocol import Channel, WorkerEvent, topic
 from orchestrator.intake.ports import DeadLetterQueue
@@ -48,13 +49,18 @@ class RefusedMessages:
         self.total = 0
         self._backlog: asyncio.Queue[tuple[str, dict[str, str]]] = asyncio.Queue(BACKLOG)
         self._seen: BoundedSet[str] = BoundedSet(REMEMBERED)
+        self._lines = LogThrottle(clock)
 
     def refuse(self, reason: str, source: str, error: str, payload: bytes, key: str = "") -> None:
         """Count and log at once; dead-letter in the background. `key` names a message that
         may come again (an event id), so it is dead-lettered once."""
         self.total += 1
         self._counter.labels(reason=reason).inc()
-        log.warning("refused %s on %s: %s", reason, printable(source, 200), printable(error))
+        # One line per sender and reason a minute: a flood of garbage is a count, not 60 MB.
+        held = self._lines.allow(f"{source}|{reason}")
+        if held is not None:
+            where, why = printable(source, 200), printable(error)
+            log.warning("refused %s on %s: %s%s", reason, where, why, held_back(held))
         if self._dead_letters is None or self._remembered(key):
             return
         message_id = key or f"mqtt-{self.total}"

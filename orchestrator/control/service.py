@@ -19,6 +19,7 @@ from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
 from kernel.job_record import JobMove, JobRecord, Placement
 from kernel.job_state import JobState
+from kernel.log_throttle import LogThrottle, held_back
 from kernel.worker_protocol import (
     Channel,
     CommandKind,
@@ -108,6 +109,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         pace = CheckpointPace(store, self.registry, clock)
         self.watch = GpuWatch(store, self.registry, clock, settings.watch)
         self._planned: dict[str, float] = {}
+        self._ignored_lines = LogThrottle(clock)
         self._commands = CommandSender(self.link, clock, settings, self.stats, pace,
                                        self.expected_step)  # fmt: skip
         self._drains = Drains(store, self.registry, self._move_jobs_off)
@@ -281,8 +283,12 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             elif isinstance(decision, Ignore):
                 if "stale attempt" in decision.reason:
                     self.stats.stale_events += 1
-                if not quiet:
-                    log.info("job %s: ignored: %s", job.job_id, decision.reason)
+                # Heartbeats repeat their outcomes: one line per job and reason a minute.
+                held = (
+                    None if quiet else self._ignored_lines.allow(f"{job.job_id}|{decision.reason}")
+                )
+                if held is not None:
+                    log.info("job %s: ignored: %s%s", job.job_id, decision.reason, held_back(held))
         if not moves:
             return
         outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, self._fence())
