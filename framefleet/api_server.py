@@ -112,7 +112,7 @@ class ApiServer:
 
 
 def build_api(settings: Settings, store: JobStore, clock: Clock) -> ApiServer | None:
-    if settings.api.port is None:
-        return None
     api = settings.api
+    if api.port is None:
+        return None
     return ApiServer(api_services(settings, store, clock), api.host, api.port, api.max_connections)
