@@ -16,11 +16,8 @@ import json
 import os
 import subprocess
 import sys
-import urllib.request
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +29,14 @@ from kernel.job_state import JobState
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from tests.conftest import POSTGRES_ADMIN_URL, free_port
-from tests.deploy.ecs import TaskLaunch, Volume, start_in_namespace, task_launch
+from tests.deploy.checks import (
+    a_scheduled_retirement_drains_the_instance,
+    launched_into_the_deployment,
+    the_alerts_are_deployed,
+    the_first_token_opens_the_api,
+    the_report_reaches_finance,
+)
+from tests.deploy.ecs import start_in_namespace, task_launch
 from tests.deploy.network import TaskNetwork
 from tests.deploy.stand_ins import (
     Certificates,
@@ -41,6 +45,7 @@ from tests.deploy.stand_ins import (
     certificates,
     moto_server,
 )
+from tests.deploy.tasks import JOB_ID, start_task, tail
 from tests.deploy.terraform_run import BROKER_DOMAIN, REGION, Deployment, clients, user_part
 from tests.support import wait_until
 from worker_ami.agent.model_cache import publish_model
@@ -50,8 +55,6 @@ from worker_ami.agent.tiny_model import build_tiny_wan
 
 pytestmark = [pytest.mark.end_to_end, pytest.mark.postgres]
 MODEL = "wan/tiny-rehearsal"
-RULES = Path(__file__).parents[2] / "infra" / "alerts" / "framefleet.rules.yml"
-JOB_ID = f"rehearsal-{uuid.uuid4().hex[:8]}"
 
 
 def platform_env(endpoint: str, ca_bundle: Path) -> dict[str, str]:
@@ -127,10 +130,6 @@ def a_job(bucket: str) -> dict[str, Any]:
         "output": f"s3://{bucket}/videos/rehearsal/",
         "tags": {"team": "research"},
     }
-
-
-def tail(path: Path, size: int = 3000) -> str:
-    return path.read_text(errors="replace")[-size:] if path.exists() else ""
 
 
 def test_the_example_deploys_runs_a_job_through_a_spot_warning_and_is_destroyed(
@@ -258,27 +257,6 @@ def rehearse(
     the_alerts_are_deployed(aws, outputs)
 
 
-def start_task(
-    tmp_path: Path,
-    network: TaskNetwork,
-    hosts: Path,
-    launch: TaskLaunch,
-    platform: dict[str, str],
-    processes: list[tuple[str, subprocess.Popen[bytes], Path]],
-    command: list[str] | None = None,
-) -> subprocess.Popen[bytes]:
-    index = len(network.namespaces)
-    volume = tmp_path / f"volume-{launch.family}-{index}"
-    volume.mkdir()
-    log = tmp_path / f"{launch.family}-{index}.log"
-    env = platform | {"HOME": launch.scratch} | launch.environment
-    recorded = tuple(p for p in [os.environ.get("FRAMEFLEET_AWS_ACTIONS_LOG")] if p)
-    mount = Volume(volume, launch.scratch, launch.read_only_root, recorded)
-    process = start_in_namespace(network.add(), hosts, launch.argv(command), env, log, mount)
-    processes.append((launch.family, process, log))
-    return process
-
-
 def follow_the_job(
     store: JobStore,
     aws: dict[str, Any],
@@ -327,112 +305,3 @@ def follow_the_job(
 
     wait_until(finished, timeout=400, what="the job to finish on another worker")
     assert record().worker_id != first
-
-
-def launched_into_the_deployment(
-    aws: dict[str, Any], outputs: dict[str, Any], fleet: dict[str, str]
-) -> None:
-    subnets = set(json.loads(fleet["FRAMEFLEET_AUTOSCALER__SUBNETS"]).values())
-    template = aws["ec2"].describe_launch_templates(
-        LaunchTemplateNames=[fleet["FRAMEFLEET_AUTOSCALER__LAUNCH_TEMPLATE"]]
-    )["LaunchTemplates"][0]
-    data = aws["ec2"].describe_launch_template_versions(
-        LaunchTemplateId=template["LaunchTemplateId"]
-    )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
-    tag = {"Name": "tag:framefleet:fleet", "Values": [fleet["FRAMEFLEET_AUTOSCALER__FLEET_ID"]]}
-    reservations = aws["ec2"].describe_instances(Filters=[tag])["Reservations"]
-    instances = [i for r in reservations for i in r["Instances"]]
-    assert len(instances) >= 2
-    for instance in instances:
-        assert instance["SubnetId"] in subnets
-        assert instance["ImageId"] == data["ImageId"]
-        # Not the security groups nor the instance profile: moto's CreateFleet reads a
-        # template's `GroupSet`, not the `SecurityGroupIds` Terraform writes (the instance gets
-        # the VPC's default group), and drops the profile.
-
-
-def the_report_reaches_finance(
-    tmp_path: Path,
-    network: TaskNetwork,
-    hosts: Path,
-    control_plane: TaskLaunch,
-    platform: dict[str, str],
-    aws: dict[str, Any],
-) -> None:
-    """The day's report, as a one-off task of the control plane's definition (an ECS run-task
-    with a command override), through the Terraform SES identity."""
-    before = sent(aws)
-    today = datetime.now(UTC).date().isoformat()
-    ran: list[tuple[str, subprocess.Popen[bytes], Path]] = []
-    report = start_task(
-        tmp_path,
-        network,
-        hosts,
-        control_plane,
-        platform,
-        ran,
-        ["report", "--period", "day", "--since", today],
-    )
-    assert report.wait(timeout=180) == 0, tail(ran[0][2])
-    assert "emailed to finance@rehearsal.example" in ran[0][2].read_text()
-    assert sent(aws) > before  # SES took it from the Terraform identity's sender
-
-
-def sent(aws: dict[str, Any]) -> int:
-    points = aws["ses"].get_send_statistics()["SendDataPoints"]
-    return sum(int(p["DeliveryAttempts"]) for p in points)
-
-
-def a_scheduled_retirement_drains_the_instance(store: JobStore, aws: dict[str, Any]) -> None:
-    """AWS Health's scheduled change for the instance the job finished on, through the
-    Terraform rule: the control plane asks for it to be drained, as for a rebalance."""
-    instance = store.get(JOB_ID).worker_id
-    assert instance is not None
-    detail = {
-        "service": "EC2",
-        "eventTypeCategory": "scheduledChange",
-        "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
-        "affectedEntities": [{"entityValue": instance}],
-    }
-    entry = {"Source": "aws.health", "DetailType": "AWS Health Event", "Detail": json.dumps(detail)}
-    aws["events"].put_events(Entries=[entry])
-    wait_until(lambda: instance in store.drain_requests(), timeout=60, what="a drain request")
-
-
-def the_first_token_opens_the_api(
-    tmp_path: Path,
-    network: TaskNetwork,
-    hosts: Path,
-    control_plane: TaskLaunch,
-    platform: dict[str, str],
-    aws: dict[str, Any],
-    outputs: dict[str, Any],
-    api: str,
-) -> None:
-    """README's first token: a one-off task writes it into the Terraform secret, not its log."""
-    secret = outputs["first_token_secret_arn"]
-    ran: list[tuple[str, subprocess.Popen[bytes], Path]] = []
-    command = ["tokens", "create", "--name", "platform-team", "--scopes", "admin"]
-    task = start_task(
-        tmp_path, network, hosts, control_plane, platform, ran, [*command, "--into-secret", secret]
-    )
-    assert task.wait(timeout=120) == 0, tail(ran[0][2])
-    token = aws["secretsmanager"].get_secret_value(SecretId=secret)["SecretString"]
-    assert token not in ran[0][2].read_text()
-    url = f"{api}/v1/jobs/{JOB_ID}"  # http to the task itself (the load balancer ends TLS)
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
-        assert json.loads(answer.read())["state"] == "succeeded"
-
-
-def the_alerts_are_deployed(aws: dict[str, Any], outputs: dict[str, Any]) -> None:
-    """The workspace runs the shipped rules file as it is; its alert manager publishes to the
-    alarm topic."""
-    amp = aws["amp"]
-    [workspace] = amp.list_workspaces()["workspaces"]
-    namespace = amp.describe_rule_groups_namespace(
-        workspaceId=workspace["workspaceId"], name="framefleet"
-    )["ruleGroupsNamespace"]
-    assert namespace["data"] == RULES.read_bytes()
-    definition = amp.describe_alert_manager_definition(workspaceId=workspace["workspaceId"])
-    assert outputs["alarm_topic_arn"] in definition["alertManagerDefinition"]["data"].decode()
