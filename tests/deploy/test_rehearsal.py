@@ -162,8 +162,14 @@ def test_the_example_deploys_runs_a_job_through_a_spot_warning_and_is_destroyed(
             print(f"--- {name} ---\n{tail(log)}", file=sys.stderr)
         raise
     finally:
+        # SIGTERM first: the fleet runner ends its workers on it (a SIGKILL would leave them).
         for _, process, _ in processes:
-            process.kill()
+            process.terminate()
+        for _, process, _ in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
         network.close()
 
 
