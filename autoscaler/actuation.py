@@ -58,9 +58,15 @@ class Actuator:
                 log.info("launched %s: %s", result.instances[0].instance_id, launch.reason)
             else:
                 done.failed.append(
-                    (launch, result.errors[0] if result.errors else
-                     CapacityUnavailable(launch.pool, "NoInstances", "launch returned none"))
-                )  # fmt: skip
+                    (
+                        launch,
+                        result.errors[0]
+                        if result.errors
+                        else CapacityUnavailable(
+                            launch.pool, "NoInstances", "launch returned none"
+                        ),
+                    )
+                )
         ids = [t.instance_id for t in plan.terminations]
         if ids:
             await self._ec2.terminate(ids)

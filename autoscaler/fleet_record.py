@@ -54,8 +54,13 @@ class PriceTape:
             if self._last.get(pool) == quote.price_per_hour:
                 continue
             self._last[pool] = quote.price_per_hour
-            changed.append(PriceSeen(
-                pool.instance_type, pool.availability_zone, pool.market, market.at,
-                Decimal(str(quote.price_per_hour)),  # the quote's shortest decimal form
-            ))  # fmt: skip
+            changed.append(
+                PriceSeen(
+                    pool.instance_type,
+                    pool.availability_zone,
+                    pool.market,
+                    market.at,
+                    Decimal(str(quote.price_per_hour)),  # the quote's shortest decimal form
+                )
+            )
         return changed

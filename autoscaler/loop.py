@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation, Actuator
-from autoscaler.catalog import CATALOG, kind_of
+from autoscaler.catalog import CATALOG
 from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.deadline import (
     MarketRule,
@@ -21,6 +21,7 @@ from autoscaler.deadline import (
 )
 from autoscaler.demand import DemandSource
 from autoscaler.fleet_record import FleetRecord, PriceTape, seen
+from autoscaler.fleet_views import instance_views
 from autoscaler.instances import InstanceBook, InstanceState
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
@@ -40,6 +41,7 @@ from autoscaler.snapshot import (
     RunningJob,
     Terminate,
 )
+from autoscaler.spend import Spend
 from autoscaler.spot_return import ready_to_move, spot_launches
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import Clock, sleep_unless_stopped
@@ -51,23 +53,6 @@ log = logging.getLogger(__name__)
 RATES_REFRESH = timedelta(minutes=10)
 # How often the throughput model looks for newly finished jobs (a query each time).
 LEARN_EVERY = timedelta(minutes=1)
-
-
-@dataclass
-class Spend:
-    """Dollars spent today, accrued from the instances' prices as time passes."""
-
-    day: str = ""
-    dollars: float = 0.0
-    last: datetime | None = None
-
-    def accrue(self, now: datetime, hourly: float) -> float:
-        if self.last is not None and now.strftime("%Y-%m-%d") == self.day:
-            self.dollars += hourly * (now - self.last).total_seconds() / 3600
-        else:
-            self.day, self.dollars = now.strftime("%Y-%m-%d"), 0.0
-        self.last = now
-        return self.dollars
 
 
 @dataclass
@@ -125,8 +110,9 @@ class AutoscalerLoop:
         plans = []
         covered: set[str] = set()
         for _ in range(self.max_rounds):
-            state = await self.plan_input(busy, [j for j in queued if j.job_id not in covered],
-                                          moving=moving)  # fmt: skip
+            state = await self.plan_input(
+                busy, [j for j in queued if j.job_id not in covered], moving=moving
+            )
             decided = plan(state, self.settings, self.model, self.market_rule)
             plans.append(decided)
             for wait in decided.waits:
@@ -160,8 +146,9 @@ class AutoscalerLoop:
             # Its GPUs are spoken for by the jobs it was bought for (left out above).
             busy[instance.instance_id] += len(launch.job_ids)
         jobs = [*state.queued, *(r.demand for r in state.running)]
-        chosen = reservations_for(decided, done, jobs, self.reconciler.ledger, self.settings,
-                                  self.model, now)  # fmt: skip
+        chosen = reservations_for(
+            decided, done, jobs, self.reconciler.ledger, self.settings, self.model, now
+        )
         await asyncio.to_thread(self.demand.reserve, chosen)
         return done
 
@@ -180,8 +167,13 @@ class AutoscalerLoop:
         running, held = await asyncio.to_thread(read)
         return running, {instance_id: job_id for job_id, instance_id in held.items()}
 
-    async def _back_to_spot(self, state: PlanInput, running: Sequence[RunningJob],
-                            moving: Mapping[str, str], busy: Counter[str]) -> None:  # fmt: skip
+    async def _back_to_spot(
+        self,
+        state: PlanInput,
+        running: Sequence[RunningJob],
+        moving: Mapping[str, str],
+        busy: Counter[str],
+    ) -> None:
         """Jobs on on-demand whose spot instance has booted move there; others worth moving
         get one (`autoscaler/spot_return.py`)."""
         held = {job_id: instance_id for instance_id, job_id in moving.items()}
@@ -189,8 +181,9 @@ class AutoscalerLoop:
         waiting = [job for job in running if job.demand.job_id not in held]
         launches = spot_launches(state, waiting, self.settings, self.model, self.market_rule)
         if launches:
-            await self._launch(replace(state, running=tuple(running)),
-                               Plan(launches=tuple(launches)), busy)  # fmt: skip
+            await self._launch(
+                replace(state, running=tuple(running)), Plan(launches=tuple(launches)), busy
+            )
 
     async def _sync_credentials(self) -> None:
         """After the launches, so a new instance's account is there while it boots. A broker
@@ -237,8 +230,11 @@ class AutoscalerLoop:
 
     async def _ask_to_drain(self, terminations: Sequence[Terminate]) -> None:
         for termination in terminations:
-            log.info("asked the control plane to drain %s: %s", termination.instance_id,
-                     termination.reason)  # fmt: skip
+            log.info(
+                "asked the control plane to drain %s: %s",
+                termination.instance_id,
+                termination.reason,
+            )
             await asyncio.to_thread(
                 self.demand.ask_to_drain, [termination.instance_id], termination.reason
             )
@@ -313,9 +309,14 @@ class AutoscalerLoop:
                 continue  # not one of this fleet's instances, or long forgotten
             before = self.model.seconds_per_step(work.shape, kind.family)
             self.model.observe(work.shape, kind.family, work.steps, work.seconds)
-            log.info("throughput on %s for %s: %.3f s/step measured, %.3f -> %.3f s/step",
-                     kind.family, work.shape.model, work.seconds / work.steps, before,
-                     self.model.seconds_per_step(work.shape, kind.family))  # fmt: skip
+            log.info(
+                "throughput on %s for %s: %.3f s/step measured, %.3f -> %.3f s/step",
+                kind.family,
+                work.shape.model,
+                work.seconds / work.steps,
+                before,
+                self.model.seconds_per_step(work.shape, kind.family),
+            )
         self.learned_until = since
 
     def remembered(self) -> int:
@@ -344,10 +345,16 @@ class AutoscalerLoop:
         ids = [job.job_id for job in queued]
         reserved = await asyncio.to_thread(self.demand.reservations, now, ids)
         return PlanInput(
-            now, tuple(queued), instances, market, spent_today=spent_today, reservations=reserved,
-            expected_arrivals=await self._expected(now), typical_job=self.latest_job,
+            now,
+            tuple(queued),
+            instances,
+            market,
+            spent_today=spent_today,
+            reservations=reserved,
+            expected_arrivals=await self._expected(now),
+            typical_job=self.latest_job,
             moving_to_spot=dict(moving or {}),
-        )  # fmt: skip
+        )
 
     async def _expected(self, now: datetime) -> float:
         """Jobs the forecast expects within a new instance's start-up (only read when
@@ -362,30 +369,8 @@ class AutoscalerLoop:
         return self.forecaster.rate_per_hour * new_instance_startup(self.settings) / 3600
 
     def instance_views(self, busy: Mapping[str, int], market: MarketSnapshot) -> list[InstanceView]:
-        now = self.clock.now()
-        views = []
-        for instance in self.reconciler.ledger.values():
-            if instance.instance_id in self.leaving:
-                continue  # being emptied for scale-in: no capacity to plan with
-            in_use = busy.get(instance.instance_id, 0)
-            idle_since = self.book.idle_since(instance.instance_id, in_use > 0, now)
-            quote = market.quote(instance.pool)
-            # An adopted instance's launch price is unknown: today's price of its pool.
-            launch_price = self.book.records[instance.instance_id].price_per_hour
-            price = launch_price or (quote.price_per_hour if quote else 0)
-            views.append(
-                InstanceView(
-                    instance.instance_id,
-                    instance.pool,
-                    price,
-                    instance.launched_at,
-                    kind_of(instance.pool.instance_type).gpus,
-                    busy_gpus=in_use,
-                    idle_since=idle_since,
-                    unsaved_work=in_use > 0,
-                )
-            )
-        return views
+        ledger, now = self.reconciler.ledger.values(), self.clock.now()
+        return instance_views(ledger, self.leaving, self.book, busy, market, now)
 
     async def run(self, stop: asyncio.Event, leads: Callable[[], bool] = lambda: True) -> None:
         """Rounds until `stop`; only while `leads` says this replica holds the buying lease."""

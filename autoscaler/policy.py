@@ -21,16 +21,15 @@ each with its reason; never past the dollar budget.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
 
 from autoscaler.catalog import InstanceKind, kind_of
 from autoscaler.deadline import MarketChoice, MarketRule, choose_market, new_instance_startup
+from autoscaler.job_fit import fastest_on_demand, market_allows, urgency
 from autoscaler.market.quotes import PoolQuote
-from autoscaler.pool_choice import candidates, fits, pick_pool, spot_zone_allowed
+from autoscaler.pool_choice import fits, pick_pool, spot_zone_allowed
 from autoscaler.pools import Pool
 from autoscaler.prewarm import warm_gpus
 from autoscaler.snapshot import (
@@ -84,59 +83,22 @@ class _Opening:
         """What EC2 is asked for: the pools EC2 may take instead must carry every job too."""
         jobs = self.jobs or ([] if self.typical is None else [self.typical])
         alternatives = tuple(
-            p for p in self.alternatives
+            p
+            for p in self.alternatives
             if kind_of(p.instance_type).gpus >= len(jobs)
             and all(fits(j, kind_of(p.instance_type)) and spot_zone_allowed(j, p) for j in jobs)
-        )  # fmt: skip
+        )
         reason = self.reason
         if len(self.jobs) > 1:
             others = ", ".join(j.job_id for j in self.jobs[1:])
             reason += f"; its other GPUs for {others}"
-        return Launch(self.quote.pool, self.quote.price_per_hour,
-                      tuple(j.job_id for j in self.jobs), reason, alternatives)  # fmt: skip
-
-
-def _urgency(job: JobDemand) -> tuple[int, float, float, str]:
-    deadline = job.deadline.timestamp() if job.deadline else math.inf
-    return (-job.priority, deadline, job.submitted_at.timestamp(), job.job_id)
-
-
-def _market_allows(
-    job: JobDemand,
-    instance: InstanceView,
-    market: Market,
-    now: datetime,
-    on_demand_seconds_left: float,
-    settings: PurchaseSettings,
-    rule: MarketRule,
-) -> bool:
-    """May the job take a free GPU on `instance`? A spot GPU for a job whose deadline wants
-    on-demand only if the deadline still takes an interruption counting the start-up that GPU
-    has left, not a whole new one: the instance bought for the job and now almost booted must
-    not look worse each round than a new on-demand one."""
-    if instance.pool.market is Market.ON_DEMAND:
-        return True
-    if job.spot_zones and instance.pool.availability_zone not in job.spot_zones:
-        return False
-    if market is Market.SPOT:
-        return True
-    booted_at = instance.launched_at + timedelta(seconds=settings.boot_seconds)
-    boot_left = max(0.0, (booted_at - now).total_seconds())
-    # Starting there costs only the boot it has left (an interruption there still costs a
-    # whole new start-up elsewhere).
-    startup = boot_left + settings.model_load_seconds
-    return rule(job, now, on_demand_seconds_left, settings, startup).market is Market.SPOT
-
-
-def _fastest_on_demand(
-    state: PlanInput, settings: PurchaseSettings, model: ThroughputModel, job: JobDemand
-) -> float:
-    """The job's remaining work in seconds on the fastest on-demand pool that fits it."""
-    return min(
-        (model.seconds(job.shape, kind_of(q.pool.instance_type).family, job.steps_left)
-         for q in candidates(state, settings, job, Market.ON_DEMAND)),
-        default=math.inf,
-    )  # fmt: skip
+        return Launch(
+            self.quote.pool,
+            self.quote.price_per_hour,
+            tuple(j.job_id for j in self.jobs),
+            reason,
+            alternatives,
+        )
 
 
 def plan(
@@ -145,22 +107,27 @@ def plan(
     model: ThroughputModel,
     rule: MarketRule = choose_market,
 ) -> Plan:
-    queue = sorted(state.queued, key=_urgency)
-    fastest = {job.job_id: _fastest_on_demand(state, settings, model, job) for job in queue}
+    queue = sorted(state.queued, key=urgency)
+    fastest = {job.job_id: fastest_on_demand(state, settings, model, job) for job in queue}
     planning = _Round(
         state,
         settings,
         model,
         rule,
         # A GPU held for a job moving back to spot is not free for another.
-        slots=[_FreeSlots(i, kind_of(i.pool.instance_type),
-                          i.gpus - i.busy_gpus - (i.instance_id in state.moving_to_spot))
-               for i in state.instances],
+        slots=[
+            _FreeSlots(
+                i,
+                kind_of(i.pool.instance_type),
+                i.gpus - i.busy_gpus - (i.instance_id in state.moving_to_spot),
+            )
+            for i in state.instances
+        ],
         hourly=sum(i.price_per_hour for i in state.instances),
         spot_pools=Counter(i.pool for i in state.instances if i.pool.market is Market.SPOT),
         fastest=fastest,
         choices={j.job_id: rule(j, state.now, fastest[j.job_id], settings) for j in queue},
-    )  # fmt: skip
+    )
     kept = planning.keep_reserved(queue)
     unserved = [job for job in queue if job.job_id not in kept]
     planning.later = Counter(planning.needs(job) for job in unserved)
@@ -170,9 +137,11 @@ def plan(
     warm = planning.prewarm()
     terminations = _scale_in(state, settings, planning.placed, warm)
     return Plan(
-        tuple(o.launch() for o in planning.openings), tuple(terminations),
-        tuple(planning.waits), tuple(planning.placed),
-    )  # fmt: skip
+        tuple(o.launch() for o in planning.openings),
+        tuple(terminations),
+        tuple(planning.waits),
+        tuple(planning.placed),
+    )
 
 
 @dataclass
@@ -232,8 +201,15 @@ class _Round:
             limit = self.settings.max_launches
             self.waits.append(Wait(job.job_id, f"launch limit of {limit} per plan"))
             return
-        picked = pick_pool(self.state, self.settings, self.model, job, choice.market,
-                           self.spot_pools, lambda quote: self._sharing(job, quote))  # fmt: skip
+        picked = pick_pool(
+            self.state,
+            self.settings,
+            self.model,
+            job,
+            choice.market,
+            self.spot_pools,
+            lambda quote: self._sharing(job, quote),
+        )
         if picked is None and choice.market is Market.SPOT:
             # Slack is worth more than an early on-demand start: wait for spot; the safety
             # net sends the job to on-demand once one more interruption would be too many.
@@ -258,10 +234,14 @@ class _Round:
         if quote.pool.market is Market.SPOT:
             self.spot_pools[quote.pool] += 1
         self._open(
-            _Opening(quote, kind_of(quote.pool.instance_type),
-                     f"job {job.job_id} (priority {job.priority}): {choice.reason}; {picked.why}",
-                     picked.alternatives, [job])
-        )  # fmt: skip
+            _Opening(
+                quote,
+                kind_of(quote.pool.instance_type),
+                f"job {job.job_id} (priority {job.priority}): {choice.reason}; {picked.why}",
+                picked.alternatives,
+                [job],
+            )
+        )
 
     def prewarm(self) -> int:
         """Spot GPUs bought for no job yet, up to what the forecast makes worth keeping warm
@@ -276,9 +256,13 @@ class _Round:
             return 0
         kind = kind_of(picked.quote.pool.instance_type)
         window = new_instance_startup(settings) / 3600
-        wanted = warm_gpus(self.state.expected_arrivals, window, settings.boot_seconds / 3600,
-                           picked.quote.price_per_hour / kind.gpus,
-                           settings.prewarm_wait_value_per_job_hour)  # fmt: skip
+        wanted = warm_gpus(
+            self.state.expected_arrivals,
+            window,
+            settings.boot_seconds / 3600,
+            picked.quote.price_per_hour / kind.gpus,
+            settings.prewarm_wait_value_per_job_hour,
+        )
         free = sum(s.free for s in self.slots if fits(typical, s.kind))
         free += sum(o.free for o in self.openings if fits(typical, o.kind))
         for number in range(free + 1, wanted + 1, kind.gpus):
@@ -289,9 +273,11 @@ class _Round:
                 break
             self.hourly += picked.quote.price_per_hour
             self.spot_pools[picked.quote.pool] += 1
-            why = (f"pre-warm GPU {number} of {wanted}: "
-                   f"{self.state.expected_arrivals:.2f} jobs expected within {window * 60:.0f} "
-                   f"min; {picked.why}")  # fmt: skip
+            why = (
+                f"pre-warm GPU {number} of {wanted}: "
+                f"{self.state.expected_arrivals:.2f} jobs expected within {window * 60:.0f} "
+                f"min; {picked.why}"
+            )
             self._open(_Opening(picked.quote, kind, why, picked.alternatives, [], typical))
         return wanted
 
@@ -310,11 +296,13 @@ class _Round:
         kind = kind_of(quote.pool.instance_type)
         pool = quote.pool
         fellows = sum(
-            count for (market, vram, families, zones), count in self.later.items()
-            if market is pool.market and kind.vram_gib >= vram
+            count
+            for (market, vram, families, zones), count in self.later.items()
+            if market is pool.market
+            and kind.vram_gib >= vram
             and (not families or kind.family in families)
             and (market is Market.ON_DEMAND or not zones or pool.availability_zone in zones)
-        )  # fmt: skip
+        )
         return min(kind.gpus, 1 + fellows)
 
     def _free_slot(self, job: JobDemand, on_instance: str | None = None) -> _FreeSlots | None:
@@ -324,9 +312,16 @@ class _Round:
                 slot.free > 0
                 and (on_instance is None or slot.instance.instance_id == on_instance)
                 and fits(job, slot.kind)
-                and _market_allows(job, slot.instance, market, self.state.now,
-                                   self.fastest[job.job_id], self.settings, self.rule)
-            ):  # fmt: skip
+                and market_allows(
+                    job,
+                    slot.instance,
+                    market,
+                    self.state.now,
+                    self.fastest[job.job_id],
+                    self.settings,
+                    self.rule,
+                )
+            ):
                 return slot
         return None
 
@@ -351,9 +346,11 @@ class _Round:
 
 
 def _scale_in(
-    state: PlanInput, settings: PurchaseSettings, placed: Iterable[tuple[str, str]],
+    state: PlanInput,
+    settings: PurchaseSettings,
+    placed: Iterable[tuple[str, str]],
     warm_gpus: int = 0,
-) -> list[Terminate]:  # fmt: skip
+) -> list[Terminate]:
     used = {instance_id for _, instance_id in placed}
     keep = settings.warm_minimum
     remaining = len(state.instances)

@@ -60,7 +60,8 @@ class Reconciler:
         if orphans:
             await self._ec2.terminate(orphans)
             for instance_id in orphans:
-                log.warning("terminated orphan %s: no worker registered within %s",
-                            instance_id, self._grace)  # fmt: skip
+                log.warning(
+                    "terminated orphan %s: no worker registered within %s", instance_id, self._grace
+                )
                 del self.ledger[instance_id]
         return orphans

@@ -77,11 +77,20 @@ def spot_launches(
         if saving < settings.return_to_spot_margin_hours * gpu_price:
             continue
         spot_pools[picked.quote.pool] += 1
-        reason = (f"job {demand.job_id} back to spot from on-demand {instance.instance_id}: "
-                  f"saves about ${saving:.2f} on its {demand.steps_left} steps left; "
-                  f"{picked.why}")  # fmt: skip
-        launches.append(Launch(picked.quote.pool, picked.quote.price_per_hour,
-                               (demand.job_id,), reason, picked.alternatives))  # fmt: skip
+        reason = (
+            f"job {demand.job_id} back to spot from on-demand {instance.instance_id}: "
+            f"saves about ${saving:.2f} on its {demand.steps_left} steps left; "
+            f"{picked.why}"
+        )
+        launches.append(
+            Launch(
+                picked.quote.pool,
+                picked.quote.price_per_hour,
+                (demand.job_id,),
+                reason,
+                picked.alternatives,
+            )
+        )
     return launches
 
 
@@ -102,6 +111,10 @@ def ready_to_move(
         if source is None or target is None or target.pool.market is not Market.SPOT:
             continue
         if state.now >= target.launched_at + boot and target.busy_gpus < target.gpus:
-            moves.append(Terminate(source.instance_id, f"job {job.demand.job_id} moves to spot "
-                                                  f"instance {target.instance_id}"))  # fmt: skip
+            moves.append(
+                Terminate(
+                    source.instance_id,
+                    f"job {job.demand.job_id} moves to spot instance {target.instance_id}",
+                )
+            )
     return moves

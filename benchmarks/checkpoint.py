@@ -90,9 +90,13 @@ async def checkpoint_io(store: CheckpointStore, repeats: int) -> list[dict[str, 
     for shape in SHAPES:
         state = shape.state()
         identity = CheckpointIdentity(
-            job_id=f"bench-{shape.frames}-{shape.width}", job_spec_sha256="0" * 64, model="m",
-            model_revision="r", pipeline_config_sha256="0" * 64, total_steps=50,
-        )  # fmt: skip
+            job_id=f"bench-{shape.frames}-{shape.width}",
+            job_spec_sha256="0" * 64,
+            model="m",
+            model_revision="r",
+            pipeline_config_sha256="0" * 64,
+            total_steps=50,
+        )
         size = sum(len(blob) for blob in encode_state(state).values())
         writes, reads = [], []
         for attempt in range(repeats):
@@ -193,16 +197,25 @@ async def run(trials: int, poll: float, repeats: int) -> None:
                     registry: ModelRegistry = registry, cache: ModelCache = cache
                 ) -> JobRunner:
                     return JobRunner(
-                        objects, store, cache, registry, SystemClock(),
+                        objects,
+                        store,
+                        cache,
+                        registry,
+                        SystemClock(),
                         RunnerSettings(device="cpu", mean_time_between_interruptions_s=math.inf),
-                    )  # fmt: skip
+                    )
 
                 runner = make_runner()
                 fields: dict[str, object] = {
-                    "schema": "framefleet.job/v1", "model": name, "prompt": "a red fox in snow",
-                    "width": width, "height": height, "num_frames": frames, "seed": 1,
+                    "schema": "framefleet.job/v1",
+                    "model": name,
+                    "prompt": "a red fox in snow",
+                    "width": width,
+                    "height": height,
+                    "num_frames": frames,
+                    "seed": 1,
                     "output": "s3://bench-out/v/",
-                }  # fmt: skip
+                }
                 full = await runner.run(
                     parse_job({**fields, "job_id": "steps", "steps": 6}, now=None), 1
                 )
@@ -240,18 +253,28 @@ async def run(trials: int, poll: float, repeats: int) -> None:
         )
     console.print(table)
     table = Table(title=f"per model on CPU; IMDS polled every {poll:g} s; {trials} notices each")
-    for column in ("model", "video", "step", "ckpt write", "overhead at tau (M=1h / 6h)",
-                   "notice->durable p50", "p99", "max"):  # fmt: skip
+    for column in (
+        "model",
+        "video",
+        "step",
+        "ckpt write",
+        "overhead at tau (M=1h / 6h)",
+        "notice->durable p50",
+        "p99",
+        "max",
+    ):
         table.add_column(column, justify="right")
     for row in model_rows:
         table.add_row(
-            str(row["model"]), str(row["video"]), f"{float(row['step_s']) * 1000:.0f} ms",
+            str(row["model"]),
+            str(row["video"]),
+            f"{float(row['step_s']) * 1000:.0f} ms",
             f"{float(row['checkpoint_write_s']) * 1000:.1f} ms",
             f"{float(row['overhead_at_tau_M1h']):.3%} / {float(row['overhead_at_tau_M6h']):.3%}",
             f"{float(row['notice_to_durable_p50_s']):.2f} s",
             f"{float(row['notice_to_durable_p99_s']):.2f} s",
             f"{float(row['notice_to_durable_max_s']):.2f} s",
-        )  # fmt: skip
+        )
     console.print(table)
     console.print(f"wrote {write_result('checkpoint', results)}")
 
@@ -260,9 +283,13 @@ async def write_times(
     store: CheckpointStore, state: DenoiseState, label: str, repeats: int
 ) -> list[float]:
     identity = CheckpointIdentity(
-        job_id="delta-" + label.replace(" ", "-"), job_spec_sha256="0" * 64, model="m",
-        model_revision="r", pipeline_config_sha256="0" * 64, total_steps=state.total_steps,
-    )  # fmt: skip
+        job_id="delta-" + label.replace(" ", "-"),
+        job_spec_sha256="0" * 64,
+        model="m",
+        model_revision="r",
+        pipeline_config_sha256="0" * 64,
+        total_steps=state.total_steps,
+    )
     times = []
     for attempt in range(repeats):
         started = time.perf_counter()

@@ -58,15 +58,27 @@ def own_schema(database: str) -> str:
 
 def queue_jobs(store: JobStore, jobs: int) -> None:
     template = {
-        "schema": "framefleet.job/v1", "model": "wan/bench", "prompt": "bench", "width": 64,
-        "height": 64, "num_frames": 9, "steps": 10, "output": OUTPUT_PREFIX,
-    }  # fmt: skip
+        "schema": "framefleet.job/v1",
+        "model": "wan/bench",
+        "prompt": "bench",
+        "width": 64,
+        "height": 64,
+        "num_frames": 9,
+        "steps": 10,
+        "output": OUTPUT_PREFIX,
+    }
     for start in range(0, jobs, 1000):
-        store.accept_batch([
-            Submission(parse_job({**template, "job_id": f"j{i:06d}", "seed": i,
-                                  "priority": i % 10}, now=None), f"m{i}")
-            for i in range(start, min(start + 1000, jobs))
-        ])  # fmt: skip
+        store.accept_batch(
+            [
+                Submission(
+                    parse_job(
+                        {**template, "job_id": f"j{i:06d}", "seed": i, "priority": i % 10}, now=None
+                    ),
+                    f"m{i}",
+                )
+                for i in range(start, min(start + 1000, jobs))
+            ]
+        )
 
 
 def progress(store: JobStore) -> tuple[int, int]:
@@ -103,12 +115,25 @@ async def run(
     expected = jobs * job_seconds / workers * 2 + 10
     results_file = folder / "sim.json"
     sim = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "benchmarks.sim_workers", "--port", str(broker.port),
-        "--workers", str(workers), "--connections", str(connections),
-        "--job-seconds", str(job_seconds), "--interruptions", str(interruptions),
-        "--every", str(expected / (interruptions + 1)), "--results", str(results_file),
+        sys.executable,
+        "-m",
+        "benchmarks.sim_workers",
+        "--port",
+        str(broker.port),
+        "--workers",
+        str(workers),
+        "--connections",
+        str(connections),
+        "--job-seconds",
+        str(job_seconds),
+        "--interruptions",
+        str(interruptions),
+        "--every",
+        str(expected / (interruptions + 1)),
+        "--results",
+        str(results_file),
         stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     assert sim.stdout is not None
     while (await sim.stdout.readline()).strip() != b"ready":
         pass
@@ -116,10 +141,19 @@ async def run(
     processes = []
     for index, replica_file in enumerate(replica_files):  # each its own process, as deployed
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "benchmarks.cp_replica", "--port", str(broker.port),
-            "--database", url, "--name", f"bench-{index}", "--results", str(replica_file),
+            sys.executable,
+            "-m",
+            "benchmarks.cp_replica",
+            "--port",
+            str(broker.port),
+            "--database",
+            url,
+            "--name",
+            f"bench-{index}",
+            "--results",
+            str(replica_file),
             stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+        )
         assert process.stdout is not None
         while (await process.stdout.readline()).strip() != b"ready":
             pass
@@ -205,8 +239,11 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--job-seconds", type=float, default=10.0)
     parser.add_argument("--interruptions", type=int, default=50)
-    parser.add_argument("--database", help="database URL (default: a new SQLite file); on "
-                        "PostgreSQL the run makes a schema of its own there")  # fmt: skip
+    parser.add_argument(
+        "--database",
+        help="database URL (default: a new SQLite file); on "
+        "PostgreSQL the run makes a schema of its own there",
+    )
     parser.add_argument("--replicas", type=int, default=1, help="control planes, one leading")
     args = parser.parse_args()
     asyncio.run(

@@ -43,8 +43,9 @@ from simulator.synthetic import MARKETS, synthetic_trace
 from simulator.targets import Target, fleet_targets, study_target
 from simulator.workload import daily_poisson
 
-DEFAULT_TRACES = Path(__file__).parent.parent.parent / "shared" / "traces" / (
-    "aws-v100-availability-2023-02-15")  # fmt: skip
+DEFAULT_TRACES = (
+    Path(__file__).parent.parent.parent / "shared" / "traces" / ("aws-v100-availability-2023-02-15")
+)
 
 
 def week_start(seed: int) -> float:
@@ -57,8 +58,9 @@ def _fleet_week(job: tuple[Path, int, int]) -> tuple[list[FleetResult], float]:
     logging.basicConfig(level=logging.ERROR)  # the loops' per-decision logs are for operators
     trace, jobs = load_trace(traces), daily_poisson(count, 7, seed)
     start = week_start(seed)
-    bound = fleet_lower_bound(trace, jobs, round(start * 3600 / trace.gap.total_seconds()),
-                              companions_for(trace))  # fmt: skip
+    bound = fleet_lower_bound(
+        trace, jobs, round(start * 3600 / trace.gap.total_seconds()), companions_for(trace)
+    )
     return compare_fleet(trace, jobs, 0.2, start), bound
 
 
@@ -68,12 +70,15 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=100, help="start times per zone in (a)")
     parser.add_argument("--jobs", type=int, default=220, help="jobs in the fleet setting (b)")
     parser.add_argument("--seeds", type=int, default=5, help="fleet workloads in (b)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                        help="processes for (a) and (c)")  # fmt: skip
-    parser.add_argument("--synthetic-starts", type=int, default=10,
-                        help="start times per zone in (c)")  # fmt: skip
-    parser.add_argument("--sections", default="abc",
-                        help="which of (a), (b), (c) to run, e.g. 'b' (default: all)")  # fmt: skip
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="processes for (a) and (c)"
+    )
+    parser.add_argument(
+        "--synthetic-starts", type=int, default=10, help="start times per zone in (c)"
+    )
+    parser.add_argument(
+        "--sections", default="abc", help="which of (a), (b), (c) to run, e.g. 'b' (default: all)"
+    )
     args = parser.parse_args()
     console = Console(width=150)
     trace = load_trace(args.traces)
@@ -84,8 +89,9 @@ def main() -> None:
     for fraction in (0.6, 0.8) if "a" in args.sections else ():
         for multi_zone in (False, True):
             started = time.perf_counter()
-            config = StudyConfig(job_fraction=fraction, starts_per_zone=args.starts,
-                                 multi_zone_starts=args.starts)  # fmt: skip
+            config = StudyConfig(
+                job_fraction=fraction, starts_per_zone=args.starts, multi_zone_starts=args.starts
+            )
             summaries, _ = run_study(trace, config, multi_zone, workers)
             zones = len(trace.zones)
             where = f"all {zones} zones" if multi_zone else "one zone"
@@ -94,16 +100,22 @@ def main() -> None:
                 study_table(f"{title} ({time.perf_counter() - started:.0f} s)", summaries)
             )
             label = f"({zones} zones)" if multi_zone else ""
-            baselines = ([f"greedy {label}", f"uniform progress {label}"] if multi_zone
-                         else ["greedy", "uniform progress"])  # fmt: skip
+            baselines = (
+                [f"greedy {label}", f"uniform progress {label}"]
+                if multi_zone
+                else ["greedy", "uniform progress"]
+            )
             ours = f"framefleet planner {label or '(1 zone)'}"
             targets.append(study_target(title, summaries, ours, baselines))
             studies[title] = summaries
             results[title] = [asdict(s) for s in summaries]
     for kind in MARKETS if "c" in args.sections else ():
         for multi_zone in (False, True):
-            config = StudyConfig(job_fraction=0.8, starts_per_zone=args.synthetic_starts,
-                                 multi_zone_starts=3 * args.synthetic_starts)  # fmt: skip
+            config = StudyConfig(
+                job_fraction=0.8,
+                starts_per_zone=args.synthetic_starts,
+                multi_zone_starts=3 * args.synthetic_starts,
+            )
             summaries, _ = run_study(synthetic_trace(kind), config, multi_zone, workers)
             title = f"(c) synthetic: {kind}, job fraction 0.8, " + (
                 "all 3 zones" if multi_zone else "one zone"
@@ -117,9 +129,14 @@ def main() -> None:
     weeks = [fleet for fleet, _ in runs]
     for seed, (fleet, bound) in zip(seeds, runs, strict=True):
         start_hours = week_start(seed)
-        console.print(fleet_table(f"(b) fleet: {args.jobs} jobs over 7 days from day "
-                                  f"{start_hours / 24:.0f}, seed {seed}; no policy can pay less "
-                                  f"than ${bound:,.2f}", fleet))  # fmt: skip
+        console.print(
+            fleet_table(
+                f"(b) fleet: {args.jobs} jobs over 7 days from day "
+                f"{start_hours / 24:.0f}, seed {seed}; no policy can pay less "
+                f"than ${bound:,.2f}",
+                fleet,
+            )
+        )
         results[f"(b) seed {seed}"] = [asdict(r) for r in fleet]
         results[f"(b) seed {seed} lower bound"] = bound
         targets.extend(fleet_targets(f"(b) fleet, seed {seed}", fleet, bound))

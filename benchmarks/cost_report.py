@@ -42,8 +42,12 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=OUT, help="the report's folder")
-    parser.add_argument("--silent-share", type=float, default=FleetSetup().silent_share,
-                        help="interruptions without a usable notice")  # fmt: skip
+    parser.add_argument(
+        "--silent-share",
+        type=float,
+        default=FleetSetup().silent_share,
+        help="interruptions without a usable notice",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     trace = load_trace(args.traces)
@@ -55,8 +59,13 @@ def main() -> None:
         try:
             result = asyncio.run(simulation.run())
             week = Period("custom", trace.start, simulation.clock.now())
-            reporter = Reporter(simulation.ledger, simulation.store, None,
-                                ReportSettings(out_dir=args.out), simulation.clock)  # fmt: skip
+            reporter = Reporter(
+                simulation.ledger,
+                simulation.store,
+                None,
+                ReportSettings(out_dir=args.out),
+                simulation.clock,
+            )
             report = reporter.build(week)
             html = reporter.write(report)
             priced = simulation.ledger.period(week.since, week.until)
@@ -78,21 +87,30 @@ def main() -> None:
     console.print(table)
     own = f"${result.cost:,.2f}"
     console.print(f"the simulated EC2's own bill: {own} (compute only; the ledger adds EBS, S3)")
-    console.print(f"{result.interruptions} spot interruptions, {result.launches} launches, "
-                  f"{len(rows)} FOCUS rows; report at {html}; {seconds:.0f} s")  # fmt: skip
+    console.print(
+        f"{result.interruptions} spot interruptions, {result.launches} launches, "
+        f"{len(rows)} FOCUS rows; report at {html}; {seconds:.0f} s"
+    )
     if args.out != OUT:
         return  # a check's run (make focus-validate), not the benchmark's
-    path = write_result("cost_report", {
-        "jobs": args.jobs, "days": args.days, "seed": args.seed,
-        "silent_share": args.silent_share,
-        "total_usd": str(cents(summary.total)),
-        "categories_usd": {k: str(v) for k, v in report.category_cents().items()},
-        "on_demand_equivalent_usd": str(cents(summary.on_demand_equivalent_usd)),
-        "saved_usd": str(cents(summary.savings)),
-        "simulator_compute_usd": round(result.cost, 2),
-        "interruptions": result.interruptions, "focus_rows": len(rows),
-        "instances": summary.instances, "seconds": round(seconds, 1),
-    })  # fmt: skip
+    path = write_result(
+        "cost_report",
+        {
+            "jobs": args.jobs,
+            "days": args.days,
+            "seed": args.seed,
+            "silent_share": args.silent_share,
+            "total_usd": str(cents(summary.total)),
+            "categories_usd": {k: str(v) for k, v in report.category_cents().items()},
+            "on_demand_equivalent_usd": str(cents(summary.on_demand_equivalent_usd)),
+            "saved_usd": str(cents(summary.savings)),
+            "simulator_compute_usd": round(result.cost, 2),
+            "interruptions": result.interruptions,
+            "focus_rows": len(rows),
+            "instances": summary.instances,
+            "seconds": round(seconds, 1),
+        },
+    )
     console.print(f"wrote {path}")
 
 

@@ -36,10 +36,14 @@ async def serve(args: argparse.Namespace) -> dict[str, object]:
 
     lease = Leadership(store, clock, "control-plane", args.name)
     service = ControlPlaneService(
-        store, clock, ControlSettings(tick_seconds=args.tick_seconds), connect=connect,
-        refusals=RefusedMessages(clock), instances=InstanceLedger(store.engine, clock),
+        store,
+        clock,
+        ControlSettings(tick_seconds=args.tick_seconds),
+        connect=connect,
+        refusals=RefusedMessages(clock),
+        instances=InstanceLedger(store.engine, clock),
         leadership=lease,
-    )  # fmt: skip
+    )
     settle_heap()  # as `framefleet serve` does once it is set up
     print("ready", flush=True)
     await asyncio.gather(service.run(stop), lease.run(stop))

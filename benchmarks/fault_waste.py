@@ -62,8 +62,9 @@ async def _fleet_run(faults: FleetFaults, jobs_per_day: int) -> dict[str, Any]:
     trace = load_trace(TRACES)
     setup = replace(setup_for_changeover(0.2), faults=faults)
     with tempfile.TemporaryDirectory() as folder:
-        simulation = FleetSimulation(trace, daily_poisson(jobs_per_day, 7, seed=7), setup, 0,
-                                     Path(folder) / "db")  # fmt: skip
+        simulation = FleetSimulation(
+            trace, daily_poisson(jobs_per_day, 7, seed=7), setup, 0, Path(folder) / "db"
+        )
         try:
             result = await simulation.run()
             kinds = [f.kind.value for f in simulation.store.gpu_faults()]
@@ -89,12 +90,16 @@ def fleet_table(jobs_per_day: int) -> dict[str, dict[str, Any]]:
         "fleet, faults, detection off": replace(FLEET_FAULTS, detection=False),
     }
     table = {name: asyncio.run(_fleet_run(faults, jobs_per_day)) for name, faults in runs.items()}
-    print(f"fleet simulation: a week of the V100 traces, {jobs_per_day} jobs a day, "
-          f"rates {dataclasses.asdict(FLEET_FAULTS)}")  # fmt: skip
+    print(
+        f"fleet simulation: a week of the V100 traces, {jobs_per_day} jobs a day, "
+        f"rates {dataclasses.asdict(FLEET_FAULTS)}"
+    )
     for name, row in table.items():
-        print(f"{name:<30} {row['wasted_gpu_hours']:>10.2f} GPU-h  kills {row['stall_kills']:>3}"
-              f"  quarantines {row['quarantines']:>2}  ${row['cost_usd']:.2f}  "
-              f"misses {row['deadline_misses']}")  # fmt: skip
+        print(
+            f"{name:<30} {row['wasted_gpu_hours']:>10.2f} GPU-h  kills {row['stall_kills']:>3}"
+            f"  quarantines {row['quarantines']:>2}  ${row['cost_usd']:.2f}  "
+            f"misses {row['deadline_misses']}"
+        )
     return table
 
 
@@ -118,23 +123,39 @@ def main() -> None:
     on = table["faults, detection on"]["wasted_gpu_hours"]
     print(f"{args.gpus} GPUs, {WEEK_S / 86400:.0f} days, {args.seeds} seeds (means per week)")
     print(f"rates: {dataclasses.asdict(rates)}")
-    print(f"{'run':<30} {'wasted GPU-h':>12} {'USD':>10} {'kills':>6} {'quar.':>6} "
-          f"{'healthy killed':>14} {'healthy quar.':>13}")  # fmt: skip
+    print(
+        f"{'run':<30} {'wasted GPU-h':>12} {'USD':>10} {'kills':>6} {'quar.':>6} "
+        f"{'healthy killed':>14} {'healthy quar.':>13}"
+    )
     for key, row in table.items():
-        print(f"{key:<30} {row['wasted_gpu_hours']:>12.1f} {row['wasted_usd']:>10.2f} "
-              f"{row['stall_kills']:>6.1f} {row['quarantines']:>6.1f} "
-              f"{row['healthy_jobs_killed']:>14d} "
-              f"{row['healthy_gpus_quarantined']:>13d}")  # fmt: skip
-    print(f"waste cut: {1 - on / off:.1%} against detection off, "
-          f"{1 - on / timeout:.1%} against a {shape.timeout_factor:.0f}x timeout")  # fmt: skip
+        print(
+            f"{key:<30} {row['wasted_gpu_hours']:>12.1f} {row['wasted_usd']:>10.2f} "
+            f"{row['stall_kills']:>6.1f} {row['quarantines']:>6.1f} "
+            f"{row['healthy_jobs_killed']:>14d} "
+            f"{row['healthy_gpus_quarantined']:>13d}"
+        )
+    print(
+        f"waste cut: {1 - on / off:.1%} against detection off, "
+        f"{1 - on / timeout:.1%} against a {shape.timeout_factor:.0f}x timeout"
+    )
     fleet = fleet_table(args.fleet_jobs_per_day) if args.fleet else {}
-    write_result("fault_waste", {
-        "command": "python -m benchmarks.fault_waste", "gpus": args.gpus, "seeds": args.seeds,
-        "machine": platform.node(), "seconds": round(time.perf_counter() - started, 1),
-        "rates": dataclasses.asdict(rates), "shape": dataclasses.asdict(shape), "runs": table,
-        "cut_vs_off": round(1 - on / off, 4), "cut_vs_timeout": round(1 - on / timeout, 4),
-        "fleet": fleet, "fleet_faults": dataclasses.asdict(FLEET_FAULTS) if fleet else None,
-    })  # fmt: skip
+    write_result(
+        "fault_waste",
+        {
+            "command": "python -m benchmarks.fault_waste",
+            "gpus": args.gpus,
+            "seeds": args.seeds,
+            "machine": platform.node(),
+            "seconds": round(time.perf_counter() - started, 1),
+            "rates": dataclasses.asdict(rates),
+            "shape": dataclasses.asdict(shape),
+            "runs": table,
+            "cut_vs_off": round(1 - on / off, 4),
+            "cut_vs_timeout": round(1 - on / timeout, 4),
+            "fleet": fleet,
+            "fleet_faults": dataclasses.asdict(FLEET_FAULTS) if fleet else None,
+        },
+    )
 
 
 if __name__ == "__main__":

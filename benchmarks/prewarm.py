@@ -54,8 +54,9 @@ def main() -> None:
     runs = [(args.traces, args.jobs, seed, value) for value in values for seed in seeds]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         results = list(pool.map(_week, runs))
-    by_value = {v: [r for (_, _, _, rv), r in zip(runs, results, strict=True) if rv == v]
-                for v in values}  # fmt: skip
+    by_value = {
+        v: [r for (_, _, _, rv), r in zip(runs, results, strict=True) if rv == v] for v in values
+    }
     table = Table(title=f"pre-warming: {args.jobs} jobs over 7 days, mean of {args.seeds} weeks")
     for column in (
         "USD per job-hour waited",
@@ -67,7 +68,7 @@ def main() -> None:
         "launches",
         "extra $ per job-hour saved",
     ):
-        table.add_column(column, justify="right")  # fmt: skip
+        table.add_column(column, justify="right")
     off = by_value.get(0.0)
 
     def mean(rows: list[FleetResult], name: str) -> float:
@@ -75,8 +76,9 @@ def main() -> None:
 
     summary = []
     for value, rows in by_value.items():
-        cost, p50, p95 = (mean(rows, n) for n in ("cost", "start_delay_p50_hours",
-                                                   "start_delay_p95_hours"))  # fmt: skip
+        cost, p50, p95 = (
+            mean(rows, n) for n in ("cost", "start_delay_p50_hours", "start_delay_p95_hours")
+        )
         row = {
             "value": value,
             "cost": cost,
@@ -93,9 +95,16 @@ def main() -> None:
             saved = mean(off, "start_delay_mean_hours") - mean(rows, "start_delay_mean_hours")
             saved *= args.jobs
             per_hour = f"${(cost - base) / saved:,.2f}" if saved > 0 else "no saving"
-        table.add_row(f"{value:g}" + (" (off)" if value == 0 else ""), f"${cost:,.2f}", vs_off,
-                      f"{p50 * 60:.1f}", f"{p95 * 60:.1f}", str(row["misses"]),
-                      f"{row['launches']:.0f}", per_hour)  # fmt: skip
+        table.add_row(
+            f"{value:g}" + (" (off)" if value == 0 else ""),
+            f"${cost:,.2f}",
+            vs_off,
+            f"{p50 * 60:.1f}",
+            f"{p95 * 60:.1f}",
+            str(row["misses"]),
+            f"{row['launches']:.0f}",
+            per_hour,
+        )
         summary.append(row)
     console = Console(width=150)
     console.print(table)

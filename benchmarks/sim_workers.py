@@ -62,9 +62,13 @@ def preempted(worker_id: str, job_id: str, attempt: int) -> str:
     """The event a worker sends once its checkpoint is durable and it has stopped the job."""
     checkpoint = f"checkpoints/{job_id}/{attempt}/000003/manifest.json"
     return event(
-        worker_id, EventKind.PREEMPTED, job_id=job_id, attempt=attempt, step=3,
+        worker_id,
+        EventKind.PREEMPTED,
+        job_id=job_id,
+        attempt=attempt,
+        step=3,
         checkpoint=checkpoint,
-    )  # fmt: skip
+    )
 
 
 async def connection(

@@ -29,8 +29,12 @@ log = logging.getLogger(__name__)
 
 def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServices:
     ledger = CostLedger(store, clock, settings.costs.ledger())
-    s3 = boto3.client("s3", region_name=settings.region, endpoint_url=settings.endpoint_url,
-                      config=Config(signature_version="s3v4"))  # fmt: skip
+    s3 = boto3.client(
+        "s3",
+        region_name=settings.region,
+        endpoint_url=settings.endpoint_url,
+        config=Config(signature_version="s3v4"),
+    )
 
     def cost_of(job_id: str) -> JobCostParts | None:
         return job_cost(store, ledger, job_id, clock.now())
@@ -47,7 +51,11 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
 
     config = settings.api
     return ApiServices(
-        store=store, clock=clock, job_cost=cost_of, period_costs=period_costs, presign=presign,
+        store=store,
+        clock=clock,
+        job_cost=cost_of,
+        period_costs=period_costs,
+        presign=presign,
         settings=ApiSettings(
             max_body_bytes=config.max_body_bytes or settings.max_message_bytes,
             requests_per_minute=config.requests_per_minute,
@@ -57,7 +65,7 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
             secure_cookie=config.secure_cookie,
             output_prefixes=settings.output_prefixes,
         ),
-    )  # fmt: skip
+    )
 
 
 class _Server(uvicorn.Server):
@@ -93,8 +101,9 @@ class ApiServer:
             sock.bind((self.host, self.port))
         except OSError as error:
             sock.close()
-            raise ConfigurationError(f"the API cannot listen on {self.host}:{self.port}: "
-                                     f"{error.strerror}") from None  # fmt: skip
+            raise ConfigurationError(
+                f"the API cannot listen on {self.host}:{self.port}: {error.strerror}"
+            ) from None
         return sock
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -210,9 +210,12 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
     ):
         capacity = CapacityMemory(clock, log=store)  # shared by the autoscaler replicas
         adapter = Ec2FleetAdapter(
-            ec2, config.launch_template, config.use_create_fleet, config.subnets,
+            ec2,
+            config.launch_template,
+            config.use_create_fleet,
+            config.subnets,
             config.launch_templates,
-        )  # fmt: skip
+        )
         if config.image_id:
             await adapter.ensure_launch_template(config.image_id)
         market: MarketData
@@ -262,8 +265,12 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             async def ec2_answers() -> None:
                 await adapter.describe(config.fleet_id)
 
-            health = HealthServer(registry, {"store": store_answers, "ec2": ec2_answers},
-                                  settings.metrics_host, config.metrics_port)  # fmt: skip
+            health = HealthServer(
+                registry,
+                {"store": store_answers, "ec2": ec2_answers},
+                settings.metrics_host,
+                config.metrics_port,
+            )
         try:
             yield _Live(loop, store, health)
         finally:

@@ -97,9 +97,12 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="print or write a JSON Schema")
     schema.add_argument("--output", type=Path)
-    schema.add_argument("--of", choices=["job", "trace", "openapi"], default="job",
-                        help="the job message, one zone file of a spot trace, or the HTTP "
-                             "API (OpenAPI 3.1)")  # fmt: skip
+    schema.add_argument(
+        "--of",
+        choices=["job", "trace", "openapi"],
+        default="job",
+        help="the job message, one zone file of a spot trace, or the HTTP API (OpenAPI 3.1)",
+    )
 
     db = commands.add_parser("db", help="database maintenance")
     db.add_argument("action", choices=["upgrade"])
@@ -109,8 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     add_fleet_commands(commands)
     add_costs_commands(commands)
     add_token_commands(commands)
-    demo = commands.add_parser("demo", help="the whole system on this machine (make demo)",
-                                add_help=False)  # fmt: skip
+    demo = commands.add_parser(
+        "demo", help="the whole system on this machine (make demo)", add_help=False
+    )
     demo.add_argument("demo_args", nargs="*", help="see `framefleet demo --help`")
     return parser
 
@@ -183,8 +187,10 @@ def cancel(store: JobStore, job_id: str, reason: str, console: Console) -> None:
     before = store.get(job_id)
     cancel_job(store, job_id, reason, actor=f"cli:{_operator()}")
     if before.state in ACTIVE_STATES:
-        console.print(f"cancelled {job_id}: attempt {before.attempt} stops at its next step "
-                      "and its GPU is freed")  # fmt: skip
+        console.print(
+            f"cancelled {job_id}: attempt {before.attempt} stops at its next step "
+            "and its GPU is freed"
+        )
     else:
         console.print(f"cancelled {job_id} (it was {before.state.value})")
 

@@ -95,9 +95,12 @@ def replica_id() -> str:
 
 
 def build_control_service(
-    settings: Settings, store: JobStore, clock: Clock, refusals: RefusedMessages,
+    settings: Settings,
+    store: JobStore,
+    clock: Clock,
+    refusals: RefusedMessages,
     leadership: Leadership | None = None,
-) -> ControlPlaneService:  # fmt: skip
+) -> ControlPlaneService:
     mqtt, control = settings.mqtt, settings.control
     assert mqtt.host is not None
     link = LinkSettings(
@@ -210,9 +213,12 @@ async def control_plane(
                 dead_letters = SqsDeadLetterQueue(sqs, settings.require_queues()[1])
                 refusals = RefusedMessages(clock, dead_letters, registry)
                 plane.leadership = Leadership(
-                    store, clock, "control-plane", settings.control.replica_id or replica_id(),
+                    store,
+                    clock,
+                    "control-plane",
+                    settings.control.replica_id or replica_id(),
                     ttl=timedelta(seconds=settings.control.lease_seconds),
-                )  # fmt: skip
+                )
                 plane.service = build_control_service(
                     settings, store, clock, refusals, plane.leadership
                 )
@@ -262,10 +268,14 @@ def _observe(plane: ControlPlane, settings: Settings, sqs: SQSClient, clock: Clo
         service.stats.observe_checkpoint_write = metrics.checkpoint_write.observe
         service.stats.on_gpu_fault = lambda kind: metrics.gpu_faults.labels(kind).inc()
         plane.gauges = PlaneGauges(
-            metrics, store, service.registry, clock, money=money,
+            metrics,
+            store,
+            service.registry,
+            clock,
+            money=money,
             budget_per_day_usd=settings.autoscaler.budget_per_day,
             dead_letters=lambda: queue_depth(sqs, dead_letter_url),
-        )  # fmt: skip
+        )
 
         async def broker_answers() -> None:
             connected = getattr(service.link, "connected", None)
@@ -274,5 +284,6 @@ def _observe(plane: ControlPlane, settings: Settings, sqs: SQSClient, clock: Clo
 
         checks["broker"] = broker_answers
     if settings.metrics_port is not None:
-        plane.health = HealthServer(plane.registry, checks, settings.metrics_host,
-                                    settings.metrics_port)  # fmt: skip
+        plane.health = HealthServer(
+            plane.registry, checks, settings.metrics_host, settings.metrics_port
+        )

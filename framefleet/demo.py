@@ -34,7 +34,7 @@ from autoscaler.ec2.ports import FLEET_TAG
 from autoscaler.market.trace import Trace, load_trace
 from framefleet.control_plane import build_store
 from framefleet.demo_finance import finance_report
-from framefleet.demo_outputs import ResumeCheck, check_resumed, download_videos
+from framefleet.demo_outputs import check_resumed, download_videos
 from framefleet.demo_producer import demo_jobs
 from framefleet.demo_progress import Progress, view
 from framefleet.demo_report import (
@@ -43,8 +43,6 @@ from framefleet.demo_report import (
     judge,
     read_timeline,
     resumed,
-    seconds_since,
-    timeline_rows,
 )
 from framefleet.demo_stack import (
     FLEET_ID,
@@ -60,10 +58,10 @@ from framefleet.demo_stack import (
     publish_tiny_model,
     worker_settings,
 )
+from framefleet.demo_tables import resume_table, timeline_table
 from framefleet.settings import load_settings
 from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
-from kernel.job_record import JobEvent
 from kernel.settings_support import exit_with
 from orchestrator.api.auth import Scope, create_token
 from orchestrator.aws.dead_letters import peek_dead_letters
@@ -85,8 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="framefleet demo", description=__doc__)
     defaults = DemoOptions()
     parser.add_argument("--jobs", type=int, default=defaults.jobs)
-    parser.add_argument("--speed", type=float, default=defaults.speed,
-                        help="trace seconds per wall second")  # fmt: skip
+    parser.add_argument(
+        "--speed", type=float, default=defaults.speed, help="trace seconds per wall second"
+    )
     parser.add_argument("--trace", type=Path, default=defaults.trace)
     parser.add_argument("--trace-start", help="trace moment to start at, ISO 8601")
     parser.add_argument("--seed", type=int, default=defaults.seed)
@@ -102,9 +101,15 @@ def _options(args: argparse.Namespace) -> DemoOptions:
         start = start.replace(tzinfo=UTC)
     if args.jobs < 1 or args.speed <= 0:
         raise ConfigurationError("--jobs and --speed must be positive")
-    return DemoOptions(jobs=args.jobs, speed=args.speed, trace=args.trace, trace_start=start,
-                       seed=args.seed, produce_over_seconds=5.0 * args.jobs,
-                       api_port=args.api_port or free_port())  # fmt: skip
+    return DemoOptions(
+        jobs=args.jobs,
+        speed=args.speed,
+        trace=args.trace,
+        trace_start=start,
+        seed=args.seed,
+        produce_over_seconds=5.0 * args.jobs,
+        api_port=args.api_port or free_port(),
+    )
 
 
 def _fresh_folders() -> None:
@@ -145,8 +150,9 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
         replay = ReplayClock(trace_start, epoch, options.speed)
         store = build_store(load_settings(config), replay)
         _console_token(store, options.api_port, console)
-        run = DemoRun(store, aws, registry, tuple(job.job_id for job in planned), trace, replay,
-                      epoch)  # fmt: skip
+        run = DemoRun(
+            store, aws, registry, tuple(job.job_id for job in planned), trace, replay, epoch
+        )
         try:
             async with demo_processes(ROOT) as processes:
                 await _start_processes(processes, config, worker_config, options, epoch)
@@ -177,16 +183,36 @@ async def _start_processes(
     await processes.start("serve", *base, "serve")
     await processes.start("autoscaler", *base, "autoscaler", "run")
     await processes.start(
-        "fleet", *base, "fleet", "local", "--workdir", str(ROOT / "fleet"),
-        "--worker-config", str(worker_config), "--timeline", str(TIMELINE),
-        "--min-notice-seconds", str(options.min_notice_seconds),
-        "--silent-every", str(options.silent_every),
-    )  # fmt: skip
+        "fleet",
+        *base,
+        "fleet",
+        "local",
+        "--workdir",
+        str(ROOT / "fleet"),
+        "--worker-config",
+        str(worker_config),
+        "--timeline",
+        str(TIMELINE),
+        "--min-notice-seconds",
+        str(options.min_notice_seconds),
+        "--silent-every",
+        str(options.silent_every),
+    )
     await processes.start(
-        "producer", "-m", "framefleet.demo_producer", "--config", str(config),
-        "--jobs", str(options.jobs), "--seed", str(options.seed),
-        "--over", str(options.produce_over_seconds), "--start", epoch.isoformat(),
-    )  # fmt: skip
+        "producer",
+        "-m",
+        "framefleet.demo_producer",
+        "--config",
+        str(config),
+        "--jobs",
+        str(options.jobs),
+        "--seed",
+        str(options.seed),
+        "--over",
+        str(options.produce_over_seconds),
+        "--start",
+        epoch.isoformat(),
+    )
 
 
 async def _watch(
@@ -198,13 +224,16 @@ async def _watch(
 
     def progress() -> Progress:
         jobs = [j for j in run.store.list_jobs() if j.job_id in wanted]
-        found = ec2.describe_instances(Filters=[
-            {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET_ID]},
-            {"Name": "instance-state-name", "Values": ["pending", "running"]},
-        ])  # fmt: skip
+        found = ec2.describe_instances(
+            Filters=[
+                {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET_ID]},
+                {"Name": "instance-state-name", "Values": ["pending", "running"]},
+            ]
+        )
         instances = [observed_instance(i) for r in found["Reservations"] for i in r["Instances"]]
-        return Progress(datetime.now(UTC), run.started, jobs, len(wanted), instances,
-                        read_timeline(TIMELINE))  # fmt: skip
+        return Progress(
+            datetime.now(UTC), run.started, jobs, len(wanted), instances, read_timeline(TIMELINE)
+        )
 
     deadline = asyncio.get_running_loop().time() + time_limit
     with Live(console=console, refresh_per_second=2) as live:
@@ -223,8 +252,15 @@ async def _watch(
 
 async def _the_end(run: DemoRun, console: Console) -> int:
     # The bill ends now, before the checks below take their (replayed) hours.
-    report, eml = finance_report(run.store, run.replay, run.started, datetime.now(UTC),
-                                 run.aws.endpoint, REGION, ROOT / "finance")  # fmt: skip
+    report, eml = finance_report(
+        run.store,
+        run.replay,
+        run.started,
+        datetime.now(UTC),
+        run.aws.endpoint,
+        REGION,
+        ROOT / "finance",
+    )
     wanted = set(run.expected)
     records = {r.job_id: r for r in run.store.list_jobs() if r.job_id in wanted}
     histories = {job_id: run.store.history(job_id) for job_id in records}
@@ -237,52 +273,45 @@ async def _the_end(run: DemoRun, console: Console) -> int:
     checks = await check_resumed(run.aws.endpoint, run.registry, ROOT, again, videos)
     sqs = boto3.client("sqs", region_name=REGION, endpoint_url=run.aws.endpoint)
     dead = [letter.reason for letter in peek_dead_letters(sqs, run.aws.dead_letter_url)]
-    console.print(_timeline_table(timeline, histories, run.started))
+    console.print(timeline_table(timeline, histories, run.started))
     if checks:
-        console.print(_resume_table(checks))
+        console.print(resume_table(checks))
     identical = all(check.identical for check in checks)
     summary = report.summary
     console.print(_summary(verdict, timeline, summary, len(videos), len(checks), identical, dead))
     console.print(f"the finance email: sent through SES (moto), kept as {eml}")
     lost = interruptions(timeline)
     facts = {
-        "ok": verdict.ok and identical, "succeeded": verdict.succeeded, "failed": verdict.failed,
-        "lost": verdict.lost, "duplicated": verdict.duplicated, "late": verdict.late,
-        "interruptions_with_notice": lost.noticed, "interruptions_without_notice": lost.silent,
+        "ok": verdict.ok and identical,
+        "succeeded": verdict.succeeded,
+        "failed": verdict.failed,
+        "lost": verdict.lost,
+        "duplicated": verdict.duplicated,
+        "late": verdict.late,
+        "interruptions_with_notice": lost.noticed,
+        "interruptions_without_notice": lost.silent,
         "resumed_identical": {c.job_id: c.identical for c in checks},
-        "videos": sorted(str(path) for path in videos.values()), "dead_lettered": dead,
+        "videos": sorted(str(path) for path in videos.values()),
+        "dead_lettered": dead,
         "cost_usd": float(cents(summary.total)),
         "on_demand_only_usd": float(cents(summary.on_demand_equivalent_usd)),
-        "waste_usd": float(cents(summary.waste)), "finance_email": str(eml),
-    }  # fmt: skip
+        "waste_usd": float(cents(summary.waste)),
+        "finance_email": str(eml),
+    }
     (ROOT / "summary.json").write_text(json.dumps(facts, indent=2) + "\n")
     console.print(f"videos in {OUTPUT}/, logs in {ROOT}/logs/, store {ROOT}/framefleet.db")
     return 0 if verdict.ok and identical else 1
 
 
-def _resume_table(checks: Sequence[ResumeCheck]) -> Table:
-    table = Table(title="resumed jobs against an uninterrupted render of the same spec")
-    for column in ("job", "MP4 sha256 (resumed)", "uninterrupted", "identical"):
-        table.add_column(column)
-    for check in checks:
-        same = "[green]yes, bit for bit[/]" if check.identical else "[red]NO[/]"
-        reference = (check.reference_sha256 or "failed")[:16]
-        table.add_row(check.job_id, check.resumed_sha256[:16], reference, same)
-    return table
-
-
-def _timeline_table(timeline: list[dict[str, Any]], histories: dict[str, list[JobEvent]],
-                    started: datetime) -> Table:  # fmt: skip
-    table = Table(title="timeline")
-    for column in ("at", "what", "instance / job", "detail"):
-        table.add_column(column, overflow="fold")
-    for row in timeline_rows(timeline, histories):
-        table.add_row(seconds_since(started, row.at), row.what, row.subject, row.detail)
-    return table
-
-
-def _summary(verdict: Verdict, timeline: list[dict[str, Any]], cost: CostSummary, videos: int,
-             checked: int, identical: bool, dead_letters: Sequence[str]) -> Table:  # fmt: skip
+def _summary(
+    verdict: Verdict,
+    timeline: list[dict[str, Any]],
+    cost: CostSummary,
+    videos: int,
+    checked: int,
+    identical: bool,
+    dead_letters: Sequence[str],
+) -> Table:
     lost = interruptions(timeline)
     equivalent = cost.on_demand_equivalent_usd
     share = cost.savings / equivalent if equivalent else 0
@@ -292,19 +321,25 @@ def _summary(verdict: Verdict, timeline: list[dict[str, Any]], cost: CostSummary
         ("jobs failed", str(len(verdict.failed))),
         ("jobs lost", str(len(verdict.lost))),
         ("jobs finished twice", str(len(verdict.duplicated))),
-        ("interruptions survived", f"{lost.total} ({lost.noticed} with notice, "
-                                   f"{lost.silent} without)"),
+        (
+            "interruptions survived",
+            f"{lost.total} ({lost.noticed} with notice, {lost.silent} without)",
+        ),
         ("malformed messages dead-lettered", f"{len(dead_letters)} ({', '.join(dead_letters)})"),
         ("deadlines met", f"{met} of {verdict.with_deadline}"),
         ("videos in demo-output/", str(videos)),
-        ("resumed videos identical to uninterrupted", f"{checked} checked, "
-                                                      f"{'all' if identical else 'NOT all'} same"),
-        ("cost (the ledger, in replayed time)", f"{usd(cost.total)} for {cost.instances} "
-                                                f"instances"),
+        (
+            "resumed videos identical to uninterrupted",
+            f"{checked} checked, {'all' if identical else 'NOT all'} same",
+        ),
+        (
+            "cost (the ledger, in replayed time)",
+            f"{usd(cost.total)} for {cost.instances} instances",
+        ),
         ("of which waste (lost, idle, draining)", usd(cost.waste)),
         ("the same work on on-demand only", usd(equivalent)),
         ("saved", f"{usd(cost.savings)} ({share:.0%})"),
-    ]  # fmt: skip
+    ]
     table = Table(
         title="summary: " + ("[green]OK[/]" if verdict.ok and identical else "[red]FAILED[/]")
     )

@@ -78,9 +78,14 @@ class ReplayedFacts:
 
 
 def finance_report(
-    store: JobStore, replay: ReplayClock, started: datetime, ended: datetime, endpoint: str,
-    region: str, folder: Path,
-) -> tuple[Report, Path]:  # fmt: skip
+    store: JobStore,
+    replay: ReplayClock,
+    started: datetime,
+    ended: datetime,
+    endpoint: str,
+    region: str,
+    folder: Path,
+) -> tuple[Report, Path]:
     """Builds, keeps and emails the report of the demo's run, from `started` to `ended` (wall
     moments); returns it and the .eml file."""
     end = FakeClock(replay.trace_time(ended))  # live instances are billed up to the end

@@ -48,10 +48,15 @@ async def check_resumed(
     if not records:
         return []
     settings = WorkerSettings(
-        endpoint_url=endpoint, checkpoint_bucket=CHECKPOINT_BUCKET, model_registry=registry,
-        cache_dir=work / "reference-cache", device="cpu", allow_cpu=True, imds_enabled=False,
+        endpoint_url=endpoint,
+        checkpoint_bucket=CHECKPOINT_BUCKET,
+        model_registry=registry,
+        cache_dir=work / "reference-cache",
+        device="cpu",
+        allow_cpu=True,
+        imds_enabled=False,
         min_free_disk_gib=0,
-    )  # fmt: skip
+    )
     checks = []
     async with worker_parts(settings, SystemClock()) as agent:
         for record in records:

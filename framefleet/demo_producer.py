@@ -81,9 +81,18 @@ def demo_jobs(count: int, seed: int, start: datetime, over_seconds: float) -> li
 
 def malformed_messages(seed: int) -> list[str]:
     """A truncated message, and a job whose size and step count no renderer accepts."""
-    broken = {"schema": "framefleet.job/v1", "job_id": f"broken-{seed}", "model": DEMO_MODEL,
-              "prompt": "a cat", "width": 1000, "height": 64, "num_frames": 9, "steps": 0,
-              "seed": 1, "output": f"s3://{OUTPUT_BUCKET}/research/"}  # fmt: skip
+    broken = {
+        "schema": "framefleet.job/v1",
+        "job_id": f"broken-{seed}",
+        "model": DEMO_MODEL,
+        "prompt": "a cat",
+        "width": 1000,
+        "height": 64,
+        "num_frames": 9,
+        "steps": 0,
+        "seed": 1,
+        "output": f"s3://{OUTPUT_BUCKET}/research/",
+    }
     return ['{"schema": "framefleet.job/v1", "job_', json.dumps(broken)]
 
 

@@ -48,10 +48,15 @@ def view(progress: Progress, trace: Trace, replay: ReplayClock) -> Group:
     elapsed = (progress.now - progress.started).total_seconds()
     header = Text(
         f"FrameFleet demo  +{elapsed:.0f}s   market time {replay.now():%Y-%m-%d %H:%M} "
-        f"(trace x{replay.speed:g})", style="bold"
-    )  # fmt: skip
-    return Group(header, _jobs_table(progress), _instances_table(progress, trace, replay),
-                 _events_line(progress))  # fmt: skip
+        f"(trace x{replay.speed:g})",
+        style="bold",
+    )
+    return Group(
+        header,
+        _jobs_table(progress),
+        _instances_table(progress, trace, replay),
+        _events_line(progress),
+    )
 
 
 def _jobs_table(progress: Progress) -> Table:

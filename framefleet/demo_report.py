@@ -24,9 +24,12 @@ from kernel.job_state import JobState
 from kernel.outside_text import printable
 
 SHOWN_STATES = {
-    JobState.ASSIGNED, JobState.PREEMPTED, JobState.SUCCEEDED, JobState.FAILED,
+    JobState.ASSIGNED,
+    JobState.PREEMPTED,
+    JobState.SUCCEEDED,
+    JobState.FAILED,
     JobState.CANCELLED,
-}  # fmt: skip
+}
 FLEET_EVENTS = {
     "worker_started": "instance up, worker started",
     "spot_notice": "spot interruption notice (IMDS + EventBridge)",

@@ -110,8 +110,14 @@ class DemoOptions:
     api_port: int = 0  # the console's; 0: a free one
 
 
-def plane_settings(aws: DemoAws, mqtt_port: int, root: Path, options: DemoOptions,
-                   epoch: datetime, trace_start: datetime) -> dict[str, Any]:  # fmt: skip
+def plane_settings(
+    aws: DemoAws,
+    mqtt_port: int,
+    root: Path,
+    options: DemoOptions,
+    epoch: datetime,
+    trace_start: datetime,
+) -> dict[str, Any]:
     """`framefleet serve`, the autoscaler and the fleet runner read this file."""
     return {
         "region": REGION,
@@ -174,11 +180,14 @@ async def embedded_services() -> AsyncIterator[tuple[str, int]]:
     server.start()
     host, port = server.get_host_and_port()
     mqtt_port = free_port()
-    broker = Broker({
-        "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{mqtt_port}"}},
-        "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin":
-                    {"allow_anonymous": True}},
-    })  # fmt: skip
+    broker = Broker(
+        {
+            "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{mqtt_port}"}},
+            "plugins": {
+                "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
+            },
+        }
+    )
     await broker.start()
     try:
         yield f"http://{host}:{port}", mqtt_port

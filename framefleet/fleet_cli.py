@@ -29,8 +29,12 @@ def add_commands(commands: Any) -> None:
     local.add_argument("--worker-config", type=Path, help="worker TOML for every worker")
     local.add_argument("--timeline", type=Path, help="JSON lines file (default WORKDIR/timeline)")
     local.add_argument("--min-notice-seconds", type=float, default=4.0)
-    local.add_argument("--silent-every", type=int, default=3,
-                       help="every Nth interruption comes without notice (0: never)")  # fmt: skip
+    local.add_argument(
+        "--silent-every",
+        type=int,
+        default=3,
+        help="every Nth interruption comes without notice (0: never)",
+    )
     local.add_argument("--poll-seconds", type=float, default=0.5)
     local.add_argument(
         "--user-data",
@@ -64,10 +68,14 @@ async def _run(args: argparse.Namespace, settings: Settings) -> None:
         on_poll = None
         if settings.replay is not None:
             replay = SpotReplay(
-                fleet, adapter, EventBridgeEvents(events), load_trace(settings.replay.trace),
-                settings.replay.clock(), clock,
+                fleet,
+                adapter,
+                EventBridgeEvents(events),
+                load_trace(settings.replay.trace),
+                settings.replay.clock(),
+                clock,
                 ReplaySettings(args.min_notice_seconds, args.silent_every),
-            )  # fmt: skip
+            )
             on_poll = replay.on_poll
         timeline.write("fleet_started")
         await fleet.run(stop, on_poll)

@@ -123,8 +123,9 @@ class LocalFleet:
                 self.end(instance_id, "terminated in EC2", kill=False)
             elif worker.process.returncode is not None and not worker.ending:
                 worker.ending = True
-                self.timeline.write("worker_exited", worker.instance,
-                                    returncode=worker.process.returncode)  # fmt: skip
+                self.timeline.write(
+                    "worker_exited", worker.instance, returncode=worker.process.returncode
+                )
         return live
 
     async def _start(self, instance: ObservedInstance) -> None:
@@ -157,25 +158,36 @@ class LocalFleet:
             except BaseException:
                 await imds.stop()
                 raise
-        env = dict(os.environ) | self.settings.worker_env | booted | {
-            "FRAMEFLEET_WORKER_IMDS_ENABLED": "true",
-            "FRAMEFLEET_WORKER_IMDS_URL": url,
-            "FRAMEFLEET_WORKER_CACHE_DIR": str(folder / "cache"),
-            # CPU slots that stand for the instance's GPUs, so the scheduler matches jobs to
-            # them as it would to the real ones.
-            "FRAMEFLEET_WORKER_CPU_SLOTS": str(kind.gpus),
-            "FRAMEFLEET_WORKER_CPU_FAMILY": kind.family.value,
-            "FRAMEFLEET_WORKER_CPU_VRAM_GIB": str(kind.vram_gib),
-        }  # fmt: skip
+        env = (
+            dict(os.environ)
+            | self.settings.worker_env
+            | booted
+            | {
+                "FRAMEFLEET_WORKER_IMDS_ENABLED": "true",
+                "FRAMEFLEET_WORKER_IMDS_URL": url,
+                "FRAMEFLEET_WORKER_CACHE_DIR": str(folder / "cache"),
+                # CPU slots that stand for the instance's GPUs, so the scheduler matches jobs to
+                # them as it would to the real ones.
+                "FRAMEFLEET_WORKER_CPU_SLOTS": str(kind.gpus),
+                "FRAMEFLEET_WORKER_CPU_FAMILY": kind.family.value,
+                "FRAMEFLEET_WORKER_CPU_VRAM_GIB": str(kind.vram_gib),
+            }
+        )
         if self.settings.worker_config is not None:
             env["FRAMEFLEET_WORKER_CONFIG"] = str(self.settings.worker_config)
         log_file = (folder / "worker.log").open("ab")
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "framefleet.worker_cli", "serve",
-            env=env, stdout=log_file, stderr=log_file,
-        )  # fmt: skip
-        log.info("instance %s (%s): worker process %d", instance.instance_id,
-                 instance.pool, process.pid)  # fmt: skip
+            sys.executable,
+            "-m",
+            "framefleet.worker_cli",
+            "serve",
+            env=env,
+            stdout=log_file,
+            stderr=log_file,
+        )
+        log.info(
+            "instance %s (%s): worker process %d", instance.instance_id, instance.pool, process.pid
+        )
         self.timeline.write("worker_started", instance, pid=process.pid)
         return LocalWorker(instance, imds, process, log_file)
 
@@ -186,8 +198,7 @@ class LocalFleet:
         if worker is None or worker.ending:
             return
         worker.ending = True
-        self.timeline.write("worker_killed" if kill else "worker_stopped", worker.instance,
-                            why=why)  # fmt: skip
+        self.timeline.write("worker_killed" if kill else "worker_stopped", worker.instance, why=why)
         task = asyncio.create_task(self._end(worker, kill))
         self._endings.add(task)
         task.add_done_callback(self._endings.discard)

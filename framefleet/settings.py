@@ -100,10 +100,14 @@ class BrokerAdminConfig(BaseModel):
 
     def link(self) -> LinkSettings:
         return LinkSettings(
-            host=self.host, port=self.port, client_id=self.client_id, username=self.username,
-            password=self.password.get_secret_value(), tls=self.tls,
+            host=self.host,
+            port=self.port,
+            client_id=self.client_id,
+            username=self.username,
+            password=self.password.get_secret_value(),
+            tls=self.tls,
             ca_file=str(self.ca_file) if self.ca_file else None,
-        )  # fmt: skip
+        )
 
 
 class ModelArchitectureConfig(BaseModel):

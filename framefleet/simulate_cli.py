@@ -36,9 +36,14 @@ def add_commands(commands: Any) -> None:
 
 
 def simulate_fleet(
-    traces: Path, jobs_file: Path | None, count: int, days: float, seed: int,
-    changeover_hours: float, start_hours: float,
-) -> list[FleetResult]:  # fmt: skip
+    traces: Path,
+    jobs_file: Path | None,
+    count: int,
+    days: float,
+    seed: int,
+    changeover_hours: float,
+    start_hours: float,
+) -> list[FleetResult]:
     trace = load_trace(traces)
     jobs = load_jobs(jobs_file) if jobs_file else daily_poisson(count, days, seed)
     tick_hours = trace.gap.total_seconds() / 3600
@@ -58,9 +63,14 @@ def run_command(args: argparse.Namespace, console: Console) -> None:
         logging.getLogger(loop).setLevel(logging.ERROR)
     console.width = max(console.width, TABLE_WIDTH)
     results = simulate_fleet(
-        args.traces, args.jobs, args.count, args.days, args.seed, args.changeover_hours,
+        args.traces,
+        args.jobs,
+        args.count,
+        args.days,
+        args.seed,
+        args.changeover_hours,
         args.start_hours,
-    )  # fmt: skip
+    )
     console.print(fleet_table(f"what the workload would have cost on {args.traces.name}", results))
     if args.json:
         rows = [asdict(r) for r in results]

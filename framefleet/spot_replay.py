@@ -70,8 +70,9 @@ class SpotReplay:
 
     @property
     def notice_seconds(self) -> float:
-        return max(self._replay.wall_seconds(NOTICE.total_seconds()),
-                   self.settings.min_notice_seconds)  # fmt: skip
+        return max(
+            self._replay.wall_seconds(NOTICE.total_seconds()), self.settings.min_notice_seconds
+        )
 
     def zones_lost(self) -> set[str]:
         """Zones whose capacity went 1 -> 0 since the last call."""
@@ -139,8 +140,11 @@ class SpotReplay:
         await self._ec2.terminate([instance.instance_id])
         detail = {"instance-id": instance.instance_id, "state": "terminated"}
         await self._events.put(STATE_CHANGE, detail)
-        log.warning("spot instance %s in %s reclaimed", instance.instance_id,
-                    instance.pool.availability_zone)  # fmt: skip
+        log.warning(
+            "spot instance %s in %s reclaimed",
+            instance.instance_id,
+            instance.pool.availability_zone,
+        )
 
 
 class EventBridgeEvents:

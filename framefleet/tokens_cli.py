@@ -21,8 +21,9 @@ def add_commands(commands: Any) -> None:
     actions = tokens.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", help="a new token, printed once")
     create.add_argument("--name", required=True, help="who or what uses it")
-    create.add_argument("--scopes", default="read",
-                        help=f"comma-separated: {', '.join(s.value for s in Scope)}")  # fmt: skip
+    create.add_argument(
+        "--scopes", default="read", help=f"comma-separated: {', '.join(s.value for s in Scope)}"
+    )
     create.add_argument(
         "--into-secret",
         metavar="SECRET_ARN",
@@ -60,8 +61,9 @@ def run_command(
             written = f"token {token_id} ({', '.join(scopes)}) written to {args.into_secret}"
             console.print(written, markup=False, emoji=False, highlight=False)
             return
-        console.print(f"token {token_id} ({', '.join(scopes)}); shown once, keep it safe:",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"token {token_id} ({', '.join(scopes)}); shown once, keep it safe:", highlight=False
+        )
         print(token)  # plain stdout: `TOKEN=$(framefleet tokens create ...)`-friendly
     elif args.action == "list":
         table = Table(title="API tokens")
@@ -69,10 +71,12 @@ def run_command(
             table.add_column(column)
         for stored in store.tokens():
             table.add_row(
-                stored.token_id, stored.name, ",".join(stored.scopes),
+                stored.token_id,
+                stored.name,
+                ",".join(stored.scopes),
                 f"{stored.created_at:%Y-%m-%d %H:%M} UTC",
                 f"{stored.revoked_at:%Y-%m-%d %H:%M} UTC" if stored.revoked_at else "-",
-            )  # fmt: skip
+            )
         console.print(table)
     elif not store.revoke_token(args.token_id):
         raise ConfigurationError(f"no live token {args.token_id!r}")

@@ -114,8 +114,12 @@ async def _serve(settings: WorkerSettings) -> int:
         service = WorkerService(worker_id, agent, clock, connect, WorkerMetrics(registry))
         health = None
         if settings.metrics_port is not None:
-            health = HealthServer(registry, worker_checks(service, agent),
-                                  settings.metrics_host, settings.metrics_port)  # fmt: skip
+            health = HealthServer(
+                registry,
+                worker_checks(service, agent),
+                settings.metrics_host,
+                settings.metrics_port,
+            )
             await health.start()
         try:
             # A drain: running jobs checkpoint at their next step, then the service exits.

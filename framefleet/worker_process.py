@@ -88,9 +88,14 @@ async def worker_parts(
 
         gpus = Nvml().read()
         slots = len(gpus) if isinstance(gpus, list) and gpus else settings.cpu_slots
-        limits = limits_for(settings.job_memory_gib, settings.job_threads,
-                            settings.job_gpu_memory_fraction, slots, host_memory_bytes(),
-                            os.cpu_count() or 1)  # fmt: skip
+        limits = limits_for(
+            settings.job_memory_gib,
+            settings.job_threads,
+            settings.job_gpu_memory_fraction,
+            slots,
+            host_memory_bytes(),
+            os.cpu_count() or 1,
+        )
         hooks = test_hooks(settings.render_test_hooks)
         cgroups = delegated_root() if settings.render_isolation == "process" else None
 
@@ -129,10 +134,11 @@ async def worker_parts(
                 mean_time_between_interruptions_s=settings.mtbi_seconds(lifecycle),
                 initial_checkpoint_write_s=settings.initial_checkpoint_write_s,
                 max_checkpoint_interval_s=settings.max_checkpoint_interval_s,
-                stall=StallRule(settings.stall_factor, settings.stall_floor_s,
-                                settings.stall_startup_s),
+                stall=StallRule(
+                    settings.stall_factor, settings.stall_floor_s, settings.stall_startup_s
+                ),
                 load_timeout_s=settings.load_timeout_s,
-            )  # fmt: skip
+            )
             return JobRunner(
                 store,
                 checkpoints,
@@ -147,8 +153,9 @@ async def worker_parts(
         family = settings.cpu_family
         if device != "cpu" and isinstance(gpus, list) and gpus:
             family = family_of_gpu(gpus[0].name)
-        parts = WorkerParts(settings, new_runner(device, family), store, identity, imds, clock,
-                            new_runner, Nvml())  # fmt: skip
+        parts = WorkerParts(
+            settings, new_runner(device, family), store, identity, imds, clock, new_runner, Nvml()
+        )
         try:
             yield parts
         finally:

@@ -35,25 +35,52 @@ class AwsFault(StrEnum):
 AWS_ERROR_CODES: dict[str, AwsFault] = {
     # EC2 (RunInstances, CreateFleet errors): the pool has no capacity for us right now.
     **dict.fromkeys(
-        ["InsufficientInstanceCapacity", "InsufficientCapacity", "InsufficientHostCapacity",
-         "MaxSpotInstanceCountExceeded", "SpotMaxPriceTooLow", "UnfulfillableCapacity",
-         "capacity-not-available", "price-too-low"],
+        [
+            "InsufficientInstanceCapacity",
+            "InsufficientCapacity",
+            "InsufficientHostCapacity",
+            "MaxSpotInstanceCountExceeded",
+            "SpotMaxPriceTooLow",
+            "UnfulfillableCapacity",
+            "capacity-not-available",
+            "price-too-low",
+        ],
         AwsFault.CAPACITY,
     ),
     **dict.fromkeys(
-        ["Throttling", "ThrottlingException", "RequestThrottled", "RequestLimitExceeded",
-         "SlowDown", "TooManyRequestsException"],
+        [
+            "Throttling",
+            "ThrottlingException",
+            "RequestThrottled",
+            "RequestLimitExceeded",
+            "SlowDown",
+            "TooManyRequestsException",
+        ],
         AwsFault.THROTTLED,
     ),
     **dict.fromkeys(
-        ["AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist", "NoSuchBucket",
-         "NoSuchKey", "NotFound", "404", "InvalidInstanceID.NotFound",
-         "InvalidLaunchTemplateName.NotFoundException", "ParameterNotFound"],
+        [
+            "AWS.SimpleQueueService.NonExistentQueue",
+            "QueueDoesNotExist",
+            "NoSuchBucket",
+            "NoSuchKey",
+            "NotFound",
+            "404",
+            "InvalidInstanceID.NotFound",
+            "InvalidLaunchTemplateName.NotFoundException",
+            "ParameterNotFound",
+        ],
         AwsFault.NOT_FOUND,
     ),
     **dict.fromkeys(
-        ["AccessDenied", "AccessDeniedException", "UnauthorizedOperation",
-         "InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken"],
+        [
+            "AccessDenied",
+            "AccessDeniedException",
+            "UnauthorizedOperation",
+            "InvalidClientTokenId",
+            "SignatureDoesNotMatch",
+            "ExpiredToken",
+        ],
         AwsFault.ACCESS_DENIED,
     ),
     **dict.fromkeys(
@@ -68,7 +95,7 @@ AWS_ERROR_CODES: dict[str, AwsFault] = {
         ["InternalError", "InternalFailure", "ServiceUnavailable", "Unavailable"],
         AwsFault.UNAVAILABLE,
     ),
-}  # fmt: skip
+}
 _QUEUE_CODES = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}
 
 

@@ -76,10 +76,16 @@ class LocalMosquitto(LocalBroker):
             password_file.write_text("")
             for user, password in passwords.items():
                 subprocess.run(
-                    [shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd", "-b",
-                     str(password_file), user, password],
-                    check=True, capture_output=True,
-                )  # fmt: skip
+                    [
+                        shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd",
+                        "-b",
+                        str(password_file),
+                        user,
+                        password,
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
             lines.append(f"password_file {password_file}")
             # Mosquitto started as root reads the password file after dropping to its own
             # user, which cannot enter a private temporary folder; a test broker may stay root

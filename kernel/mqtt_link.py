@@ -95,8 +95,13 @@ class MqttLink:
                 await self._session(stop)
                 backoff = 0.2
             except aiomqtt.MqttError as error:
-                log.warning("MQTT connection to %s:%d lost: %s; retrying in %.1fs",
-                            self._settings.host, self._settings.port, error, backoff)  # fmt: skip
+                log.warning(
+                    "MQTT connection to %s:%d lost: %s; retrying in %.1fs",
+                    self._settings.host,
+                    self._settings.port,
+                    error,
+                    backoff,
+                )
             finally:
                 self.connected.clear()
                 self._client = None
@@ -132,8 +137,9 @@ class MqttLink:
             self._client = client
             self.connected.set()
             self.connections += 1
-            log.info("MQTT connected to %s:%d as %s", settings.host, settings.port,
-                     settings.client_id)  # fmt: skip
+            log.info(
+                "MQTT connected to %s:%d as %s", settings.host, settings.port, settings.client_id
+            )
             if self._on_connect is not None:
                 await self._on_connect()
             receiver = asyncio.ensure_future(self._receive(client))

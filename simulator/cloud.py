@@ -57,9 +57,13 @@ class SimulatedEc2(FakeEc2):
     no_capacity = "no spot capacity in the trace now"
 
     def __init__(
-        self, trace: Trace, clock: Clock, boot_seconds: float, silent_share: float = 0.0,
+        self,
+        trace: Trace,
+        clock: Clock,
+        boot_seconds: float,
+        silent_share: float = 0.0,
         companions: Companions | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(clock)
         self.trace = trace
         self._companions = companions

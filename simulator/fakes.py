@@ -36,8 +36,9 @@ class HandledQueue:
     """The interruptions queue: events are handed to the loop directly, so there is never
     anything left to receive or delete."""
 
-    async def receive(self, max_messages: int, wait_seconds: int,
-                      visibility_timeout: int) -> list[ReceivedMessage]:  # fmt: skip
+    async def receive(
+        self, max_messages: int, wait_seconds: int, visibility_timeout: int
+    ) -> list[ReceivedMessage]:
         return []
 
     async def delete(self, receipt_handles: Sequence[str]) -> None:
@@ -80,8 +81,10 @@ class HomeZones(StoreDemand):
         self.homes: dict[str, str] = {}
 
     def queued(self, now: datetime) -> list[JobDemand]:
-        return [replace(j, spot_zones=frozenset({self._home(j.job_id, now)}))
-                for j in super().queued(now)]  # fmt: skip
+        return [
+            replace(j, spot_zones=frozenset({self._home(j.job_id, now)}))
+            for j in super().queued(now)
+        ]
 
     def _home(self, job_id: str, now: datetime) -> str:
         if job_id not in self.homes:

@@ -117,8 +117,9 @@ class _Job:
 
 
 class FaultStudy:
-    def __init__(self, rates: FaultRates, shape: FleetShape, detection: Detection,
-                 seed: int) -> None:  # fmt: skip
+    def __init__(
+        self, rates: FaultRates, shape: FleetShape, detection: Detection, seed: int
+    ) -> None:
         self.rates, self.shape, self.detection = rates, shape, detection
         self.rng = np.random.default_rng(seed)
         self.stall = StallRule()
@@ -127,8 +128,15 @@ class FaultStudy:
         self.paces: deque[float] = deque(maxlen=50)  # seconds per step of finished attempts
         self.queue: deque[_Job] = deque()
         self.next_job = 0
-        self.counts = {"done": 0, "failed": 0, "kills": 0, "quarantines": 0,
-                       "false_kills": 0, "false_quarantines": 0, "hangs": 0}  # fmt: skip
+        self.counts = {
+            "done": 0,
+            "failed": 0,
+            "kills": 0,
+            "quarantines": 0,
+            "false_kills": 0,
+            "false_quarantines": 0,
+            "hangs": 0,
+        }
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -151,10 +159,18 @@ class FaultStudy:
             job = self._take(gpu)
             heapq.heappush(free, (self._attempt(gpu, job, now), index))
         sick = sum(1 for g in by_index.values() if g.sick_at < WEEK_S)
-        return StudyResult(self.detection, self.waste, self.counts["done"], self.counts["failed"],
-                           self.counts["kills"], self.counts["quarantines"],
-                           self.counts["false_kills"], self.counts["false_quarantines"], sick,
-                           self.counts["hangs"])  # fmt: skip
+        return StudyResult(
+            self.detection,
+            self.waste,
+            self.counts["done"],
+            self.counts["failed"],
+            self.counts["kills"],
+            self.counts["quarantines"],
+            self.counts["false_kills"],
+            self.counts["false_quarantines"],
+            sick,
+            self.counts["hangs"],
+        )
 
     def _new_gpu(self, index: int, at: float) -> _Gpu:
         gpu = _Gpu(index, crash_at=at + self._draw(self.rates.agent_crashes_per_instance_hour))
@@ -205,8 +221,9 @@ class FaultStudy:
                 return self._corrupt(gpu, job, t, since_save, saved_at_step, start, on)
             if step == hang_step:
                 self.counts["hangs"] += 1
-                return self._hung(gpu, job, t, since_save, saved_at_step, expected, timeout, step,
-                                  first_measured)  # fmt: skip
+                return self._hung(
+                    gpu, job, t, since_save, saved_at_step, expected, timeout, step, first_measured
+                )
             if job.oom_step == step:
                 return self._doomed(job, t - start, t)
             if self.detection is Detection.TIMEOUT and t >= timeout:
@@ -256,9 +273,18 @@ class FaultStudy:
             return None
         return int(self.rng.integers(job.checkpoint_step, shape.steps))
 
-    def _hung(self, gpu: _Gpu, job: _Job, t: float, since_save: float, saved: int,
-              expected: float | None, timeout: float, step: int,
-              measured: tuple[int, float] | None) -> float:  # fmt: skip
+    def _hung(
+        self,
+        gpu: _Gpu,
+        job: _Job,
+        t: float,
+        since_save: float,
+        saved: int,
+        expected: float | None,
+        timeout: float,
+        step: int,
+        measured: tuple[int, float] | None,
+    ) -> float:
         if self.detection is Detection.ON:
             bound = self.stall.bound(expected, first_step=measured is None)
             self.counts["kills"] += 1
@@ -275,8 +301,9 @@ class FaultStudy:
         self.waste.lost_work += since_save
         return self._requeue(job, saved, end)
 
-    def _corrupt(self, gpu: _Gpu, job: _Job, t: float, since_save: float, saved: int,
-                 start: float, on: bool) -> float:  # fmt: skip
+    def _corrupt(
+        self, gpu: _Gpu, job: _Job, t: float, since_save: float, saved: int, start: float, on: bool
+    ) -> float:
         if on:
             # The heartbeat's NVML shows the uncorrected errors (`errors_in`): quarantined
             # within a beat; the job moves from its last checkpoint taken before the errors.

@@ -24,8 +24,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import numpy as np
-
 from autoscaler.actuation import Actuator
 from autoscaler.catalog import kind_of
 from autoscaler.demand import StoreDemand
@@ -58,13 +56,12 @@ from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink
 from simulator.fleet_faults import FaultWaste, faults_for
 from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy
 from simulator.fleet_setup import FleetSetup, fleet_pace, purchase_settings, setup_for_changeover
-from simulator.results import FleetResult
-from simulator.workers import SimulatedWorker, WorkerModel
-from simulator.workload import SimJob
+from simulator.results import FleetResult, start_delays
+from simulator.worker_model import WorkerModel
+from simulator.workers import SimulatedWorker
+from simulator.workload import MAX_STEPS, SimJob, job_spec
 
 FLEET_ID = "simulated"
-MAX_STEPS = 1000  # a job spec's limit
-TEAMS = ("research", "marketing", "studio")  # cost tags, so the ledger has teams to report
 MIN_SPOT_INTERRUPTIONS_PER_HOUR = 1 / 24  # a pool with none seen yet is not assumed safe
 
 
@@ -77,9 +74,14 @@ class SimulationStuck(FrameFleetError):
 
 class FleetSimulation:
     def __init__(
-        self, trace: Trace, jobs: Sequence[SimJob], setup: FleetSetup, start_tick: int,
-        database: Path, policy: FleetPolicy = FRAMEFLEET,
-    ) -> None:  # fmt: skip
+        self,
+        trace: Trace,
+        jobs: Sequence[SimJob],
+        setup: FleetSetup,
+        start_tick: int,
+        database: Path,
+        policy: FleetPolicy = FRAMEFLEET,
+    ) -> None:
         self.trace = trace
         self.policy = policy
         self.setup = setup
@@ -89,9 +91,14 @@ class FleetSimulation:
         family = kind.family.value
         longest = max(j.compute_hours for j in jobs)
         self.job_step_seconds, step = fleet_pace(setup, family, longest * 3600 / MAX_STEPS)
-        self.worker_model = WorkerModel(**{**setup.worker.__dict__, "step_seconds": step,
-                                           "family": family,
-                                           "vram_gib": kind.vram_gib})  # fmt: skip
+        self.worker_model = WorkerModel(
+            **{
+                **setup.worker.__dict__,
+                "step_seconds": step,
+                "family": family,
+                "vram_gib": kind.vram_gib,
+            }
+        )
         self.store = JobStore(make_engine(f"sqlite:///{database}"), self.clock)
         self.store.upgrade()
         self.ledger = CostLedger(self.store, self.clock)
@@ -113,8 +120,9 @@ class FleetSimulation:
             self.queue, KeptDeadLetters(), self.control, self.clock, InterruptionSettings(region="")
         )
         companions = companions_for(trace) if setup.multi_gpu else no_companions(trace)
-        self.cloud = SimulatedEc2(trace, self.clock, setup.boot_seconds, setup.silent_share,
-                                  companions)  # fmt: skip
+        self.cloud = SimulatedEc2(
+            trace, self.clock, setup.boot_seconds, setup.silent_share, companions
+        )
         self.market = TraceMarket(trace, self.clock)
         market = WithCompanions(self.market, companions)
         capacity = CapacityMemory(self.clock)
@@ -169,7 +177,8 @@ class FleetSimulation:
                     noticed.on_notice(self.clock.now())  # the notice on its IMDS
                 body = self.cloud.spot_warning(instance)  # and through EventBridge
                 await self.interruptions.handle(
-                    ReceivedMessage(f"warning-{instance.instance_id}", "r", body, 1))  # fmt: skip
+                    ReceivedMessage(f"warning-{instance.instance_id}", "r", body, 1)
+                )
             # The live loop runs every 30 s; here it runs at every event that changes what it
             # would decide (tick, arrival, notice), so its reaction time stays that short.
             await self._round(autoscale=True)
@@ -215,16 +224,13 @@ class FleetSimulation:
         for span in self.store.attempts_on(list(self.cloud.records)):  # one query, in chunks
             known = first_start.get(span.job_id)
             first_start[span.job_id] = min(known or span.started_at, span.started_at)
-        delays = [(first_start[job.job_id] - self._arrival_at(job)).total_seconds() / 3600
-                  for job in self.jobs if job.job_id in first_start]  # fmt: skip
-        if not delays:
-            return {}
-        p50, p95 = np.percentile(delays, [50, 95])
-        return {
-            "start_delay_mean_hours": float(np.mean(delays)),
-            "start_delay_p50_hours": float(p50),
-            "start_delay_p95_hours": float(p95),
-        }
+        return start_delays(
+            [
+                (first_start[job.job_id] - self._arrival_at(job)).total_seconds() / 3600
+                for job in self.jobs
+                if job.job_id in first_start
+            ]
+        )
 
     # -- moving the clock ----------------------------------------------------------------------
 
@@ -303,9 +309,13 @@ class FleetSimulation:
                     )
                 )
                 self.workers[instance_id] = SimulatedWorker(
-                    instance, replace(self.worker_model, gpus=gpus), mtbi, self._send,
-                    self._finished, faults=faults,
-                )  # fmt: skip
+                    instance,
+                    replace(self.worker_model, gpus=gpus),
+                    mtbi,
+                    self._send,
+                    self._finished,
+                    faults=faults,
+                )
 
     def _gone(self, instance_id: str) -> None:
         worker = self.workers.pop(instance_id, None)
@@ -339,20 +349,9 @@ class FleetSimulation:
         return bool(due)
 
     def _spec(self, job: SimJob) -> JobSpec:
-        steps = max(1, round(job.compute_hours * 3600 / self.job_step_seconds))
-        video = self.setup.video
         deadline = None if job.deadline_hours is None else self._deadline_of(job)
-        return JobSpec.model_validate(
-            {"schema": "framefleet.job/v1", "job_id": job.job_id, "model": video.model,
-             "prompt": "simulated", "width": video.width, "height": video.height,
-             "num_frames": video.frames,
-             "steps": min(MAX_STEPS, steps), "seed": 0, "priority": job.priority,
-             "deadline": deadline,
-             "gpu": {"min_vram_gib": self.worker_model.vram_gib,
-                     "families": [self.worker_model.family]},
-             "output": "s3://simulated-outputs/videos/",
-             "tags": {"team": TEAMS[job.priority % len(TEAMS)], "project": "simulated"}}
-        )  # fmt: skip
+        model = self.worker_model
+        return job_spec(job, self.job_step_seconds, self.setup.video, model, deadline)
 
     def _arrival_at(self, job: SimJob) -> datetime:
         return self._tick_start(self.start_tick) + timedelta(hours=job.arrival_hours)

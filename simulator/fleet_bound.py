@@ -54,8 +54,13 @@ def job_bound(trace: Trace, job: SimJob, start_tick: int, on_demand_per_gpu: flo
     work = max(1, math.floor(job.compute_hours / tick_hours))  # rounded down: a bound
     if horizon < work:
         return work * tick_hours * on_demand_per_gpu
-    setup = Setup(work=work, deadline=horizon, changeover=0, tick_hours=tick_hours,
-                  on_demand_price=on_demand_per_gpu)  # fmt: skip
+    setup = Setup(
+        work=work,
+        deadline=horizon,
+        changeover=0,
+        tick_hours=tick_hours,
+        on_demand_price=on_demand_per_gpu,
+    )
     outcome = omniscient(setup, market_from(trace, arrival, horizon, history_ticks=0))
     return float(outcome.cost)
 

@@ -44,9 +44,12 @@ class FaultWaste:
 
     def categories(self) -> dict[str, float]:
         return {
-            "stalled": self.stalled, "lost_work": self.lost_work, "slow": self.slow,
-            "doomed": self.doomed, "retry_loads": self.retry_loads,
-        }  # fmt: skip
+            "stalled": self.stalled,
+            "lost_work": self.lost_work,
+            "slow": self.slow,
+            "doomed": self.doomed,
+            "retry_loads": self.retry_loads,
+        }
 
     def total(self) -> float:
         return sum(self.categories().values())
@@ -80,8 +83,9 @@ class WorkerFaults:
         return at if at < denoise_seconds else None
 
 
-def faults_for(instance_id: str, launched_at: datetime, faults: FleetFaults,
-               waste: FaultWaste) -> WorkerFaults:  # fmt: skip
+def faults_for(
+    instance_id: str, launched_at: datetime, faults: FleetFaults, waste: FaultWaste
+) -> WorkerFaults:
     rng = random.Random(f"{faults.seed}:{instance_id}")
     slow_from = corrupt_from = None
     if faults.sick_gpus_per_gpu_week > 0:

@@ -12,7 +12,7 @@ from autoscaler.throughput import WorkShape, step_time_prior
 from kernel.precision import Dtype
 from kernel.step_time import architecture_of, step_seconds
 from simulator.fleet_faults import FleetFaults
-from simulator.workers import WorkerModel
+from simulator.worker_model import WorkerModel
 
 # Wan 2.1 1.3B at 480x832, 81 frames: the shape most of today's text-to-video jobs have.
 SIMULATED_VIDEO = WorkShape("wan/wan2.1-t2v-1.3b", 832, 480, 81)
@@ -57,8 +57,9 @@ def fleet_pace(setup: FleetSetup, family: str, least_step_seconds: float) -> tup
 def setup_for_changeover(changeover_hours: float) -> FleetSetup:
     """A start-up of `changeover_hours`: two minutes of model load, the rest boot."""
     worker = WorkerModel()
-    return FleetSetup(boot_seconds=max(0.0, changeover_hours * 3600 - worker.model_load_seconds),
-                      worker=worker)  # fmt: skip
+    return FleetSetup(
+        boot_seconds=max(0.0, changeover_hours * 3600 - worker.model_load_seconds), worker=worker
+    )
 
 
 def purchase_settings(

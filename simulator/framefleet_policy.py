@@ -29,9 +29,14 @@ class FrameFleetPolicy:
         settings = _settings(setup)
         now = EPOCH + timedelta(seconds=state.tick * tick_seconds)
         job = JobDemand(
-            "job", 5, EPOCH, EPOCH + timedelta(seconds=setup.deadline * tick_seconds), SHAPE,
-            setup.work, int(state.done),
-        )  # fmt: skip
+            "job",
+            5,
+            EPOCH,
+            EPOCH + timedelta(seconds=setup.deadline * tick_seconds),
+            SHAPE,
+            setup.work,
+            int(state.done),
+        )
         left = (setup.work - state.done) * tick_seconds
         choice = choose_market(job, now, left, settings)
         if choice.market is Purchase.ON_DEMAND:

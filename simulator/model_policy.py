@@ -38,11 +38,13 @@ class ModelPolicy:
         # The model is learned again only when the planner solves again.
         kept = self.planner.solution
         problem = Problem(
-            setup.work, setup.deadline, setup.changeover,
+            setup.work,
+            setup.deadline,
+            setup.changeover,
             float(market.price[zone, t]) * setup.tick_hours,
             setup.on_demand_price * setup.tick_hours,
             kept.problem.model if kept else CapacityModel.estimate(series, MODEL_EDGES),
-        )  # fmt: skip
+        )
         if kept is not None and self.planner.due(problem, t):
             problem = replace(problem, model=CapacityModel.estimate(series, MODEL_EDGES))
         solution = self.planner.solution_for(problem, t)

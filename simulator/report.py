@@ -13,33 +13,61 @@ from simulator.targets import Target
 
 def study_table(title: str, summaries: list[PolicySummary]) -> Table:
     table = Table(title=title)
-    for column in ("policy", "runs", "mean cost", "vs on-demand", "gap to optimum",
-                   "on-demand h", "spot h", "misses"):  # fmt: skip
+    for column in (
+        "policy",
+        "runs",
+        "mean cost",
+        "vs on-demand",
+        "gap to optimum",
+        "on-demand h",
+        "spot h",
+        "misses",
+    ):
         table.add_column(column, justify="left" if column == "policy" else "right")
     for s in summaries:
         table.add_row(
-            s.policy, str(s.runs), f"${s.mean_cost:.2f}", f"{s.cost_vs_on_demand:.1%}",
-            f"{s.gap_to_optimum:+.1%}", f"{s.on_demand_hours:.1f}", f"{s.spot_hours:.1f}",
+            s.policy,
+            str(s.runs),
+            f"${s.mean_cost:.2f}",
+            f"{s.cost_vs_on_demand:.1%}",
+            f"{s.gap_to_optimum:+.1%}",
+            f"{s.on_demand_hours:.1f}",
+            f"{s.spot_hours:.1f}",
             str(s.misses),
-        )  # fmt: skip
+        )
     return table
 
 
 def fleet_table(title: str, results: list[FleetResult]) -> Table:
     on_demand = next((r.cost for r in results if r.policy == "on-demand only"), None)
     table = Table(title=title)
-    for column in ("policy", "total cost", "below on-demand", "on-demand h", "spot h",
-                   "deadline misses", "unfinished", "interruptions", "launches",
-                   "to start p50/p95 (min)"):  # fmt: skip
+    for column in (
+        "policy",
+        "total cost",
+        "below on-demand",
+        "on-demand h",
+        "spot h",
+        "deadline misses",
+        "unfinished",
+        "interruptions",
+        "launches",
+        "to start p50/p95 (min)",
+    ):
         table.add_column(column, justify="left" if column == "policy" else "right")
     for r in results:
         saving = f"{1 - r.cost / on_demand:.1%}" if on_demand else "-"
         table.add_row(
-            r.policy, f"${r.cost:,.2f}", saving, f"{r.on_demand_hours:,.1f}",
-            f"{r.spot_hours:,.1f}", str(r.misses), str(r.unfinished), str(r.interruptions),
+            r.policy,
+            f"${r.cost:,.2f}",
+            saving,
+            f"{r.on_demand_hours:,.1f}",
+            f"{r.spot_hours:,.1f}",
+            str(r.misses),
+            str(r.unfinished),
+            str(r.interruptions),
             str(r.launches),
             f"{r.start_delay_p50_hours * 60:.1f} / {r.start_delay_p95_hours * 60:.1f}",
-        )  # fmt: skip
+        )
     return table
 
 

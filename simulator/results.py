@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class FleetResult:
@@ -25,3 +27,15 @@ class FleetResult:
     @property
     def cost_per_video(self) -> float:
         return self.cost / self.finished if self.finished else float("inf")
+
+
+def start_delays(delays: list[float]) -> dict[str, float]:
+    """Mean, p50 and p95 of the jobs' arrival-to-first-start delays (hours); none: nothing."""
+    if not delays:
+        return {}
+    p50, p95 = np.percentile(delays, [50, 95])
+    return {
+        "start_delay_mean_hours": float(np.mean(delays)),
+        "start_delay_p50_hours": float(p50),
+        "start_delay_p95_hours": float(p95),
+    }

@@ -46,8 +46,9 @@ class Market:
 
     def until(self, tick: int) -> Market:
         """What a live system has seen by `tick`: the policies get this, never the future."""
-        return Market(self.zones, self.available[:, : tick + 1], self.price[:, : tick + 1],
-                      self.history)  # fmt: skip
+        return Market(
+            self.zones, self.available[:, : tick + 1], self.price[:, : tick + 1], self.history
+        )
 
     def seen(self, zone: int) -> npt.NDArray[np.int8]:
         """The zone's capacity series so far, its history first."""

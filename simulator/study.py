@@ -111,9 +111,12 @@ def multi_zone_policies(zones: int) -> dict[str, Runner]:
     everywhere = list(range(zones))
     label = f"({zones} zones)"
     policies: list[Policy] = [
-        OnDemandOnly(), GreedyAnyZone(everywhere), UniformProgressAnyZone(everywhere),
-        FrameFleetPolicy(everywhere, f"framefleet {label}"), ModelPolicy(everywhere),
-    ]  # fmt: skip
+        OnDemandOnly(),
+        GreedyAnyZone(everywhere),
+        UniformProgressAnyZone(everywhere),
+        FrameFleetPolicy(everywhere, f"framefleet {label}"),
+        ModelPolicy(everywhere),
+    ]
     runners = {policy.name: online(policy) for policy in policies}
     runners[f"omniscient {label}"] = lambda s, m: omniscient(s, m)
     return runners

@@ -55,8 +55,9 @@ def periodic(rng: np.random.Generator, zone: int) -> tuple[Series, npt.NDArray[n
 
 
 def droughts(rng: np.random.Generator, zone: int) -> tuple[Series, npt.NDArray[np.float64]]:
-    series = _runs(rng, lambda: rng.exponential(10 * HOUR),
-                   lambda: rng.lognormal(np.log(12 * HOUR), 0.8))  # fmt: skip
+    series = _runs(
+        rng, lambda: rng.exponential(10 * HOUR), lambda: rng.lognormal(np.log(12 * HOUR), 0.8)
+    )
     return series, _steady_prices(rng)
 
 
@@ -88,6 +89,12 @@ def synthetic_trace(kind: str, seed: int = 16) -> Trace:
     zones = {}
     for index, zone in enumerate(ZONES):
         available, prices = make(rng, index)
-        zones[zone] = ZoneTrace(zone, "p3.2xlarge", tuple(int(v) for v in available),
-                                tuple(float(p) for p in prices), ON_DEMAND, 1)  # fmt: skip
+        zones[zone] = ZoneTrace(
+            zone,
+            "p3.2xlarge",
+            tuple(int(v) for v in available),
+            tuple(float(p) for p in prices),
+            ON_DEMAND,
+            1,
+        )
     return Trace(DEFAULT_START, TICK, zones)

@@ -19,8 +19,9 @@ class Target:
     short_by: str = ""
 
 
-def study_target(setting: str, summaries: Sequence[PolicySummary], ours: str,
-                 baselines: Sequence[str]) -> Target:  # fmt: skip
+def study_target(
+    setting: str, summaries: Sequence[PolicySummary], ours: str, baselines: Sequence[str]
+) -> Target:
     """Gap to the optimum at most half of the better baseline's, with no deadline missed."""
     rows = {s.policy: s for s in summaries}
     best = min((rows[name] for name in baselines), key=lambda s: s.gap_to_optimum)
@@ -31,14 +32,21 @@ def study_target(setting: str, summaries: Sequence[PolicySummary], ours: str,
     if mine.misses:
         short = f"{mine.misses} deadline misses"
     return Target(
-        setting, f"gap <= half of {best.policy}'s ({best.gap_to_optimum:+.1%}): "
+        setting,
+        f"gap <= half of {best.policy}'s ({best.gap_to_optimum:+.1%}): "
         f"<= {goal_gap:+.1%}, 0 misses",
-        f"{ours}: {mine.gap_to_optimum:+.1%}, {mine.misses} misses", met, short,
-    )  # fmt: skip
+        f"{ours}: {mine.gap_to_optimum:+.1%}, {mine.misses} misses",
+        met,
+        short,
+    )
 
 
-def fleet_targets(setting: str, results: Sequence[FleetResult], bound: float | None = None,
-                  ours: str = "framefleet") -> list[Target]:  # fmt: skip
+def fleet_targets(
+    setting: str,
+    results: Sequence[FleetResult],
+    bound: float | None = None,
+    ours: str = "framefleet",
+) -> list[Target]:
     """At least 10% below the best fair baseline, at least 60% below on-demand only, 0 misses;
     with the lower bound no policy can beat, how far below the baseline anything could be."""
     rows = {r.policy: r for r in results}
@@ -47,14 +55,22 @@ def fleet_targets(setting: str, results: Sequence[FleetResult], bound: float | N
     on_demand = rows["on-demand only"]
     below_best = 1 - mine.cost / best.cost
     below_on_demand = 1 - mine.cost / on_demand.cost
-    possible = "" if bound is None else (
-        f" (the lower bound is {1 - bound / best.cost:.1%} below it)")  # fmt: skip
+    possible = (
+        "" if bound is None else (f" (the lower bound is {1 - bound / best.cost:.1%} below it)")
+    )
     return [
-        Target(setting, f">= 10% below {best.policy}, 0 misses",
-               f"{below_best:.1%} below, {mine.misses} misses{possible}",
-               below_best >= 0.10 and mine.misses == 0,
-               "" if below_best >= 0.10 else f"{(0.10 - below_best) * 100:.1f} points"),
-        Target(setting, ">= 60% below on-demand only", f"{below_on_demand:.1%} below",
-               below_on_demand >= 0.60,
-               "" if below_on_demand >= 0.60 else f"{(0.60 - below_on_demand) * 100:.1f} points"),
-    ]  # fmt: skip
+        Target(
+            setting,
+            f">= 10% below {best.policy}, 0 misses",
+            f"{below_best:.1%} below, {mine.misses} misses{possible}",
+            below_best >= 0.10 and mine.misses == 0,
+            "" if below_best >= 0.10 else f"{(0.10 - below_best) * 100:.1f} points",
+        ),
+        Target(
+            setting,
+            ">= 60% below on-demand only",
+            f"{below_on_demand:.1%} below",
+            below_on_demand >= 0.60,
+            "" if below_on_demand >= 0.60 else f"{(0.60 - below_on_demand) * 100:.1f} points",
+        ),
+    ]

@@ -1,9 +1,8 @@
 """A simulated GPU worker: it speaks the real worker protocol (hello, heartbeats with recent
 outcomes, job events, commands) and decides when to checkpoint with the worker agent's own
 policy (`checkpoint_interval`, `periodic_checkpoint_due`); only the rendering is replaced by
-time passing: a job needs `steps x step_seconds` of GPU time after its model is loaded.
-
-On a spot notice (its IMDS) it stops taking work, reports the notice, checkpoints at once and
+time passing: a job needs `steps x step_seconds` of GPU time after its model is loaded. On a
+spot notice (its IMDS) it stops taking work, reports the notice, checkpoints at once and
 reports `preempted`, as the agent does. Checkpoint keys have the agent's layout
 (`.../{attempt}/{step:06d}/manifest.json`), so the control plane and the autoscaler read the
 progress from them as they do in production.
@@ -17,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from kernel.job_spec import JobSpec
 from kernel.worker_protocol import (
     Channel,
     Command,
@@ -34,6 +32,7 @@ from kernel.worker_protocol import (
 )
 from simulator.cloud import SimInstance
 from simulator.fleet_faults import WorkerFaults
+from simulator.worker_model import Attempt, WorkerModel
 from worker_ami.agent.checkpoint_policy import (
     CheckpointClock,
     checkpoint_interval,
@@ -42,50 +41,6 @@ from worker_ami.agent.checkpoint_policy import (
 
 Send = Callable[[str, str], None]  # (topic, JSON payload) to the control plane
 RECENT_OUTCOMES = 8  # repeated in every heartbeat, as the agent does
-
-
-@dataclass(frozen=True)
-class WorkerModel:
-    """What the simulation assumes of a worker (what the agent measures in production)."""
-
-    # At least this long a step (0: the step-time model's pace for the fleet's video).
-    step_seconds: float = 0.0
-    model_load_seconds: float = 120.0
-    # A checkpoint is the denoising state (latents and scheduler state), megabytes: the
-    # agent's first guess of its write time is 2 s.
-    checkpoint_write_seconds: float = 2.0
-    notice_seconds: float = 120.0
-    # The agent's `max_checkpoint_interval_s`, set to two minutes here (about 2% of GPU time
-    # at 2 s a write): what an interruption without a usable notice may lose.
-    max_checkpoint_interval_seconds: float = 120.0
-    family: str = "v100"
-    vram_gib: float = 16.0
-    gpus: int = 1  # per instance; each GPU runs its own job
-
-
-@dataclass
-class _Attempt:
-    spec: JobSpec
-    attempt: int
-    gpu: int
-    done_seconds: float  # GPU time of denoising done (resumed from the checkpoint's step)
-    stall_seconds: float  # model load or a checkpoint write still in progress
-    writing_step: int | None = None  # the step a periodic checkpoint in progress saves
-    since_checkpoint: float = 0.0
-    last_checkpoint: str | None = None
-    last_step: int = 0  # of last_checkpoint
-    model_load_seconds: float = 0.0  # what this attempt spent loading the model
-    # Injected faults (simulator/fleet_faults.py): the denoising second its step hangs at,
-    # how long it has hung, the second a corrupting GPU gives it non-finite latents.
-    hang_at: float | None = None
-    hung_for: float = 0.0
-    doom_at: float | None = None
-    started_done: float = 0.0
-    expected_step: float | None = None
-
-    @property
-    def hung(self) -> bool:
-        return self.hang_at is not None and self.done_seconds >= self.hang_at - 1e-9
 
 
 @dataclass
@@ -97,7 +52,7 @@ class SimulatedWorker:
     finished: Callable[[str, datetime], None]  # the simulation's ledger of completions
     said_hello: bool = False
     accepting: bool = True
-    jobs: dict[int, _Attempt] = field(default_factory=dict)  # by GPU index
+    jobs: dict[int, Attempt] = field(default_factory=dict)  # by GPU index
     loaded_models: set[tuple[int, str]] = field(default_factory=set)  # (GPU, model)
     recent: list[WorkerEvent] = field(default_factory=list)
     _sequence: itertools.count[int] = field(default_factory=itertools.count)
@@ -126,21 +81,31 @@ class SimulatedWorker:
         self.send(
             topic(self.worker_id, Channel.HELLO),
             Hello(
-                worker_id=self.worker_id, sent_at=now, instance_id=self.worker_id,
-                instance_type=pool.instance_type, availability_zone=pool.availability_zone,
+                worker_id=self.worker_id,
+                sent_at=now,
+                instance_id=self.worker_id,
+                instance_type=pool.instance_type,
+                availability_zone=pool.availability_zone,
                 market=pool.market,
-                gpus=tuple(GpuInfo(index=i, family=self.model.family, vram_gib=self.model.vram_gib)
-                           for i in range(self.model.gpus)),
+                gpus=tuple(
+                    GpuInfo(index=i, family=self.model.family, vram_gib=self.model.vram_gib)
+                    for i in range(self.model.gpus)
+                ),
                 agent_version="simulated",
             ).model_dump_json(),
-        )  # fmt: skip
+        )
 
     def heartbeat(self, now: datetime) -> None:
         jobs = tuple(
-            JobProgress(job_id=job.spec.job_id, attempt=job.attempt, gpu_index=job.gpu,
-                        step=self._step(job), total_steps=job.spec.steps)
+            JobProgress(
+                job_id=job.spec.job_id,
+                attempt=job.attempt,
+                gpu_index=job.gpu,
+                step=self._step(job),
+                total_steps=job.spec.steps,
+            )
             for job in self.jobs.values()
-        )  # fmt: skip
+        )
         sick = self.faults is not None and self.faults.corrupt(0, now)
         gpus = (
             (
@@ -156,9 +121,14 @@ class SimulatedWorker:
             else ()
         )
         beat = Heartbeat(
-            worker_id=self.worker_id, sent_at=now, sequence=next(self._sequence), jobs=jobs,
-            gpus=gpus, recent=tuple(self.recent[-RECENT_OUTCOMES:]), accepting=self.accepting,
-        )  # fmt: skip
+            worker_id=self.worker_id,
+            sent_at=now,
+            sequence=next(self._sequence),
+            jobs=jobs,
+            gpus=gpus,
+            recent=tuple(self.recent[-RECENT_OUTCOMES:]),
+            accepting=self.accepting,
+        )
         self.send(topic(self.worker_id, Channel.HEARTBEAT), beat.model_dump_json())
 
     def offline(self, now: datetime) -> None:
@@ -170,9 +140,14 @@ class SimulatedWorker:
         if command.command_id in self._seen_commands:
             return  # a re-send: acted on once already
         self._seen_commands.add(command.command_id)
-        current = next((job for job in self.jobs.values()
-                        if (job.spec.job_id, job.attempt) == (command.job_id, command.attempt)),
-                       None)  # fmt: skip
+        current = next(
+            (
+                job
+                for job in self.jobs.values()
+                if (job.spec.job_id, job.attempt) == (command.job_id, command.attempt)
+            ),
+            None,
+        )
         if command.kind is CommandKind.ASSIGN and command.spec is not None and current is None:
             self._assign(command, now)
         elif command.kind is CommandKind.CHECKPOINT_NOW and current is not None:
@@ -198,7 +173,7 @@ class SimulatedWorker:
         watchdog (inf when idle)."""
         return min((self._next_event(job) for job in self.jobs.values()), default=math.inf)
 
-    def _next_event(self, job: _Attempt) -> float:
+    def _next_event(self, job: Attempt) -> float:
         total = job.spec.steps * self.model.step_seconds
         if self.faults is None:
             return job.stall_seconds + total - job.done_seconds
@@ -209,7 +184,7 @@ class SimulatedWorker:
         ends = [total, job.hang_at or math.inf, job.doom_at or math.inf]
         return job.stall_seconds + min(ends) - job.done_seconds
 
-    def _stall_bound(self, job: _Attempt) -> float | None:
+    def _stall_bound(self, job: Attempt) -> float | None:
         """The agent's watchdog bound for this attempt's step (None: no watchdog)."""
         if self.faults is None or self.faults.watchdog is None:
             return None
@@ -221,7 +196,7 @@ class SimulatedWorker:
         for job in list(self.jobs.values()):
             self._run_attempt(job, start, seconds)
 
-    def _run_attempt(self, job: _Attempt, start: datetime, seconds: float) -> None:
+    def _run_attempt(self, job: Attempt, start: datetime, seconds: float) -> None:
         elapsed = 0.0
         while self.jobs.get(job.gpu) is job and seconds - elapsed > 1e-9:
             if job.stall_seconds > 0:
@@ -242,8 +217,11 @@ class SimulatedWorker:
             to_due = self.interval - job.since_checkpoint
             if to_due <= 0:  # passed with no checkpoint due: the job ends before one would pay
                 to_due = math.inf
-            speed = self.faults.speed(job.gpu, start + timedelta(seconds=elapsed)) if (
-                self.faults) else 1.0  # fmt: skip
+            speed = (
+                self.faults.speed(job.gpu, start + timedelta(seconds=elapsed))
+                if (self.faults)
+                else 1.0
+            )
             ahead = min(total, job.hang_at or math.inf, job.doom_at or math.inf)
             spent = min(seconds - elapsed, (ahead - job.done_seconds) / speed, to_due)
             job.done_seconds += spent * speed
@@ -256,7 +234,7 @@ class SimulatedWorker:
             elif job.doom_at is not None and job.done_seconds >= job.doom_at - 1e-6:
                 self._doomed(job, start + timedelta(seconds=elapsed))
 
-    def _hang(self, job: _Attempt, at: datetime, seconds: float) -> float:
+    def _hang(self, job: Attempt, at: datetime, seconds: float) -> float:
         """A hung step: time passes, nothing moves, until the watchdog (if any) kills it."""
         assert self.faults is not None
         bound = self._stall_bound(job)
@@ -268,22 +246,35 @@ class SimulatedWorker:
             waste.stall_kills += 1
             waste.lost_work += job.done_seconds - job.last_step * self.model.step_seconds
             del self.jobs[job.gpu]
-            self._event(at + timedelta(seconds=spent), EventKind.FAILED, job_id=job.spec.job_id,
-                        attempt=job.attempt, outcome=True, failure_kind="stalled",
-                        gpu_index=job.gpu,
-                        error=f"stalled: no step within {bound:.1f} s")  # fmt: skip
+            self._event(
+                at + timedelta(seconds=spent),
+                EventKind.FAILED,
+                job_id=job.spec.job_id,
+                attempt=job.attempt,
+                outcome=True,
+                failure_kind="stalled",
+                gpu_index=job.gpu,
+                error=f"stalled: no step within {bound:.1f} s",
+            )
         return spent
 
-    def _doomed(self, job: _Attempt, at: datetime) -> None:
+    def _doomed(self, job: Attempt, at: datetime) -> None:
         """Non-finite latents on a corrupting GPU: the attempt fails as the job's fault."""
         assert self.faults is not None
         self.faults.waste.doomed += job.done_seconds - job.started_done + job.model_load_seconds
         del self.jobs[job.gpu]
-        self._event(at, EventKind.FAILED, job_id=job.spec.job_id, attempt=job.attempt,
-                    outcome=True, failure_kind="job", gpu_index=job.gpu,
-                    error=f"non-finite latents after step {self._step(job)}")  # fmt: skip
+        self._event(
+            at,
+            EventKind.FAILED,
+            job_id=job.spec.job_id,
+            attempt=job.attempt,
+            outcome=True,
+            failure_kind="job",
+            gpu_index=job.gpu,
+            error=f"non-finite latents after step {self._step(job)}",
+        )
 
-    def _checkpoint_due(self, job: _Attempt, total: float) -> bool:
+    def _checkpoint_due(self, job: Attempt, total: float) -> bool:
         view = CheckpointClock(
             interval=self.interval,
             seconds_since_last=job.since_checkpoint,
@@ -294,7 +285,7 @@ class SimulatedWorker:
 
     # -- inside --------------------------------------------------------------------------------
 
-    def _step(self, job: _Attempt) -> int:
+    def _step(self, job: Attempt) -> int:
         return min(job.spec.steps, int(job.done_seconds // self.model.step_seconds))
 
     def _assign(self, command: Command, now: datetime) -> None:
@@ -303,19 +294,32 @@ class SimulatedWorker:
         gpu = command.gpu_index or 0
         if gpu in self.jobs or gpu >= self.model.gpus or not self.accepting:
             why = f"GPU {gpu} is busy or missing" if self.accepting else "draining after a notice"
-            self._event(now, EventKind.FAILED, job_id=command.job_id, attempt=command.attempt,
-                        failure_kind="refused", error=why)  # fmt: skip
+            self._event(
+                now,
+                EventKind.FAILED,
+                job_id=command.job_id,
+                attempt=command.attempt,
+                failure_kind="refused",
+                error=why,
+            )
             return
         spec = command.spec
         loaded = (gpu, spec.model) in self.loaded_models
         load = 0.0 if loaded else self.model.model_load_seconds
         self.loaded_models.add((gpu, spec.model))
         resumed = (command.resume_step or 0) * self.model.step_seconds
-        self.jobs[gpu] = job = _Attempt(spec, command.attempt, gpu, resumed, load,
-                                        last_checkpoint=command.resume_from,
-                                        last_step=command.resume_step or 0,
-                                        model_load_seconds=load, started_done=resumed,
-                                        expected_step=command.expected_step_seconds)  # fmt: skip
+        self.jobs[gpu] = job = Attempt(
+            spec,
+            command.attempt,
+            gpu,
+            resumed,
+            load,
+            last_checkpoint=command.resume_from,
+            last_step=command.resume_step or 0,
+            model_load_seconds=load,
+            started_done=resumed,
+            expected_step=command.expected_step_seconds,
+        )
         if self.faults is not None:
             left = spec.steps * self.model.step_seconds - resumed
             hang = self.faults.hang_after(left)
@@ -324,7 +328,7 @@ class SimulatedWorker:
                 job.doom_at = resumed + self.faults.rng.uniform(0, left)
         self._event(now, EventKind.STARTED, job_id=spec.job_id, attempt=command.attempt)
 
-    def _stop_with_checkpoint(self, job: _Attempt, now: datetime) -> None:
+    def _stop_with_checkpoint(self, job: Attempt, now: datetime) -> None:
         """Checkpoint at the current step and stop (a notice leaves time for one write)."""
         key, step = job.last_checkpoint, job.last_step
         if self.model.checkpoint_write_seconds <= self.model.notice_seconds:
@@ -332,39 +336,65 @@ class SimulatedWorker:
             key = self._key(job, step)
         del self.jobs[job.gpu]
         wrote = key != job.last_checkpoint
-        self._event(now, EventKind.PREEMPTED, job_id=job.spec.job_id, attempt=job.attempt,
-                    step=step, checkpoint=key, outcome=True,
-                    write_seconds=self.model.checkpoint_write_seconds if wrote else 0.0,
-                    model_load_seconds=job.model_load_seconds)  # fmt: skip
+        self._event(
+            now,
+            EventKind.PREEMPTED,
+            job_id=job.spec.job_id,
+            attempt=job.attempt,
+            step=step,
+            checkpoint=key,
+            outcome=True,
+            write_seconds=self.model.checkpoint_write_seconds if wrote else 0.0,
+            model_load_seconds=job.model_load_seconds,
+        )
 
-    def _checkpoint_durable(self, job: _Attempt, at: datetime) -> None:
+    def _checkpoint_durable(self, job: Attempt, at: datetime) -> None:
         assert job.writing_step is not None
         job.last_checkpoint = self._key(job, job.writing_step)
         job.last_step = job.writing_step
         job.writing_step = None
         job.since_checkpoint = 0.0
-        self._event(at, EventKind.CHECKPOINT_DURABLE, job_id=job.spec.job_id,
-                    attempt=job.attempt, step=job.last_step, checkpoint=job.last_checkpoint,
-                    write_seconds=self.model.checkpoint_write_seconds)  # fmt: skip
+        self._event(
+            at,
+            EventKind.CHECKPOINT_DURABLE,
+            job_id=job.spec.job_id,
+            attempt=job.attempt,
+            step=job.last_step,
+            checkpoint=job.last_checkpoint,
+            write_seconds=self.model.checkpoint_write_seconds,
+        )
 
-    def _finish(self, job: _Attempt, at: datetime) -> None:
+    def _finish(self, job: Attempt, at: datetime) -> None:
         del self.jobs[job.gpu]
         self.finished(job.spec.job_id, at)
-        self._event(at, EventKind.FINISHED, job_id=job.spec.job_id, attempt=job.attempt,
-                    output=f"{job.spec.output}{job.spec.job_id}.mp4", outcome=True,
-                    denoise_seconds=job.spec.steps * self.model.step_seconds,
-                    model_load_seconds=job.model_load_seconds)  # fmt: skip
+        self._event(
+            at,
+            EventKind.FINISHED,
+            job_id=job.spec.job_id,
+            attempt=job.attempt,
+            output=f"{job.spec.output}{job.spec.job_id}.mp4",
+            outcome=True,
+            denoise_seconds=job.spec.steps * self.model.step_seconds,
+            model_load_seconds=job.model_load_seconds,
+        )
 
-    def _key(self, job: _Attempt, step: int) -> str:
-        return (f"s3://simulated-checkpoints/{job.spec.job_id}/{job.attempt}/{step:06d}/"
-                "manifest.json")  # fmt: skip
+    def _key(self, job: Attempt, step: int) -> str:
+        return (
+            f"s3://simulated-checkpoints/{job.spec.job_id}/{job.attempt}/{step:06d}/manifest.json"
+        )
 
-    def _event(self, at: datetime, kind: EventKind, outcome: bool = False,
-               **fields: object) -> None:  # fmt: skip
+    def _event(
+        self, at: datetime, kind: EventKind, outcome: bool = False, **fields: object
+    ) -> None:
         event = WorkerEvent.model_validate(
-            {"worker_id": self.worker_id, "sent_at": at, "kind": kind,
-             "event_id": f"{self.worker_id}-{next(self._events)}", **fields}
-        )  # fmt: skip
+            {
+                "worker_id": self.worker_id,
+                "sent_at": at,
+                "kind": kind,
+                "event_id": f"{self.worker_id}-{next(self._events)}",
+                **fields,
+            }
+        )
         if outcome:
             self.recent.append(event)
         self.send(topic(self.worker_id, Channel.EVENTS), event.model_dump_json())

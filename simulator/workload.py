@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
+from autoscaler.throughput import WorkShape
 from kernel.errors import ConfigurationError
+from kernel.job_spec import JobSpec
+from simulator.worker_model import WorkerModel
 
 
 @dataclass(frozen=True)
@@ -72,3 +76,37 @@ def load_jobs(path: Path) -> list[SimJob]:
 
 def dump_jobs(jobs: list[SimJob], path: Path) -> None:
     path.write_text(json.dumps([asdict(job) for job in jobs], indent=1) + "\n")
+
+
+MAX_STEPS = 1000  # a job spec's limit
+TEAMS = ("research", "marketing", "studio")  # cost tags, so the ledger has teams to report
+
+
+def job_spec(
+    job: SimJob,
+    step_seconds: float,
+    video: WorkShape,
+    worker: WorkerModel,
+    deadline: datetime | None,
+) -> JobSpec:
+    """The job message a simulated producer sends: a video of the fleet's shape whose steps
+    take the job's compute hours at `step_seconds` a step."""
+    steps = max(1, round(job.compute_hours * 3600 / step_seconds))
+    return JobSpec.model_validate(
+        {
+            "schema": "framefleet.job/v1",
+            "job_id": job.job_id,
+            "model": video.model,
+            "prompt": "simulated",
+            "width": video.width,
+            "height": video.height,
+            "num_frames": video.frames,
+            "steps": min(MAX_STEPS, steps),
+            "seed": 0,
+            "priority": job.priority,
+            "deadline": deadline,
+            "gpu": {"min_vram_gib": worker.vram_gib, "families": [worker.family]},
+            "output": "s3://simulated-outputs/videos/",
+            "tags": {"team": TEAMS[job.priority % len(TEAMS)], "project": "simulated"},
+        }
+    )

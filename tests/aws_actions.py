@@ -26,9 +26,13 @@ ROLE_ENV = "FRAMEFLEET_AWS_ROLE"
 PLACE_ENV = "FRAMEFLEET_AWS_PLACE"
 PACKAGES = {"orchestrator": "control-plane", "autoscaler": "autoscaler", "worker_ami": "worker"}
 FACE = {
-    "control_plane.py": "control-plane", "costs_cli.py": "control-plane", "cli.py": "control-plane",
-    "autoscaler_cli.py": "autoscaler", "worker_cli.py": "worker", "worker_process.py": "worker",
-}  # fmt: skip
+    "control_plane.py": "control-plane",
+    "costs_cli.py": "control-plane",
+    "cli.py": "control-plane",
+    "autoscaler_cli.py": "autoscaler",
+    "worker_cli.py": "worker",
+    "worker_process.py": "worker",
+}
 CALL = "_make_api_call"
 _seen: set[tuple[str, str, str, str]] = set()
 _lock = threading.Lock()
@@ -72,8 +76,10 @@ def record(client: Any, operation: str) -> None:
             return
         _seen.add(key)
         with open(log, "a", encoding="utf-8") as out:
-            out.write(json.dumps(dict(zip(("role", "service", "operation", "place"), key,
-                                          strict=True))) + "\n")  # fmt: skip
+            out.write(
+                json.dumps(dict(zip(("role", "service", "operation", "place"), key, strict=True)))
+                + "\n"
+            )
 
 
 def install() -> None:

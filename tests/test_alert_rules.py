@@ -28,12 +28,22 @@ ALERTS = Path(__file__).parents[1] / "infra" / "alerts"
 def test_the_alert_rules_pass_their_promtool_tests() -> None:
     promtool = shutil.which("promtool")
     assert promtool, "promtool (Debian's prometheus package; .ci/run installs it) is needed"
-    checked = subprocess.run([promtool, "check", "rules", "framefleet.rules.yml"], cwd=ALERTS,
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    checked = subprocess.run(
+        [promtool, "check", "rules", "framefleet.rules.yml"],
+        cwd=ALERTS,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "SUCCESS: 7 rules found" in checked.stdout
-    tested = subprocess.run([promtool, "test", "rules", "framefleet.rules.test.yml"], cwd=ALERTS,
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    tested = subprocess.run(
+        [promtool, "test", "rules", "framefleet.rules.test.yml"],
+        cwd=ALERTS,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "SUCCESS" in tested.stdout
 

@@ -36,19 +36,28 @@ INSTANCES = {"w-owner": "i-0000000000000aaaa", "w-other": "i-0000000000000bbbb"}
 
 def hello(worker_id: str, clock: FakeClock) -> bytes:
     message = Hello(
-        worker_id=worker_id, sent_at=clock.now(), instance_id=INSTANCES[worker_id],
-        instance_type="g6.xlarge", availability_zone="us-east-1a", market="spot",
-        gpus=(GpuInfo(index=0, family="l4", vram_gib=24),), agent_version="test",
-    )  # fmt: skip
+        worker_id=worker_id,
+        sent_at=clock.now(),
+        instance_id=INSTANCES[worker_id],
+        instance_type="g6.xlarge",
+        availability_zone="us-east-1a",
+        market="spot",
+        gpus=(GpuInfo(index=0, family="l4", vram_gib=24),),
+        agent_version="test",
+    )
     return message.model_dump_json().encode()
 
 
 def event(worker_id: str, kind: EventKind, job_id: str, attempt: int, **fields: object) -> bytes:
     message = WorkerEvent(
-        worker_id=worker_id, sent_at=NOW,
-        event_id=f"e-{kind.value.replace('_', '-')}-{worker_id}", kind=kind, job_id=job_id,
-        attempt=attempt, **fields,
-    )  # fmt: skip
+        worker_id=worker_id,
+        sent_at=NOW,
+        event_id=f"e-{kind.value.replace('_', '-')}-{worker_id}",
+        kind=kind,
+        job_id=job_id,
+        attempt=attempt,
+        **fields,
+    )
     return message.model_dump_json().encode()
 
 
@@ -58,9 +67,13 @@ def plane_in_memory(
     """The real control plane on the fake clock, its commands kept in memory (no broker)."""
     link = MemoryLink()
     plane = ControlPlaneService(
-        store, clock, ControlSettings(), connect=lambda _deliver: link,
-        refusals=RefusedMessages(clock, dead), instances=InstanceLedger(store.engine, clock),
-    )  # fmt: skip
+        store,
+        clock,
+        ControlSettings(),
+        connect=lambda _deliver: link,
+        refusals=RefusedMessages(clock, dead),
+        instances=InstanceLedger(store.engine, clock),
+    )
     return plane, link
 
 
@@ -88,7 +101,7 @@ FORGERIES: list[tuple[EventKind, dict[str, object]]] = [
     (EventKind.FAILED, {"failure_kind": "job", "error": "forged"}),
     (EventKind.FAILED, {"failure_kind": "worker", "error": "forged"}),
     (EventKind.FAILED, {"failure_kind": "refused", "error": "forged"}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("kind", "fields"), FORGERIES)
@@ -103,8 +116,9 @@ async def test_another_worker_cannot_move_a_job_by_event_or_heartbeat(
 
     forged = event(other, kind, "victim", before.attempt, **fields)
     await plane.on_message(topic(other, Channel.EVENTS), forged)
-    beat = Heartbeat(worker_id=other, sent_at=NOW, sequence=1,
-                     recent=(WorkerEvent.model_validate_json(forged),))  # fmt: skip
+    beat = Heartbeat(
+        worker_id=other, sent_at=NOW, sequence=1, recent=(WorkerEvent.model_validate_json(forged),)
+    )
     await plane.on_message(topic(other, Channel.HEARTBEAT), beat.model_dump_json().encode())
     await plane.apply_pending()
     await plane.refusals.drain()
@@ -127,8 +141,13 @@ async def test_the_owner_still_moves_its_job_but_only_inside_its_own_output_pref
     plane = service(store, clock, KeptDeadLetters())
     owner = await placed(store, clock, plane)
     attempt = store.get("victim").attempt
-    outside = event(owner, EventKind.FINISHED, "victim", attempt,
-                    output="s3://framefleet-output/other-team/victim.mp4")  # fmt: skip
+    outside = event(
+        owner,
+        EventKind.FINISHED,
+        "victim",
+        attempt,
+        output="s3://framefleet-output/other-team/victim.mp4",
+    )
     await plane.on_message(topic(owner, Channel.EVENTS), outside)
     elsewhere = "checkpoints/someone-else/1/000002/manifest.json"
     wrong_checkpoint = event(
@@ -139,8 +158,13 @@ async def test_the_owner_still_moves_its_job_but_only_inside_its_own_output_pref
     assert store.get("victim").state is JobState.ASSIGNED
     assert store.get("victim").last_checkpoint is None
 
-    inside = event(owner, EventKind.FINISHED, "victim", attempt,
-                   output="s3://framefleet-output/videos/victim.mp4")  # fmt: skip
+    inside = event(
+        owner,
+        EventKind.FINISHED,
+        "victim",
+        attempt,
+        output="s3://framefleet-output/videos/victim.mp4",
+    )
     await plane.on_message(
         topic(owner, Channel.EVENTS), inside.replace(b"e-finished", b"e-done-ok")
     )
@@ -155,8 +179,14 @@ async def test_events_from_a_worker_that_never_said_hello_are_refused(
     plane = service(store, clock, dead)
     owner = await placed(store, clock, plane)
     stranger = "w-stranger"
-    forged = WorkerEvent(worker_id=stranger, sent_at=NOW, event_id="e-stranger-1",
-                         kind=EventKind.FINISHED, job_id="victim", attempt=1)  # fmt: skip
+    forged = WorkerEvent(
+        worker_id=stranger,
+        sent_at=NOW,
+        event_id="e-stranger-1",
+        kind=EventKind.FINISHED,
+        job_id="victim",
+        attempt=1,
+    )
     await plane.on_message(topic(stranger, Channel.EVENTS), forged.model_dump_json().encode())
     await plane.apply_pending()
     await plane.refusals.drain()

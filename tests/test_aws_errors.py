@@ -19,8 +19,10 @@ from kernel.errors import (
 
 
 def client_error(code: str, status: int = 400, message: str = "it failed") -> ClientError:
-    response = {"Error": {"Code": code, "Message": message},
-                "ResponseMetadata": {"HTTPStatusCode": status}}  # fmt: skip
+    response = {
+        "Error": {"Code": code, "Message": message},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
     return ClientError(response, "SomeOperation")  # type: ignore[arg-type]
 
 

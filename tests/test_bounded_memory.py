@@ -76,10 +76,15 @@ class Fleet:
     def hello(self, worker_id: str, instance: int) -> Hello:
         gpus = tuple(GpuInfo(index=i, family="l4", vram_gib=24) for i in range(GPUS))
         return Hello(
-            worker_id=worker_id, sent_at=self.clock.now(), instance_id=f"i-{instance:017x}",
-            instance_type="g6.12xlarge", availability_zone="us-east-1a", market=Market.SPOT,
-            gpus=gpus, agent_version="test",
-        )  # fmt: skip
+            worker_id=worker_id,
+            sent_at=self.clock.now(),
+            instance_id=f"i-{instance:017x}",
+            instance_type="g6.12xlarge",
+            availability_zone="us-east-1a",
+            market=Market.SPOT,
+            gpus=gpus,
+            agent_version="test",
+        )
 
     async def answer(self) -> None:
         commands, self.link.commands = self.link.commands, []
@@ -88,12 +93,16 @@ class Fleet:
                 continue
             for kind in (EventKind.STARTED, EventKind.FINISHED):
                 event = WorkerEvent(
-                    worker_id=command.worker_id, sent_at=self.clock.now(),
+                    worker_id=command.worker_id,
+                    sent_at=self.clock.now(),
                     event_id=f"{kind.value.replace('_', '-')}-{command.command_id}"[:64],
-                    kind=kind, job_id=command.job_id, attempt=command.attempt,
+                    kind=kind,
+                    job_id=command.job_id,
+                    attempt=command.attempt,
                     output=f"{command.spec.output}{command.job_id}.mp4"
-                    if kind is EventKind.FINISHED else None,
-                )  # fmt: skip
+                    if kind is EventKind.FINISHED
+                    else None,
+                )
                 await self.send(Channel.EVENTS, command.worker_id, event)
 
     async def beat(self, worker_ids: list[str]) -> None:
@@ -147,8 +156,13 @@ async def test_the_autoscaler_forgets_instances_gone_for_a_day(sqlite_url: str) 
         jobs.accept_batch([Submission(parse_job(job_dict(f"d{day}"), now=None), f"m{day}")])
         await loop.once()
         for job in jobs.list_jobs(JobState.QUEUED):  # served elsewhere; its instance goes idle
-            jobs.transition(job.job_id, JobState.CANCELLED, expected_version=job.version,
-                            actor="test", reason="done")  # fmt: skip
+            jobs.transition(
+                job.job_id,
+                JobState.CANCELLED,
+                expected_version=job.version,
+                actor="test",
+                reason="done",
+            )
         await ec2.terminate(list(ec2.instances))
         clock.advance(25 * 3600)
         await loop.once()
@@ -189,10 +203,13 @@ class InstantRunner(JobRunner):
         expected_step_seconds: float | None = None,
     ) -> JobReport:
         return JobReport(
-            job_id=spec.job_id, attempt=attempt, status=RunStatus.SUCCEEDED,
-            steps_done=spec.steps, total_steps=spec.steps,
+            job_id=spec.job_id,
+            attempt=attempt,
+            status=RunStatus.SUCCEEDED,
+            steps_done=spec.steps,
+            total_steps=spec.steps,
             output_video=f"{spec.output}{spec.job_id}.mp4",
-        )  # fmt: skip
+        )
 
 
 class NoNvml:
@@ -247,9 +264,16 @@ async def test_a_long_run_through_the_worker_service_keeps_its_maps_bounded(
     spec = parse_job(job_dict("template"), now=None)
     for n in range(5000):
         job = spec.model_copy(update={"job_id": f"job-{n}"})
-        command = Command(worker_id="w-long", sent_at=clock.now(), command_id=f"assign-{n:08d}",
-                          kind=CommandKind.ASSIGN, job_id=job.job_id, attempt=1, gpu_index=0,
-                          spec=job)  # fmt: skip
+        command = Command(
+            worker_id="w-long",
+            sent_at=clock.now(),
+            command_id=f"assign-{n:08d}",
+            kind=CommandKind.ASSIGN,
+            job_id=job.job_id,
+            attempt=1,
+            gpu_index=0,
+            spec=job,
+        )
         link.finished.clear()
         await handlers[0](topic("w-long", Channel.CMD), command.model_dump_json().encode())
         await asyncio.wait_for(link.finished.wait(), 5)

@@ -48,8 +48,9 @@ async def test_a_running_job_is_stopped_on_its_worker_and_its_gpu_freed(
     store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
     await plane.tick()
     attempt = store.get("victim").attempt
-    await plane.on_message(topic("w-owner", Channel.EVENTS),
-                           event("w-owner", EventKind.STARTED, "victim", attempt))  # fmt: skip
+    await plane.on_message(
+        topic("w-owner", Channel.EVENTS), event("w-owner", EventKind.STARTED, "victim", attempt)
+    )
     await plane.apply_pending()
     await plane.tick()
     assert store.get("victim").state is JobState.RUNNING

@@ -27,13 +27,28 @@ def test_the_whole_demo_runs_for_two_seeds(tmp_path: Path) -> None:
         folder = tmp_path / f"seed-{seed}"
         folder.mkdir()
         log = (folder / "demo.out").open("w")
-        runs[seed] = (folder, log, subprocess.Popen(
-            [sys.executable, "-m", "framefleet", "demo", "--jobs", str(JOBS), "--seed", str(seed),
-             "--timeout", "300"],
-            cwd=folder,  # the demo writes .demo/ and demo-output/ where it runs
-            env={**os.environ, "COLUMNS": "160", "PYTHONPATH": str(Path(__file__).parents[1])},
-            stdout=log, stderr=subprocess.STDOUT,
-        ))  # fmt: skip
+        runs[seed] = (
+            folder,
+            log,
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "framefleet",
+                    "demo",
+                    "--jobs",
+                    str(JOBS),
+                    "--seed",
+                    str(seed),
+                    "--timeout",
+                    "300",
+                ],
+                cwd=folder,  # the demo writes .demo/ and demo-output/ where it runs
+                env={**os.environ, "COLUMNS": "160", "PYTHONPATH": str(Path(__file__).parents[1])},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            ),
+        )
     for seed, (folder, log, process) in runs.items():
         returncode = process.wait(timeout=480)
         log.close()

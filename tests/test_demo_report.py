@@ -64,10 +64,14 @@ def test_a_job_that_ran_again_is_resumed() -> None:
 def test_the_settings_file_reads_back_as_written(tmp_path: Path) -> None:
     values = {
         "endpoint_url": 'http://127.0.0.1:5000/"quoted"',
-        "autoscaler": {"zones": ["us-east-1a", "us-east-1c"], "interval_seconds": 2.0,
-                       "subnets": {"us-east-1a": "subnet-1"}, "use_create_fleet": False},
+        "autoscaler": {
+            "zones": ["us-east-1a", "us-east-1c"],
+            "interval_seconds": 2.0,
+            "subnets": {"us-east-1a": "subnet-1"},
+            "use_create_fleet": False,
+        },
         "replay": {"trace": str(tmp_path), "start": NOW, "epoch": NOW, "speed": 240.0},
-    }  # fmt: skip
+    }
     text = tomli_w.dumps(values)
     assert tomllib.loads(text)["autoscaler"]["subnets"] == {"us-east-1a": "subnet-1"}
     settings = Settings.model_validate(tomllib.loads(text))

@@ -134,8 +134,13 @@ async def test_a_worker_that_fails_its_preflight_refuses_the_job_with_every_reas
     link, handlers, connect = without_broker()
 
     # No GPU and CPU mode not allowed, and far more free disk asked for than there is.
-    settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1,
-                              allow_cpu=False, min_free_disk_gib=10**9)  # fmt: skip
+    settings = WorkerSettings(
+        imds_enabled=False,
+        cache_dir=tmp_path,
+        cpu_slots=1,
+        allow_cpu=False,
+        min_free_disk_gib=10**9,
+    )
     parts = WorkerParts(
         settings,
         InstantRunner(),
@@ -148,9 +153,16 @@ async def test_a_worker_that_fails_its_preflight_refuses_the_job_with_every_reas
     )
     WorkerService("w-sick", parts, clock, connect)
     spec = parse_job(job_dict("needs-a-gpu"), now=None)
-    command = Command(worker_id="w-sick", sent_at=clock.now(), command_id="assign-1",
-                      kind=CommandKind.ASSIGN, job_id=spec.job_id, attempt=1, gpu_index=0,
-                      spec=spec)  # fmt: skip
+    command = Command(
+        worker_id="w-sick",
+        sent_at=clock.now(),
+        command_id="assign-1",
+        kind=CommandKind.ASSIGN,
+        job_id=spec.job_id,
+        attempt=1,
+        gpu_index=0,
+        spec=spec,
+    )
     await handlers[0](topic("w-sick", Channel.CMD), command.model_dump_json().encode())
     async with asyncio.timeout(10):
         while not any('"failed"' in p for p in link.payloads):

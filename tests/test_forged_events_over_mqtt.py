@@ -50,9 +50,13 @@ def secured_broker(tmp_path: Path) -> Iterator[int]:
 @asynccontextmanager
 async def as_worker(port: int, worker_id: str) -> AsyncIterator[aiomqtt.Client]:
     async with aiomqtt.Client(
-        "127.0.0.1", port, identifier=worker_id, username=worker_id,
-        password=PASSWORDS[worker_id], protocol=aiomqtt.ProtocolVersion.V311,
-    ) as client:  # fmt: skip
+        "127.0.0.1",
+        port,
+        identifier=worker_id,
+        username=worker_id,
+        password=PASSWORDS[worker_id],
+        protocol=aiomqtt.ProtocolVersion.V311,
+    ) as client:
         yield client
 
 
@@ -64,8 +68,13 @@ async def test_forged_events_change_nothing_under_the_acl(
     clock = SystemClock()
     store = JobStore(engine, clock)
     user = "framefleet-control-plane"
-    link = LinkSettings(host="127.0.0.1", port=secured_broker, client_id="cp", username=user,
-                        password=PASSWORDS[user])  # fmt: skip
+    link = LinkSettings(
+        host="127.0.0.1",
+        port=secured_broker,
+        client_id="cp",
+        username=user,
+        password=PASSWORDS[user],
+    )
     settings = ControlSettings(tick_seconds=0.1, resend_after=timedelta(seconds=30))
     plane = ControlPlaneService(
         store,
@@ -79,8 +88,9 @@ async def test_forged_events_change_nothing_under_the_acl(
     task = asyncio.create_task(plane.run(stop))
     try:
         with pytest.raises(aiomqtt.MqttError):  # a wrong password does not even connect
-            async with aiomqtt.Client("127.0.0.1", secured_broker, username="w-other",
-                                      password="guess"):  # fmt: skip
+            async with aiomqtt.Client(
+                "127.0.0.1", secured_broker, username="w-other", password="guess"
+            ):
                 pass
         async with (
             as_worker(secured_broker, "w-owner") as owner_client,
@@ -102,8 +112,10 @@ async def test_forged_events_change_nothing_under_the_acl(
             await async_wait_until(lambda: plane.registry.health("w-other") is not None)
             before = store.get("victim")
 
-            forged = [event("w-other", kind, "victim", before.attempt, **fields)
-                      for kind, fields in FORGERIES]  # fmt: skip
+            forged = [
+                event("w-other", kind, "victim", before.attempt, **fields)
+                for kind, fields in FORGERIES
+            ]
             for payload in forged:
                 await other_client.publish(topic("w-other", Channel.EVENTS), payload, qos=1)
                 # The owner's topic: the broker drops it (the ACL), so nothing arrives.
@@ -122,8 +134,13 @@ async def test_forged_events_change_nothing_under_the_acl(
             )
             assert [e.actor for e in store.history("victim")] == ["intake", "control-plane"]
 
-            finished = event("w-owner", EventKind.FINISHED, "victim", before.attempt,
-                             output="s3://framefleet-output/videos/victim.mp4")  # fmt: skip
+            finished = event(
+                "w-owner",
+                EventKind.FINISHED,
+                "victim",
+                before.attempt,
+                output="s3://framefleet-output/videos/victim.mp4",
+            )
             await clients["w-owner"].publish(topic("w-owner", Channel.EVENTS), finished, qos=1)
             await async_wait_until(lambda: store.get("victim").state is JobState.SUCCEEDED)
     finally:

@@ -22,9 +22,13 @@ START = datetime(2026, 12, 1, tzinfo=UTC)
 
 def health(ecc: int | None = 0, xids: tuple[int, ...] = ()) -> GpuHealth:
     return GpuHealth(
-        index=0, utilization_percent=90, memory_used_gib=3.0, temperature_celsius=60,
-        ecc_uncorrected_errors=ecc, xid_errors=xids,
-    )  # fmt: skip
+        index=0,
+        utilization_percent=90,
+        memory_used_gib=3.0,
+        temperature_celsius=60,
+        ecc_uncorrected_errors=ecc,
+        xid_errors=xids,
+    )
 
 
 def test_the_stall_bound_is_a_factor_of_the_expected_step_with_a_floor() -> None:
@@ -70,26 +74,44 @@ class FaultBook:
         return [f for f in self.faults if worker_id in (None, f.worker_id)]
 
     def quarantined_gpus(self) -> set[tuple[str, int]]:
-        return {(f.worker_id, f.gpu_index) for f in self.faults
-                if f.kind is GpuFaultKind.QUARANTINE}  # fmt: skip
+        return {
+            (f.worker_id, f.gpu_index) for f in self.faults if f.kind is GpuFaultKind.QUARANTINE
+        }
 
 
 def fleet(clock: FakeClock) -> WorkerRegistry:
     registry = WorkerRegistry(clock)
-    registry.on_hello(Hello(worker_id="w", sent_at=clock.now(), instance_id="i-0000000001",
-                            instance_type="g5.xlarge", availability_zone="us-east-1a",
-                            market=Market.SPOT, agent_version="t",
-                            gpus=(GpuInfo(index=0, family="a10g", vram_gib=24),)))  # fmt: skip
+    registry.on_hello(
+        Hello(
+            worker_id="w",
+            sent_at=clock.now(),
+            instance_id="i-0000000001",
+            instance_type="g5.xlarge",
+            availability_zone="us-east-1a",
+            market=Market.SPOT,
+            agent_version="t",
+            gpus=(GpuInfo(index=0, family="a10g", vram_gib=24),),
+        )
+    )
     return registry
 
 
-def beat(registry: WorkerRegistry, clock: FakeClock, sequence: int, step: int,
-         gpu: GpuHealth | None = None) -> None:  # fmt: skip
-    registry.on_heartbeat(Heartbeat(
-        worker_id="w", sent_at=clock.now(), sequence=sequence,
-        jobs=(JobProgress(job_id="j", attempt=1, gpu_index=0, step=step, total_steps=50),),
-        gpus=(gpu,) if gpu else (),
-    ))  # fmt: skip
+def beat(
+    registry: WorkerRegistry,
+    clock: FakeClock,
+    sequence: int,
+    step: int,
+    gpu: GpuHealth | None = None,
+) -> None:
+    registry.on_heartbeat(
+        Heartbeat(
+            worker_id="w",
+            sent_at=clock.now(),
+            sequence=sequence,
+            jobs=(JobProgress(job_id="j", attempt=1, gpu_index=0, step=step, total_steps=50),),
+            gpus=(gpu,) if gpu else (),
+        )
+    )
 
 
 async def test_a_job_whose_step_stops_is_found_stalled_after_its_bound_and_not_before() -> None:
@@ -119,8 +141,9 @@ async def test_a_job_whose_step_stops_is_found_stalled_after_its_bound_and_not_b
     ]
 
 
-async def test_uncorrected_ecc_in_a_heartbeat_quarantines_the_gpu_and_takes_it_off_the_board(
-) -> None:  # fmt: skip
+async def test_uncorrected_ecc_in_a_heartbeat_quarantines_the_gpu_and_takes_it_off_the_board() -> (
+    None
+):
     clock = FakeClock(START)
     registry, book = fleet(clock), FaultBook()
     watch = GpuWatch(book, registry, clock, WatchSettings())

@@ -42,8 +42,13 @@ async def test_the_control_planes_endpoints_answer_and_its_metrics_move_with_the
     moto_endpoint: str, queues: Queues, sqlite_url: str, sqs: SQSClient, broker: LocalMosquitto
 ) -> None:
     port = free_port()
-    settings = settings_for(moto_endpoint, queues, sqlite_url, metrics_port=port,
-                            mqtt={"host": "127.0.0.1", "port": broker.port})  # fmt: skip
+    settings = settings_for(
+        moto_endpoint,
+        queues,
+        sqlite_url,
+        metrics_port=port,
+        mqtt={"host": "127.0.0.1", "port": broker.port},
+    )
     base = f"http://127.0.0.1:{port}"
     async with running(settings) as plane:
         assert plane.gauges is not None
@@ -62,8 +67,11 @@ async def test_the_control_planes_endpoints_answer_and_its_metrics_move_with_the
             "ready": True,
             "checks": {"broker": "ok", "queues": "ok", "store": "ok"},
         }
-        send(sqs, queues.jobs_url, [json.dumps(job_dict("metered-1")),
-                                    json.dumps(job_dict("metered-2"))])  # fmt: skip
+        send(
+            sqs,
+            queues.jobs_url,
+            [json.dumps(job_dict("metered-1")), json.dumps(job_dict("metered-2"))],
+        )
         queued = ("framefleet_jobs", (("state", "queued"),))
 
         async def counted(state: str, count: float) -> bool:
@@ -99,8 +107,11 @@ async def test_readiness_names_the_dependency_that_does_not_answer() -> None:
     finally:
         await server.stop()
     assert status == 503
-    assert json.loads(body) == {"ready": False, "checks": {
-        "broker": "no answer within 3 s",
-        "queues": "ok",
-        "store": "ConnectionError: connection refused by 127.0.0.1:5432",
-    }}  # fmt: skip
+    assert json.loads(body) == {
+        "ready": False,
+        "checks": {
+            "broker": "no answer within 3 s",
+            "queues": "ok",
+            "store": "ConnectionError: connection refused by 127.0.0.1:5432",
+        },
+    }

@@ -57,14 +57,27 @@ def policy_statements() -> dict[str, dict[str, Any]]:
 
 def test_every_terraform_file_parses_and_is_formatted() -> None:
     modules = {p.parent.name for p in TF_FILES}
-    assert modules == {"queues", "storage", "iam", "worker_fleet", "alarms", "database",
-                       "service", "broker", "complete"}  # fmt: skip
+    assert modules == {
+        "queues",
+        "storage",
+        "iam",
+        "worker_fleet",
+        "alarms",
+        "database",
+        "service",
+        "broker",
+        "complete",
+    }
     for path in TF_FILES:
         parsed(path)
     terraform = shutil.which("terraform")
     assert terraform, "terraform is needed for `terraform fmt -check`"
-    checked = subprocess.run([terraform, "fmt", "-check", "-recursive", str(INFRA)],
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    checked = subprocess.run(
+        [terraform, "fmt", "-check", "-recursive", str(INFRA)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
@@ -83,8 +96,15 @@ def test_every_variable_and_output_has_a_description() -> None:
 def test_secure_defaults() -> None:
     assert all(q["sqs_managed_sse_enabled"] for q in blocks("resource", "aws_sqs_queue"))
     (public,) = blocks("resource", "aws_s3_bucket_public_access_block")
-    assert all(public[k] for k in ("block_public_acls", "block_public_policy",
-                                   "ignore_public_acls", "restrict_public_buckets"))  # fmt: skip
+    assert all(
+        public[k]
+        for k in (
+            "block_public_acls",
+            "block_public_policy",
+            "ignore_public_acls",
+            "restrict_public_buckets",
+        )
+    )
     (template,) = blocks("resource", "aws_launch_template")
     (metadata,) = template["metadata_options"]
     assert metadata["http_tokens"] == "required"

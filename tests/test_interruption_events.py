@@ -40,14 +40,18 @@ def envelope(detail_type: str, detail: dict[str, Any], **extra: Any) -> str:
     ("body", "kind", "response"),
     [
         (
-            envelope("EC2 Spot Instance Interruption Warning",
-                     {"instance-id": INSTANCE, "instance-action": "terminate"}),
+            envelope(
+                "EC2 Spot Instance Interruption Warning",
+                {"instance-id": INSTANCE, "instance-action": "terminate"},
+            ),
             InstanceEventKind.SPOT_WARNING,
             Response.CHECKPOINT_AND_MOVE,
         ),
         (
-            envelope("EC2 Spot Instance Interruption Warning",
-                     {"instance-id": INSTANCE, "instance-action": "hibernate"}),
+            envelope(
+                "EC2 Spot Instance Interruption Warning",
+                {"instance-id": INSTANCE, "instance-action": "hibernate"},
+            ),
             InstanceEventKind.SPOT_WARNING,
             Response.CHECKPOINT_AND_MOVE,
         ),
@@ -57,25 +61,31 @@ def envelope(detail_type: str, detail: dict[str, Any], **extra: Any) -> str:
             Response.STOP_ASSIGNING,
         ),
         (
-            envelope("EC2 Instance State-change Notification",
-                     {"instance-id": INSTANCE, "state": "shutting-down"}),
+            envelope(
+                "EC2 Instance State-change Notification",
+                {"instance-id": INSTANCE, "state": "shutting-down"},
+            ),
             InstanceEventKind.STATE_CHANGE,
             Response.INSTANCE_GONE,
         ),
         (
-            envelope("EC2 Instance State-change Notification",
-                     {"instance-id": INSTANCE, "state": "terminated"}),
+            envelope(
+                "EC2 Instance State-change Notification",
+                {"instance-id": INSTANCE, "state": "terminated"},
+            ),
             InstanceEventKind.STATE_CHANGE,
             Response.INSTANCE_GONE,
         ),
         (
-            envelope("EC2 Instance State-change Notification",
-                     {"instance-id": INSTANCE, "state": "running"}),
+            envelope(
+                "EC2 Instance State-change Notification",
+                {"instance-id": INSTANCE, "state": "running"},
+            ),
             InstanceEventKind.STATE_CHANGE,
             Response.NOTHING,
         ),
     ],
-)  # fmt: skip
+)
 def test_ec2_events_are_parsed_and_classified(
     body: str, kind: InstanceEventKind, response: Response
 ) -> None:
@@ -97,10 +107,13 @@ def test_account_is_not_required() -> None:
     "body",
     [
         envelope("EC2 Instance Launch Successful", {"instance-id": INSTANCE}),
-        envelope("EC2 Spot Instance Interruption Warning", {"instance-id": INSTANCE,
-                 "instance-action": "terminate"}, source="aws.autoscaling"),
+        envelope(
+            "EC2 Spot Instance Interruption Warning",
+            {"instance-id": INSTANCE, "instance-action": "terminate"},
+            source="aws.autoscaling",
+        ),
     ],
-)  # fmt: skip
+)
 def test_unknown_events_are_no_ops(body: str) -> None:
     assert isinstance(parse_event(body), IgnoredEvent)
 
@@ -111,16 +124,29 @@ def test_unknown_events_are_no_ops(body: str) -> None:
         ("{nope", "not JSON"),
         ("[]", "no detail object"),
         (envelope("EC2 Instance Rebalance Recommendation", {}), "without a valid instance-id"),
-        (envelope("EC2 Instance Rebalance Recommendation", {"instance-id": "i-../x"}),
-         "without a valid instance-id"),
-        (envelope("EC2 Spot Instance Interruption Warning",
-                  {"instance-id": INSTANCE, "instance-action": "explode"}), "instance-action"),
-        (envelope("EC2 Instance State-change Notification", {"instance-id": INSTANCE}),
-         "without a valid state"),
-        (envelope("EC2 Instance Rebalance Recommendation", {"instance-id": INSTANCE},
-                  time="yesterday"), "without a valid time"),
+        (
+            envelope("EC2 Instance Rebalance Recommendation", {"instance-id": "i-../x"}),
+            "without a valid instance-id",
+        ),
+        (
+            envelope(
+                "EC2 Spot Instance Interruption Warning",
+                {"instance-id": INSTANCE, "instance-action": "explode"},
+            ),
+            "instance-action",
+        ),
+        (
+            envelope("EC2 Instance State-change Notification", {"instance-id": INSTANCE}),
+            "without a valid state",
+        ),
+        (
+            envelope(
+                "EC2 Instance Rebalance Recommendation", {"instance-id": INSTANCE}, time="yesterday"
+            ),
+            "without a valid time",
+        ),
     ],
-)  # fmt: skip
+)
 def test_unparseable_events_are_refused_with_a_reason(body: str, complaint: str) -> None:
     with pytest.raises(UnparseableEvent, match=complaint):
         parse_event(body)

@@ -35,9 +35,14 @@ CHECKPOINT = "checkpoints/j/1/000005/manifest.json"
 
 def event(kind: EventKind, attempt: int = 1, **fields: object) -> WorkerEvent:
     return WorkerEvent(
-        worker_id="w1", sent_at=NOW, event_id=f"evt-{kind.value}-{attempt}".replace("_", "-"),
-        kind=kind, job_id="j", attempt=attempt, **fields,
-    )  # fmt: skip
+        worker_id="w1",
+        sent_at=NOW,
+        event_id=f"evt-{kind.value}-{attempt}".replace("_", "-"),
+        kind=kind,
+        job_id="j",
+        attempt=attempt,
+        **fields,
+    )
 
 
 def apply(store: JobStore, decision: Decision) -> JobRecord:
@@ -126,10 +131,20 @@ def test_job_faults_retry_with_backoff_then_fail_for_good(
     assert first.changes.not_before == NOW + timedelta(seconds=10)
     queued = apply(store, first)
     assert (queued.job_faults, queued.not_before) == (1, NOW + timedelta(seconds=10))
-    record = store.transition("j", JobState.ASSIGNED, expected_version=queued.version,
-                              actor="t", reason="r", worker_id="w1")  # fmt: skip
-    second = apply_event(record, event(EventKind.FAILED, attempt=2, failure_kind="job",
-                                       error="out of GPU memory"), NOW, policy)  # fmt: skip
+    record = store.transition(
+        "j",
+        JobState.ASSIGNED,
+        expected_version=queued.version,
+        actor="t",
+        reason="r",
+        worker_id="w1",
+    )
+    second = apply_event(
+        record,
+        event(EventKind.FAILED, attempt=2, failure_kind="job", error="out of GPU memory"),
+        NOW,
+        policy,
+    )
     failed = apply(store, second)
     assert failed.state is JobState.FAILED
     assert "job fault 2 of 2" in store.history("j")[-1].reason

@@ -26,8 +26,11 @@ def _expire(store: JobStore, clock: FakeClock, name: str) -> None:
     """Let the lease run out: the fake clock on SQLite, the database's own on PostgreSQL."""
     if store.engine.dialect.name == "postgresql":
         store.claim_lease(name, "a", timedelta(milliseconds=1))  # renewed to expire at once
-        wait_until(lambda: store.claim_lease(name, "probe", timedelta(0)) is not None,
-                   timeout=5, what="the lease to expire")  # fmt: skip
+        wait_until(
+            lambda: store.claim_lease(name, "probe", timedelta(0)) is not None,
+            timeout=5,
+            what="the lease to expire",
+        )
     else:
         clock.advance(TTL.total_seconds() + 1)
 

@@ -40,9 +40,12 @@ def link(
     port: int, name: str, inbox: Inbox, subscriptions: list[str], **kwargs: object
 ) -> MqttLink:
     return MqttLink(
-        LinkSettings(port=port, client_id=name, max_backoff=0.5), subscriptions, inbox,
-        SystemClock(), **kwargs,  # type: ignore[arg-type]
-    )  # fmt: skip
+        LinkSettings(port=port, client_id=name, max_backoff=0.5),
+        subscriptions,
+        inbox,
+        SystemClock(),
+        **kwargs,  # type: ignore[arg-type]
+    )
 
 
 async def test_messages_flow_and_survive_a_broker_restart(broker: LocalMosquitto) -> None:

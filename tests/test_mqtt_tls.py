@@ -30,31 +30,41 @@ def certificates(folder: Path) -> tuple[Path, Path, Path]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "FrameFleet test CA")])
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
+    )
     key = ec.generate_private_key(ec.SECP256R1())
     certificate = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name).public_key(key.public_key())
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                       critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
         .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
+    )
     paths = folder / "ca.pem", folder / "broker.pem", folder / "broker.key"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))  # fmt: skip
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     paths[2].chmod(0o600)
     return paths
 
@@ -69,8 +79,7 @@ async def test_a_link_that_trusts_the_brokers_ca_talks_over_tls(tmp_path: Path) 
         async def on_message(topic: str, payload: bytes) -> None:
             received.append((topic, payload))
 
-        settings = LinkSettings(port=broker.port, client_id="tls-test", tls=True,
-                                ca_file=str(ca))  # fmt: skip
+        settings = LinkSettings(port=broker.port, client_id="tls-test", tls=True, ca_file=str(ca))
         link = MqttLink(settings, ["ff/v1/tls/#"], on_message, SystemClock())
         stop = asyncio.Event()
         running = asyncio.create_task(link.run(stop))
@@ -83,8 +92,9 @@ async def test_a_link_that_trusts_the_brokers_ca_talks_over_tls(tmp_path: Path) 
 
         # No trust in that CA: the certificate does not verify.
         with pytest.raises(aiomqtt.MqttError):
-            async with aiomqtt.Client("127.0.0.1", broker.port,
-                                      tls_context=ssl.create_default_context()):  # fmt: skip
+            async with aiomqtt.Client(
+                "127.0.0.1", broker.port, tls_context=ssl.create_default_context()
+            ):
                 pass
         # No TLS at all: the listener does not speak plain MQTT.
         with pytest.raises(aiomqtt.MqttError):

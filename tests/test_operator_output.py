@@ -97,25 +97,31 @@ def test_a_metrics_port_in_use_is_one_line(
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", port))
         taken.listen()
-        result = framefleet("serve", env={
-            "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
-            "FRAMEFLEET_JOBS_QUEUE_URL": queues.jobs_url,
-            "FRAMEFLEET_DEAD_LETTER_QUEUE_URL": queues.dead_letter_url,
-            "FRAMEFLEET_DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
-            "FRAMEFLEET_METRICS_PORT": str(port),
-        })  # fmt: skip
+        result = framefleet(
+            "serve",
+            env={
+                "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
+                "FRAMEFLEET_JOBS_QUEUE_URL": queues.jobs_url,
+                "FRAMEFLEET_DEAD_LETTER_QUEUE_URL": queues.dead_letter_url,
+                "FRAMEFLEET_DATABASE_URL": f"sqlite:///{tmp_path}/x.db",
+                "FRAMEFLEET_METRICS_PORT": str(port),
+            },
+        )
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
-    assert errors == [f"framefleet: error: cannot serve metrics on 127.0.0.1:{port}: "
-                      "Address already in use"], result.stderr  # fmt: skip
+    assert errors == [
+        f"framefleet: error: cannot serve metrics on 127.0.0.1:{port}: Address already in use"
+    ], result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_a_database_password_given_apart_joins_the_url_and_stays_out_of_reprs() -> None:
-    settings = Settings.model_validate({
-        "database_url": "postgresql+psycopg://framefleet@db.internal:5432/framefleet",
-        "database_password": "p@ss/word",
-    })  # fmt: skip
+    settings = Settings.model_validate(
+        {
+            "database_url": "postgresql+psycopg://framefleet@db.internal:5432/framefleet",
+            "database_password": "p@ss/word",
+        }
+    )
     assert settings.store_url() == (
         "postgresql+psycopg://framefleet:p%40ss%2Fword@db.internal:5432/framefleet"
     )

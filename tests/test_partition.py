@@ -43,8 +43,11 @@ class PausableProxy:
         self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter
     ) -> None:
         server_in, server_out = await asyncio.open_connection("127.0.0.1", self.target_port)
-        await asyncio.gather(self._pump(client_in, server_out), self._pump(server_in, client_out),
-                             return_exceptions=True)  # fmt: skip
+        await asyncio.gather(
+            self._pump(client_in, server_out),
+            self._pump(server_in, client_out),
+            return_exceptions=True,
+        )
 
     async def _pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         try:
@@ -77,11 +80,18 @@ async def test_a_leader_cut_off_from_the_database_steps_down_before_its_lease_en
     upgrade_to_head(direct)
     standby_store = JobStore(direct, SystemClock())
     through_proxy = make_url(postgres_url).set(port=proxy.port)
-    leader_store = JobStore(make_engine(through_proxy.render_as_string(hide_password=False)),
-                            SystemClock())  # fmt: skip
+    leader_store = JobStore(
+        make_engine(through_proxy.render_as_string(hide_password=False)), SystemClock()
+    )
     standby_store.accept_batch([submission("partitioned-1")])
-    leader = Leadership(leader_store, SystemClock(), "control-plane", "leader", ttl=TTL,
-                        margin=timedelta(seconds=1.5))  # fmt: skip
+    leader = Leadership(
+        leader_store,
+        SystemClock(),
+        "control-plane",
+        "leader",
+        ttl=TTL,
+        margin=timedelta(seconds=1.5),
+    )
     stop = asyncio.Event()
     running = asyncio.create_task(leader.run(stop))
     try:
@@ -100,8 +110,9 @@ async def test_a_leader_cut_off_from_the_database_steps_down_before_its_lease_en
 
         await async_wait_until(standby_leads, 15, "the lease to run out for the standby")
         proxy.flowing.set()  # the partition heals: the deposed leader's late write fails
-        move = JobMove("partitioned-1", 1, (JobState.ASSIGNED,), "late", worker_id="i-0late",
-                       gpu_index=0)  # fmt: skip
+        move = JobMove(
+            "partitioned-1", 1, (JobState.ASSIGNED,), "late", worker_id="i-0late", gpu_index=0
+        )
         with pytest.raises(NotLeader):
             await asyncio.to_thread(leader_store.apply_moves, [move], "leader", fence)
         assert standby_store.get("partitioned-1").state is JobState.QUEUED

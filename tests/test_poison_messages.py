@@ -33,11 +33,18 @@ INSTANCE = "i-1234567890abcdef0"
 
 
 def spot_warning(detail: object, **envelope: object) -> str:
-    return json.dumps({
-        "version": "0", "id": "evt-1", "detail-type": "EC2 Spot Instance Interruption Warning",
-        "source": "aws.ec2", "time": "2026-12-03T11:59:00Z", "region": "us-east-1",
-        "detail": detail, **envelope,
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "version": "0",
+            "id": "evt-1",
+            "detail-type": "EC2 Spot Instance Interruption Warning",
+            "source": "aws.ec2",
+            "time": "2026-12-03T11:59:00Z",
+            "region": "us-east-1",
+            "detail": detail,
+            **envelope,
+        }
+    )
 
 
 async def test_nested_brackets_and_lax_types_are_dead_lettered_and_the_rest_flows(
@@ -108,8 +115,9 @@ class DeletedQueue:
 
 async def test_a_job_the_store_refuses_is_dead_lettered_alone(clock: FakeClock) -> None:
     sink, dead, queue = RefusingSink("poison"), KeptDeadLetters(), DeletedQueue()
-    loop = IntakeLoop(queue, dead, sink, clock, IntakeMetrics(CollectorRegistry()),
-                      IntakeSettings())  # fmt: skip
+    loop = IntakeLoop(
+        queue, dead, sink, clock, IntakeMetrics(CollectorRegistry()), IntakeSettings()
+    )
     batch = [
         ReceivedMessage(f"m-{name}", f"r-{name}", json.dumps(job_dict(name)), 1)
         for name in ("before", "poison", "after")

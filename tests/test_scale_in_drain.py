@@ -98,8 +98,13 @@ async def test_a_rebalance_recommendation_stops_assignments_and_lets_the_job_fin
     if source == "eventbridge":
         await plane.stop_assigning(instance, "EC2 Instance Rebalance Recommendation")
     else:
-        notice = WorkerEvent(worker_id=owner, sent_at=clock.now(), event_id="e-notice-1",
-                             kind=EventKind.NOTICE_SEEN, notice="rebalance")  # fmt: skip
+        notice = WorkerEvent(
+            worker_id=owner,
+            sent_at=clock.now(),
+            event_id="e-notice-1",
+            kind=EventKind.NOTICE_SEEN,
+            notice="rebalance",
+        )
         await plane.on_message(topic(owner, Channel.EVENTS), notice.model_dump_json().encode())
         await plane.apply_pending()
     request = store.drain_requests()[instance]

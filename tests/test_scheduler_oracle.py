@@ -64,13 +64,15 @@ def plain_schedule(
         if job.capacity_coming or job.priority < weakest + RULES.preemption_margin:
             continue
         victims = [
-            g for g in preemptible
+            g
+            for g in preemptible
             if g.running is not None
             and fits(job, g)
             and g.running.priority + RULES.preemption_margin <= job.priority
-            and (g.running.deadline is None
-                 or _seconds(job.deadline) <= _seconds(g.running.deadline))
-        ]  # fmt: skip
+            and (
+                g.running.deadline is None or _seconds(job.deadline) <= _seconds(g.running.deadline)
+            )
+        ]
         if victims:
             target = min(victims, key=lambda g: _victim_order(g.running) if g.running else ())
             assert target.running is not None
@@ -103,10 +105,12 @@ def fleets(draw: st.DrawFn) -> tuple[list[PendingJob], list[WorkerSnapshot]]:
             if draw(st.booleans()):
                 deadline = draw(maybe_hours)
                 running = RunningJob(
-                    f"r{w}-{index}", draw(st.integers(0, 9)),
+                    f"r{w}-{index}",
+                    draw(st.integers(0, 9)),
                     None if deadline is None else NOW + timedelta(hours=deadline),
-                    NOW - timedelta(hours=draw(hours)), preemptible=draw(st.booleans()),
-                )  # fmt: skip
+                    NOW - timedelta(hours=draw(hours)),
+                    preemptible=draw(st.booleans()),
+                )
             slots.append(
                 GpuSlot(
                     worker_id,

@@ -3,7 +3,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from alembic import command
@@ -180,13 +179,16 @@ def test_two_concurrent_batches_on_postgres_move_a_shared_job_once(
 
     def write(name: str, replica: JobStore) -> None:
         mine = ["shared", *(f"{name}{i}" for i in range(5))]
-        moves = [JobMove(job_id, 1, (JobState.ASSIGNED,), name, worker_id=name, gpu_index=i)
-                 for i, job_id in enumerate(mine)]  # fmt: skip
+        moves = [
+            JobMove(job_id, 1, (JobState.ASSIGNED,), name, worker_id=name, gpu_index=i)
+            for i, job_id in enumerate(mine)
+        ]
         barrier.wait()
         results[name] = list(replica.apply_moves(moves, actor=name))
 
-    threads = [threading.Thread(target=write, args=(n, r))
-               for n, r in (("a", replica_a), ("b", replica_b))]  # fmt: skip
+    threads = [
+        threading.Thread(target=write, args=(n, r)) for n, r in (("a", replica_a), ("b", replica_b))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -204,16 +206,26 @@ def test_two_concurrent_batches_on_postgres_move_a_shared_job_once(
 def test_placements_name_the_worker_and_gpu_of_the_current_attempt(store: JobStore) -> None:
     store.accept_batch([submission("p1", "m1"), submission("p2", "m2")])
     store.transition(
-        "p1", JobState.ASSIGNED, expected_version=1, actor="s", reason="r",
-        worker_id="w1", gpu_index=3,
-    )  # fmt: skip
+        "p1",
+        JobState.ASSIGNED,
+        expected_version=1,
+        actor="s",
+        reason="r",
+        worker_id="w1",
+        gpu_index=3,
+    )
     [placement] = store.placements()
     assert (placement.job.job_id, placement.worker_id, placement.gpu_index) == ("p1", "w1", 3)
     store.transition("p1", JobState.QUEUED, expected_version=2, actor="s", reason="refused")
     store.transition(
-        "p1", JobState.ASSIGNED, expected_version=3, actor="s", reason="r",
-        worker_id="w2", gpu_index=0,
-    )  # fmt: skip
+        "p1",
+        JobState.ASSIGNED,
+        expected_version=3,
+        actor="s",
+        reason="r",
+        worker_id="w2",
+        gpu_index=0,
+    )
     [again] = store.placements()
     assert (again.job.attempt, again.worker_id, again.gpu_index) == (2, "w2", 0)
 
@@ -227,9 +239,13 @@ def test_schedulable_jobs_skip_backoff_and_include_urgent_and_oldest(
     held = store.get("s5")
     store.transition("s5", JobState.ASSIGNED, expected_version=held.version, actor="t", reason="r")
     store.transition(
-        "s5", JobState.QUEUED, expected_version=held.version + 1, actor="t", reason="retry",
+        "s5",
+        JobState.QUEUED,
+        expected_version=held.version + 1,
+        actor="t",
+        reason="retry",
         changes=JobChanges(not_before=clock.now() + timedelta(minutes=5)),
-    )  # fmt: skip
+    )
     ids = {job.job_id for job in store.schedulable(clock.now(), limit=2)}
     assert ids == {"s4", "s3", "s0", "s1"}  # two most urgent, two oldest; s5 is backing off
     clock.advance(301)
@@ -267,8 +283,9 @@ def test_a_batch_commits_each_fenced_move_and_reports_the_rest(store: JobStore) 
 def test_a_move_that_opens_and_ends_an_attempt_leaves_its_gpu_free(store: JobStore) -> None:
     store.accept_batch([submission("whole", "m1"), submission("next", "m2")])
     path = (JobState.ASSIGNED, JobState.RUNNING, JobState.SUCCEEDED)
-    (done,) = store.apply_moves([JobMove("whole", 1, path, "all at once", worker_id="w1",
-                                         gpu_index=0)], "t")  # fmt: skip
+    (done,) = store.apply_moves(
+        [JobMove("whole", 1, path, "all at once", worker_id="w1", gpu_index=0)], "t"
+    )
     assert isinstance(done, JobRecord)
     assert (done.state, done.attempt, done.worker_id) == (JobState.SUCCEEDED, 1, "w1")
     assert done == store.get("whole")
@@ -298,7 +315,9 @@ def test_reservations_are_replaced_per_job_and_their_claims_expire(
     store.reserve([Reservation("r1", "i-c", False, soon + timedelta(minutes=5), 2.0, 900.0)])
     held = store.reservations(["r1", "r2", "unknown"])
     assert {j: (r.instance_id, r.on_demand) for j, r in held.items()} == {
-        "r1": ("i-c", False), "r2": ("i-b", False)}  # fmt: skip
+        "r1": ("i-c", False),
+        "r2": ("i-b", False),
+    }
     clock.advance(21 * 60)
     held = store.reservations(["r1", "r2"])
     assert [j for j, r in held.items() if r.holds(clock.now())] == ["r1"]
@@ -311,11 +330,22 @@ def test_placing_a_job_uses_up_its_claim_and_ending_it_drops_the_rest(
 ) -> None:
     store.accept_batch([submission("u1", "m1")])
     store.reserve([Reservation("u1", "i-a", True, clock.now() + timedelta(minutes=20))])
-    store.transition("u1", JobState.ASSIGNED, expected_version=1, actor="s", reason="r",
-                     worker_id="i-a", gpu_index=0)  # fmt: skip
+    store.transition(
+        "u1",
+        JobState.ASSIGNED,
+        expected_version=1,
+        actor="s",
+        reason="r",
+        worker_id="i-a",
+        gpu_index=0,
+    )
     [(job_id, held)] = store.reservations(["u1"]).items()
     assert (job_id, held.instance_id, held.on_demand, held.holds(clock.now())) == (
-        "u1", "", True, False)  # fmt: skip
+        "u1",
+        "",
+        True,
+        False,
+    )
     assert store.live_reservations() == store.reservations(["u1"])  # what the scheduler reads
     store.transition("u1", JobState.CANCELLED, expected_version=2, actor="s", reason="done")
     assert store.reservations(["u1"]) == store.live_reservations() == {}
@@ -342,31 +372,3 @@ def test_the_checkpoint_step_of_existing_jobs_is_filled_from_their_key(sqlite_ur
     upgrade_to_head(engine)
     assert JobStore(engine, FakeClock()).get("old").checkpoint_step == 42
     engine.dispose()
-
-
-@pytest.mark.postgres
-def test_services_starting_together_migrate_an_empty_database_once(postgres_url: str) -> None:
-    """A deployment starts its control planes and autoscalers at once on an empty database;
-    each migrates at start. Without the advisory lock two first migrations collided (seen in
-    the deploy rehearsal: a duplicate key creating alembic_version)."""
-    engines = [make_engine(postgres_url) for _ in range(4)]
-    start, failures = threading.Barrier(len(engines)), []
-
-    def migrate(engine: Any) -> None:
-        start.wait()
-        try:
-            upgrade_to_head(engine)
-        except Exception as error:  # every one must succeed
-            failures.append(error)
-
-    threads = [threading.Thread(target=migrate, args=(e,), daemon=True) for e in engines]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads)  # without the lock: deadlocked
-    assert failures == []
-    with engines[0].connect() as connection:
-        assert connection.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
-    for engine in engines:
-        engine.dispose()

@@ -35,12 +35,23 @@ DOWN = Pool("p3.2xlarge", "us-east-1c", Market.SPOT)
 
 
 def trace() -> Trace:
-    return Trace(START, GAP, {
-        "us-east-1a": ZoneTrace("us-east-1a", "p3.2xlarge", (1, 1, 0, 0, 1, 1), (1.0,) * 6,
-                                3.06, 1),
-        "us-east-1c": ZoneTrace("us-east-1c", "p3.2xlarge", (0, 1, 1, 1, 1, 1),
-                                (2.0, 2.0, 4.0, 4.0, 4.0, 4.0), 3.06, 1),
-    })  # fmt: skip
+    return Trace(
+        START,
+        GAP,
+        {
+            "us-east-1a": ZoneTrace(
+                "us-east-1a", "p3.2xlarge", (1, 1, 0, 0, 1, 1), (1.0,) * 6, 3.06, 1
+            ),
+            "us-east-1c": ZoneTrace(
+                "us-east-1c",
+                "p3.2xlarge",
+                (0, 1, 1, 1, 1, 1),
+                (2.0, 2.0, 4.0, 4.0, 4.0, 4.0),
+                3.06,
+                1,
+            ),
+        },
+    )
 
 
 def replay_at(wall: FakeClock) -> ReplayClock:
@@ -127,8 +138,9 @@ async def test_a_zone_losing_capacity_reclaims_its_spot_workers_with_and_without
     assert DOWN in live
     await spot.notices_run_out()  # 4 s on the injected clock
     assert {i.pool for i in await ec2.describe("demo")} == {
-        Pool("p3.2xlarge", "us-east-1a", Market.ON_DEMAND), DOWN,
-    }  # fmt: skip
+        Pool("p3.2xlarge", "us-east-1a", Market.ON_DEMAND),
+        DOWN,
+    }
     kinds = [entry["kind"] for entry in read_timeline(timeline.path)]
     assert kinds.count("spot_reclaimed") == 2
     assert kinds.count("spot_notice") == 1
@@ -146,14 +158,22 @@ async def test_the_demos_ledger_bills_the_replayed_hours_at_the_replayed_prices(
     pool = Pool("p3.2xlarge", "us-east-1c", Market.SPOT)
     market, tape = ReplayedMarket(TraceMarket(trace(), replay), replay, wall), PriceTape()
     # 1c: 2 ticks at $2/h then 2 at $4/h, 100 s each (a wall second each).
-    store.record_instances_seen([InstanceSeen("i-0123456789abcdef0", "p3.2xlarge", "us-east-1c",
-                                              Market.SPOT, started, 1, "v100")])  # fmt: skip
+    store.record_instances_seen(
+        [
+            InstanceSeen(
+                "i-0123456789abcdef0", "p3.2xlarge", "us-east-1c", Market.SPOT, started, 1, "v100"
+            )
+        ]
+    )
     for _ in range(4):
         store.record_prices(tape.changes(await market.snapshot([pool])))
         wall.advance(1)
     store.record_instance_ended("i-0123456789abcdef0", wall.now(), "reclaimed")
-    ledger = CostLedger(ReplayedFacts(store, replay), FakeClock(replay.trace_time(wall.now())),
-                        CostSettings(ebs_usd_per_gib_month=Decimal(0)))  # fmt: skip
+    ledger = CostLedger(
+        ReplayedFacts(store, replay),
+        FakeClock(replay.trace_time(wall.now())),
+        CostSettings(ebs_usd_per_gib_month=Decimal(0)),
+    )
     period = ledger.period(replay.trace_time(started), replay.trace_time(wall.now()))
     assert period.total == Decimal(2 * 2 + 2 * 4) * 100 / 3600
     assert sum(line.gpu_seconds for line in period.lines) == 400

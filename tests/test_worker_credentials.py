@@ -47,13 +47,20 @@ async def issuer(
         session.client("sts", endpoint_url=moto_endpoint) as sts,
     ):
         drop = SsmCredentialDrop(ssm, sts, f"/framefleet-{tmp_path.name}/workers")
-        yield WorkerCredentials(DynsecAccounts(admin), drop, clock,
-                                control_plane_password=CONTROL_PLANE_PASSWORD)  # fmt: skip
+        yield WorkerCredentials(
+            DynsecAccounts(admin), drop, clock, control_plane_password=CONTROL_PLANE_PASSWORD
+        )
 
 
 def client(admin: LinkSettings, username: str, password: str) -> aiomqtt.Client:
-    return aiomqtt.Client(admin.host, admin.port, identifier=f"{username}-test", username=username,
-                          password=password, protocol=aiomqtt.ProtocolVersion.V311)  # fmt: skip
+    return aiomqtt.Client(
+        admin.host,
+        admin.port,
+        identifier=f"{username}-test",
+        username=username,
+        password=password,
+        protocol=aiomqtt.ProtocolVersion.V311,
+    )
 
 
 async def refused(admin: LinkSettings, username: str, password: str) -> bool:

@@ -56,8 +56,9 @@ def test_every_systemd_unit_verifies(unit: Path, tmp_path: Path) -> None:
     stub.write_text("#!/bin/sh\n")
     stub.chmod(0o755)
     copy = tmp_path / unit.name
-    copy.write_text(unit.read_text().replace("/opt/framefleet/venv/bin/framefleet-worker",
-                                             str(stub)))  # fmt: skip
+    copy.write_text(
+        unit.read_text().replace("/opt/framefleet/venv/bin/framefleet-worker", str(stub))
+    )
     checked = run(tool("systemd-analyze"), "verify", str(copy), cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "Restart=on-failure" in unit.read_text() or "Type=oneshot" in unit.read_text()

@@ -60,18 +60,33 @@ def test_topics_round_trip_and_refuse_wildcards() -> None:
 
 def test_every_message_kind_round_trips() -> None:
     event = WorkerEvent(
-        worker_id="w1", sent_at=NOW, event_id="evt-00000001", kind=EventKind.CHECKPOINT_DURABLE,
-        job_id="j1", attempt=2, step=5, checkpoint="checkpoints/j1/2/000005/manifest.json",
-    )  # fmt: skip
+        worker_id="w1",
+        sent_at=NOW,
+        event_id="evt-00000001",
+        kind=EventKind.CHECKPOINT_DURABLE,
+        job_id="j1",
+        attempt=2,
+        step=5,
+        checkpoint="checkpoints/j1/2/000005/manifest.json",
+    )
     heartbeat = Heartbeat(worker_id="w1", sent_at=NOW, sequence=7)
-    for message, channel in ((hello(), Channel.HELLO), (event, Channel.EVENTS),
-                             (heartbeat, Channel.HEARTBEAT)):  # fmt: skip
+    for message, channel in (
+        (hello(), Channel.HELLO),
+        (event, Channel.EVENTS),
+        (heartbeat, Channel.HEARTBEAT),
+    ):
         payload = message.model_dump_json().encode()
         assert decode_worker_message(topic("w1", channel), payload) == message
     command = Command(
-        worker_id="w1", sent_at=NOW, command_id="cmd-00000001", kind=CommandKind.ASSIGN,
-        job_id="j1", attempt=2, gpu_index=0, spec=parse_job(job_dict("j1"), now=None),
-    )  # fmt: skip
+        worker_id="w1",
+        sent_at=NOW,
+        command_id="cmd-00000001",
+        kind=CommandKind.ASSIGN,
+        job_id="j1",
+        attempt=2,
+        gpu_index=0,
+        spec=parse_job(job_dict("j1"), now=None),
+    )
     assert decode_command(topic("w1", Channel.CMD), command.model_dump_json().encode()) == command
 
 
@@ -107,7 +122,7 @@ async def test_the_acl_lets_a_worker_publish_only_as_itself(acl_broker: int) -> 
     async with (
         aiomqtt.Client(
             "127.0.0.1", port, username="framefleet-control-plane", identifier="cp"
-        ) as control,  # fmt: skip
+        ) as control,
         aiomqtt.Client("127.0.0.1", port, username="w1", identifier="w1") as worker,
     ):
         await control.subscribe("ff/v1/workers/+/hello", qos=1)

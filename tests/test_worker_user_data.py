@@ -52,18 +52,36 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
     port = free_port()
     script = tmp_path / "user-data.sh"
     # Rendered by Terraform's own templatefile, as the launch template is.
-    script.write_text(templatefile(USER_DATA, {
-        "region": REGION, "broker_host": "127.0.0.1", "broker_port": str(port),
-        "broker_tls": "false", "credentials_path": path,
-        "checkpoint_bucket": bucket, "model_registry": f"s3://{bucket}/models/registry.json",
-        "warm_models": "", "max_checkpoint_interval": "600", "metrics_port": "9400",
-    }))  # fmt: skip
+    script.write_text(
+        templatefile(
+            USER_DATA,
+            {
+                "region": REGION,
+                "broker_host": "127.0.0.1",
+                "broker_port": str(port),
+                "broker_tls": "false",
+                "credentials_path": path,
+                "checkpoint_bucket": bucket,
+                "model_registry": f"s3://{bucket}/models/registry.json",
+                "warm_models": "",
+                "max_checkpoint_interval": "600",
+                "metrics_port": "9400",
+            },
+        )
+    )
     root = tmp_path / "root"
-    env = {**os.environ, "FRAMEFLEET_ROOT": str(root), "FRAMEFLEET_PYTHON": sys.executable,
-           "FRAMEFLEET_SYSTEMCTL": "true", "FRAMEFLEET_GROUP": str(os.getgid()),
-           "AWS_ENDPOINT_URL": moto_endpoint, "FRAMEFLEET_AWS_ROLE": "worker",
-           "FRAMEFLEET_AWS_PLACE": str(USER_DATA.relative_to(INFRA.parent)),
-           "FRAMEFLEET_IMDS_URL": imds_url, "FRAMEFLEET_CREDENTIALS_WAIT_S": "60"}  # fmt: skip
+    env = {
+        **os.environ,
+        "FRAMEFLEET_ROOT": str(root),
+        "FRAMEFLEET_PYTHON": sys.executable,
+        "FRAMEFLEET_SYSTEMCTL": "true",
+        "FRAMEFLEET_GROUP": str(os.getgid()),
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "FRAMEFLEET_AWS_ROLE": "worker",
+        "FRAMEFLEET_AWS_PLACE": str(USER_DATA.relative_to(INFRA.parent)),
+        "FRAMEFLEET_IMDS_URL": imds_url,
+        "FRAMEFLEET_CREDENTIALS_WAIT_S": "60",
+    }
     session = aioboto3.Session(region_name=REGION)
     with dynsec_broker(tmp_path, port) as admin:
         async with (
@@ -71,8 +89,9 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
             session.client("sts", endpoint_url=moto_endpoint) as sts,
         ):
             drop = SsmCredentialDrop(ssm, sts, path)
-            issuer = WorkerCredentials(DynsecAccounts(admin), drop, FakeClock(),
-                                       control_plane_password="cp-secret")  # fmt: skip
+            issuer = WorkerCredentials(
+                DynsecAccounts(admin), drop, FakeClock(), control_plane_password="cp-secret"
+            )
             user_data = await asyncio.create_subprocess_exec(
                 "bash", str(script), env=env, stderr=asyncio.subprocess.PIPE
             )
@@ -91,21 +110,31 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
         assert password is not None
         assert password not in script.read_text()  # fetched, never templated
         assert written["FRAMEFLEET_WORKER_CHECKPOINT_BUCKET"] == bucket
-        agent_env = {**os.environ, **written, "FRAMEFLEET_WORKER_MODEL_REGISTRY":
-                     str(root / "etc" / "framefleet" / "models.json")}  # fmt: skip
+        agent_env = {
+            **os.environ,
+            **written,
+            "FRAMEFLEET_WORKER_MODEL_REGISTRY": str(root / "etc" / "framefleet" / "models.json"),
+        }
         # The agent itself, from exactly these settings, plus what only a test machine needs.
         agent_env |= {
-            "FRAMEFLEET_WORKER_ENDPOINT_URL": moto_endpoint, "FRAMEFLEET_WORKER_IMDS_URL": imds_url,
+            "FRAMEFLEET_WORKER_ENDPOINT_URL": moto_endpoint,
+            "FRAMEFLEET_WORKER_IMDS_URL": imds_url,
             "FRAMEFLEET_WORKER_ALLOW_CPU": "true",
             "FRAMEFLEET_WORKER_CACHE_DIR": str(tmp_path / "cache"),
-        }  # fmt: skip
-        async with aiomqtt.Client("127.0.0.1", port, username=CONTROL_PLANE,
-                                  password="cp-secret") as control_plane:  # fmt: skip
+        }
+        async with aiomqtt.Client(
+            "127.0.0.1", port, username=CONTROL_PLANE, password="cp-secret"
+        ) as control_plane:
             await control_plane.subscribe("ff/v1/workers/+/hello", qos=1)
             agent = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "framefleet.worker_cli", "serve", env=agent_env,
-                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-            )  # fmt: skip
+                sys.executable,
+                "-m",
+                "framefleet.worker_cli",
+                "serve",
+                env=agent_env,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
             try:
                 async with asyncio.timeout(60):
                     message = await anext(aiter(control_plane.messages))

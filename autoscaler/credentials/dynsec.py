@@ -58,17 +58,22 @@ def control_plane_acls() -> list[dict[str, Any]]:
     return acls
 
 
-def account_commands(username: str, role: str, acls: list[dict[str, Any]], password: str
-                     ) -> list[dict[str, Any]]:  # fmt: skip
+def account_commands(
+    username: str, role: str, acls: list[dict[str, Any]], password: str
+) -> list[dict[str, Any]]:
     """Role, client, password: each repeatable (a command that finds its work done fails
     with an error `apply` takes as settled)."""
     return [
         {"command": "createRole", "rolename": role, "acls": acls},
-        {"command": "createClient", "username": username, "password": password,
-         "roles": [{"rolename": role}]},
+        {
+            "command": "createClient",
+            "username": username,
+            "password": password,
+            "roles": [{"rolename": role}],
+        },
         # A client left by a grant cut short, or a rotated password, gets this one.
         {"command": "setClientPassword", "username": username, "password": password},
-    ]  # fmt: skip
+    ]
 
 
 def grant_commands(worker_id: str, password: str) -> list[dict[str, Any]]:
@@ -92,8 +97,9 @@ class DynsecAccounts:
         return {n for n in names if isinstance(n, str) and WORKER_ACCOUNT.match(n)}
 
     async def ensure_control_plane(self, password: str) -> None:
-        await self._run(account_commands(CONTROL_PLANE, CONTROL_PLANE, control_plane_acls(),
-                                         password))  # fmt: skip
+        await self._run(
+            account_commands(CONTROL_PLANE, CONTROL_PLANE, control_plane_acls(), password)
+        )
 
     async def apply(self, grant: Mapping[str, str], revoke: Collection[str]) -> None:
         commands: list[dict[str, Any]] = []
@@ -121,11 +127,18 @@ class DynsecAccounts:
         for command in commands:
             command["correlationData"] = correlation
         try:
-            async with asyncio.timeout(self._timeout), aiomqtt.Client(
-                settings.host, settings.port, identifier=settings.client_id,
-                username=settings.username, password=settings.password,
-                tls_context=tls_context(settings), protocol=aiomqtt.ProtocolVersion.V311,
-            ) as client:  # fmt: skip
+            async with (
+                asyncio.timeout(self._timeout),
+                aiomqtt.Client(
+                    settings.host,
+                    settings.port,
+                    identifier=settings.client_id,
+                    username=settings.username,
+                    password=settings.password,
+                    tls_context=tls_context(settings),
+                    protocol=aiomqtt.ProtocolVersion.V311,
+                ) as client,
+            ):
                 await client.subscribe(f"{CONTROL}/response", qos=1)
                 await client.publish(CONTROL, json.dumps({"commands": commands}), qos=1)
                 async for message in client.messages:

@@ -45,10 +45,13 @@ class SsmCredentialDrop:
         arn = await self.instance_arn(worker_id)
         with translated("PutParameter"):
             await self._ssm.put_parameter(
-                Name=self.name(worker_id), Value=password, Type="SecureString", Tier="Standard",
+                Name=self.name(worker_id),
+                Value=password,
+                Type="SecureString",
+                Tier="Standard",
                 Tags=[{"Key": INSTANCE_TAG, "Value": arn}],
                 Description="FrameFleet worker broker password (autoscaler-issued)",
-            )  # fmt: skip
+            )
 
     async def delete(self, worker_id: str) -> None:
         try:

@@ -46,9 +46,17 @@ class CapacityMemory:
         now = self._clock.now()
         self._avoid(pool, now + self._hold, reason)
         if self._log is not None:
-            self._unsaved.append(PoolMark(pool.instance_type, pool.availability_zone,
-                                          pool.market, now, now + self._hold, reason,
-                                          interruption))  # fmt: skip
+            self._unsaved.append(
+                PoolMark(
+                    pool.instance_type,
+                    pool.availability_zone,
+                    pool.market,
+                    now,
+                    now + self._hold,
+                    reason,
+                    interruption,
+                )
+            )
 
     def _avoid(self, pool: Pool, until: datetime, reason: str) -> None:
         known = self._until.get(pool)

@@ -37,10 +37,11 @@ class ReplayedMarket:
     async def snapshot(self, pools: Sequence[Pool]) -> MarketSnapshot:
         recorded = await self._trace.snapshot(pools)
         quotes = {
-            pool: replace(quote, interruptions_per_hour=quote.interruptions_per_hour
-                          * self._replay.speed)
+            pool: replace(
+                quote, interruptions_per_hour=quote.interruptions_per_hour * self._replay.speed
+            )
             for pool, quote in recorded.quotes.items()
-        }  # fmt: skip
+        }
         return MarketSnapshot(self._wall.now(), quotes)
 
 
@@ -61,10 +62,12 @@ class TraceCapacityGate:
     async def launch(self, request: LaunchRequest) -> LaunchResult:
         open_pools = tuple(p for p in request.pools if self._has_capacity(p))
         errors = tuple(
-            CapacityUnavailable(p, NO_CAPACITY, "There is no Spot capacity available that "
-                                "matches your request.")
-            for p in request.pools if p not in open_pools
-        )  # fmt: skip
+            CapacityUnavailable(
+                p, NO_CAPACITY, "There is no Spot capacity available that matches your request."
+            )
+            for p in request.pools
+            if p not in open_pools
+        )
         if not open_pools:
             return LaunchResult((), errors)
         launched = await self._ec2.launch(replace(request, pools=open_pools))

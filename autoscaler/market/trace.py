@@ -92,11 +92,13 @@ def load_trace(folder: Path, start: datetime = DEFAULT_START) -> Trace:
         if meta.start is not None:  # a slice says where it begins
             start = meta.start if meta.start.tzinfo else meta.start.replace(tzinfo=UTC)
         zones[zone] = ZoneTrace(
-            zone, instance_type, tuple(1 if v > 0 else 0 for v in zone_file.data),
+            zone,
+            instance_type,
+            tuple(1 if v > 0 else 0 for v in zone_file.data),
             tuple(spot_series(zone, instance_type, zone_file, shared, path.name)),
             on_demand_price(zone, instance_type, zone_file, path.name),
             gpus_of(instance_type, zone_file, path.name),
-        )  # fmt: skip
+        )
     if not zones:
         raise ConfigurationError(f"no availability traces (<zone>_<type>.json) in {folder}")
     if len(set(gaps.values())) > 1:

@@ -48,9 +48,10 @@ class ZoneMetadata(BaseModel):
     gap_seconds: int = Field(gt=0, le=86_400, description="seconds between ticks")
     start: datetime | None = Field(default=None, description="the first tick (ISO 8601)")
     instance_type: str | None = Field(
-        default=None, pattern=r"^[a-z0-9-]+\.[a-z0-9]+$",
+        default=None,
+        pattern=r"^[a-z0-9-]+\.[a-z0-9]+$",
         description="the instance type (default: from the file name)",
-    )  # fmt: skip
+    )
     on_demand_price: float | None = Field(default=None, gt=0, description="USD/hour")
     spot_price: float | None = Field(default=None, gt=0, description="constant USD/hour")
     gpus: int | None = Field(default=None, ge=1, le=64, description="GPUs per instance")
@@ -63,9 +64,10 @@ class ZoneFile(BaseModel):
 
     metadata: ZoneMetadata
     data: list[NonNegativeInt] = Field(
-        min_length=1, max_length=MAX_TICKS,
+        min_length=1,
+        max_length=MAX_TICKS,
         description="spot capacity per tick: 0 none; > 0 available (a count of instances)",
-    )  # fmt: skip
+    )
     prices: list[PositiveFloat] | None = Field(
         default=None, max_length=MAX_TICKS, description="spot price per tick, USD/hour"
     )
@@ -81,8 +83,9 @@ def read_zone_file(path: Path) -> ZoneFile:
     return zone_file
 
 
-def spot_series(zone: str, instance_type: str, zone_file: ZoneFile,
-                shared: dict[str, list[float]], name: str) -> list[float]:  # fmt: skip
+def spot_series(
+    zone: str, instance_type: str, zone_file: ZoneFile, shared: dict[str, list[float]], name: str
+) -> list[float]:
     family = "v100" if instance_type.startswith("p3.") else instance_type.split(".")[0]
     series = (
         zone_file.prices

@@ -26,12 +26,15 @@ HERE = Path(__file__).parent
 # The console's pages load only their own script and style sheet, and no other site may frame
 # them.
 SECURITY_HEADERS = [
-    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; "
-                                 b"frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; img-src 'self' data:; "
+        b"frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    ),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
-]  # fmt: skip
+]
 
 
 class SecurityHeaders:

@@ -63,8 +63,11 @@ def login_page(request: Request) -> HTMLResponse:
 @router.post("/login")
 async def login(request: Request, services_: Services) -> Response:
     body = await request.body()
-    token = "" if len(body) > LOGIN_BODY_LIMIT else (
-        parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip())  # fmt: skip
+    token = (
+        ""
+        if len(body) > LOGIN_BODY_LIMIT
+        else (parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip())
+    )
     caller = caller_of(services_.store, token) if token else None
     if caller is None or not caller.may(Scope.READ):
         error = "That token is unknown, revoked, or lacks the read scope."
@@ -72,8 +75,15 @@ async def login(request: Request, services_: Services) -> Response:
         response.status_code = 401
         return response
     redirect = RedirectResponse("/console", status_code=303)
-    redirect.set_cookie(COOKIE, token, max_age=COOKIE_SECONDS, httponly=True, samesite="strict",
-                        secure=services_.settings.secure_cookie, path="/")  # fmt: skip
+    redirect.set_cookie(
+        COOKIE,
+        token,
+        max_age=COOKIE_SECONDS,
+        httponly=True,
+        samesite="strict",
+        secure=services_.settings.secure_cookie,
+        path="/",
+    )
     return redirect
 
 
@@ -90,19 +100,32 @@ def queue(request: Request, caller: Viewer, services_: Services) -> HTMLResponse
     counts = store.count_by_state()
     recent = store.job_page(JobFilter(), None, QUEUE_ROWS)
     jobs = job_summaries(services_, recent)
-    template = _submit_template(recent[0].spec.model_dump(mode="json", by_alias=True)
-                                if recent else None)  # fmt: skip
+    template = _submit_template(
+        recent[0].spec.model_dump(mode="json", by_alias=True) if recent else None
+    )
     return _page(
-        request, "queue.html", caller, jobs=jobs, template=json.dumps(template),
+        request,
+        "queue.html",
+        caller,
+        jobs=jobs,
+        template=json.dumps(template),
         counts=[(state.value, counts.get(state, 0)) for state in JobState],
-        may_submit=caller.may(Scope.SUBMIT), may_cancel=caller.may(Scope.CANCEL),
-    )  # fmt: skip
+        may_submit=caller.may(Scope.SUBMIT),
+        may_cancel=caller.may(Scope.CANCEL),
+    )
 
 
 def _submit_template(newest: dict[str, Any] | None) -> dict[str, Any]:
     """The submit form starts from the newest job's spec (its model, output and tags)."""
-    template = dict(newest or {"schema": "framefleet.job/v1", "model": "wan/wan2.1-t2v-1.3b",
-                               "output": "s3://my-bucket/videos/", "prompt": ""})  # fmt: skip
+    template = dict(
+        newest
+        or {
+            "schema": "framefleet.job/v1",
+            "model": "wan/wan2.1-t2v-1.3b",
+            "output": "s3://my-bucket/videos/",
+            "prompt": "",
+        }
+    )
     for name in ("job_id", "deadline"):
         template.pop(name, None)
     return template
@@ -122,8 +145,15 @@ def fleet_page(request: Request, caller: Viewer, services_: Services) -> HTMLRes
     hours = Counter(int((now - g.gone_at).total_seconds() // 3600) for g in gone)
     per_hour = [(f"{23 - h}", hours.get(23 - h, 0)) for h in range(24)]  # oldest first
     groups = Counter((i.availability_zone, i.market) for i in fleet.instances)
-    return _page(request, "fleet.html", caller, fleet=fleet, per_hour=per_hour,
-                 peak=max([1, *hours.values()]), groups=sorted(groups.items()))  # fmt: skip
+    return _page(
+        request,
+        "fleet.html",
+        caller,
+        fleet=fleet,
+        per_hour=per_hour,
+        peak=max([1, *hours.values()]),
+        groups=sorted(groups.items()),
+    )
 
 
 @router.get("/costs")

@@ -36,9 +36,13 @@ def job_event(event_id: int, event: JobEvent) -> ServerSentEvent:
 
 def instance_event(kind: str, life: InstanceLife, reason: str | None = None) -> ServerSentEvent:
     instance_type, zone, market = life.pool
-    data = {"instance_id": life.instance_id, "instance_type": instance_type,
-            "availability_zone": zone, "market": market.value,
-            "at": (life.ended_at or life.launched_at).isoformat()}  # fmt: skip
+    data = {
+        "instance_id": life.instance_id,
+        "instance_type": instance_type,
+        "availability_zone": zone,
+        "market": market.value,
+        "at": (life.ended_at or life.launched_at).isoformat(),
+    }
     if reason is not None:
         data["reason"] = reason
     return ServerSentEvent(event=kind, data=data)
@@ -96,8 +100,9 @@ def stream_allowed(request: Request, caller: Reader, services: Services) -> Call
     before the response starts (after it, a refusal could only break the connection)."""
     open_streams: Counter[str] = request.app.state.open_streams
     if open_streams[caller.token_id] >= services.settings.max_streams_per_token:
-        raise HTTPException(429, "this token has as many event streams open as it may",
-                            headers={"Retry-After": "5"})  # fmt: skip
+        raise HTTPException(
+            429, "this token has as many event streams open as it may", headers={"Retry-After": "5"}
+        )
     return caller
 
 

@@ -84,10 +84,16 @@ def job_summaries(services: ApiServices, jobs: Sequence[JobRecord]) -> list[JobS
     reservations = services.store.reservations(ids)
     progress = services.store.progress_of_jobs(ids)
     return [
-        summary(job, deadline_risk(job, estimated_finish(
-            job, progress.get(job.job_id), reservations.get(job.job_id), now), now))
+        summary(
+            job,
+            deadline_risk(
+                job,
+                estimated_finish(job, progress.get(job.job_id), reservations.get(job.job_id), now),
+                now,
+            ),
+        )
         for job in jobs
-    ]  # fmt: skip
+    ]
 
 
 @router.post(
@@ -140,8 +146,11 @@ def list_jobs(
     after = decode_cursor(cursor) if cursor else None
     if cursor and after is None:
         raise HTTPException(400, "not a cursor this API gave out")
-    tags = tuple((k, v) for k, v in (("team", team), ("customer", customer),
-                                     ("project", project)) if v is not None)  # fmt: skip
+    tags = tuple(
+        (k, v)
+        for k, v in (("team", team), ("customer", customer), ("project", project))
+        if v is not None
+    )
     where = JobFilter(tuple(state), tags, created_since, created_until)
     jobs = services.store.job_page(where, after, limit + 1)
     shown = jobs[:limit]
@@ -160,10 +169,14 @@ def job_detail(services: ApiServices, job_id: str) -> JobDetail:
     if job is None:
         raise HTTPException(404, f"no job {job_id!r}")
     return detail(
-        job, store.history(job_id), store.attempts_facts(job_id), store.progress_of(job_id),
-        store.reservations([job_id]).get(job_id), services.job_cost(job_id),
+        job,
+        store.history(job_id),
+        store.attempts_facts(job_id),
+        store.progress_of(job_id),
+        store.reservations([job_id]).get(job_id),
+        services.job_cost(job_id),
         services.clock.now(),
-    )  # fmt: skip
+    )
 
 
 @router.post(

@@ -59,22 +59,28 @@ def authenticate(request: Request, credentials: Bearer) -> Caller:
 
 def check_token(request: Request, token: str | None, from_cookie: bool) -> Caller:
     if token is None:
-        raise HTTPException(401, "a token is needed: Authorization: Bearer <token>",
-                            headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        raise HTTPException(
+            401,
+            "a token is needed: Authorization: Bearer <token>",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     caller = caller_of(services(request).store, token)
     if caller is None:
         challenge = 'Bearer error="invalid_token"'
-        raise HTTPException(401, "the token is unknown or revoked",
-                            headers={"WWW-Authenticate": challenge})  # fmt: skip
+        raise HTTPException(
+            401, "the token is unknown or revoked", headers={"WWW-Authenticate": challenge}
+        )
     unsafe = request.method not in SAFE_METHODS
     if from_cookie and unsafe and request.headers.get(CONSOLE_HEADER) != "1":
-        raise HTTPException(403, f"a change made with the console's cookie needs the "
-                                 f"{CONSOLE_HEADER} header")  # fmt: skip
+        raise HTTPException(
+            403, f"a change made with the console's cookie needs the {CONSOLE_HEADER} header"
+        )
     limit: RateLimit = request.app.state.rate_limit
     wait = limit.retry_after(caller.token_id)
     if wait is not None:
-        raise HTTPException(429, "too many requests for this token",
-                            headers={"Retry-After": str(wait)})  # fmt: skip
+        raise HTTPException(
+            429, "too many requests for this token", headers={"Retry-After": str(wait)}
+        )
     request.state.caller = caller  # for the access log: the token's id, never the token
     return caller
 

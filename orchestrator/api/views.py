@@ -35,9 +35,11 @@ NEAR = timedelta(minutes=30)
 
 
 def estimated_finish(
-    job: JobRecord, progress: JobProgress | None, reservation: Reservation | None,
+    job: JobRecord,
+    progress: JobProgress | None,
+    reservation: Reservation | None,
     now: datetime,
-) -> datetime | None:  # fmt: skip
+) -> datetime | None:
     """From the running attempt's measured pace; for a job not running yet, from the pace the
     autoscaler planned with, plus the start-up and one interruption it allowed for."""
     if job.state.terminal:
@@ -72,11 +74,17 @@ def deadline_risk(job: JobRecord, finish: datetime | None, now: datetime) -> Dea
 def summary(job: JobRecord, risk: DeadlineRisk) -> JobSummary:
     tags = job.spec.tags
     return JobSummary(
-        job_id=job.job_id, state=job.state, priority=job.priority, model=job.spec.model,
-        deadline=job.deadline, deadline_risk=risk, attempt=job.attempt,
-        created_at=job.created_at, updated_at=job.updated_at,
+        job_id=job.job_id,
+        state=job.state,
+        priority=job.priority,
+        model=job.spec.model,
+        deadline=job.deadline,
+        deadline_risk=risk,
+        attempt=job.attempt,
+        created_at=job.created_at,
+        updated_at=job.updated_at,
         tags=Tags(team=tags.team, customer=tags.customer, project=tags.project),
-    )  # fmt: skip
+    )
 
 
 def money(amount: Decimal) -> str:
@@ -143,12 +151,19 @@ def fleet_instances(
         history = prices.get(life.pool) or []
         state = "draining" if life.draining_at else "running" if life.ready_at else "booting"
         instance_type, zone, market = life.pool
-        shown.append(FleetInstance(
-            instance_id=life.instance_id, instance_type=instance_type, availability_zone=zone,
-            market=market.value, usd_per_hour=money(history[-1][1]) if history else None,
-            state=state, launched_at=life.launched_at, gpus=life.gpus,
-            jobs=sorted(jobs.get(life.instance_id, [])),
-        ))  # fmt: skip
+        shown.append(
+            FleetInstance(
+                instance_id=life.instance_id,
+                instance_type=instance_type,
+                availability_zone=zone,
+                market=market.value,
+                usd_per_hour=money(history[-1][1]) if history else None,
+                state=state,
+                launched_at=life.launched_at,
+                gpus=life.gpus,
+                jobs=sorted(jobs.get(life.instance_id, [])),
+            )
+        )
     return shown
 
 
@@ -159,15 +174,19 @@ def fleet_usd_per_hour(instances: Sequence[FleetInstance]) -> str:
 def costs_view(summary_: CostSummary, incomplete: Sequence[str]) -> CostsView:
     categories = {c.value: v for c, v in summary_.by_category.items() if v}
     return CostsView(
-        since=summary_.since, until=summary_.until, total_usd=money(summary_.total),
+        since=summary_.since,
+        until=summary_.until,
+        total_usd=money(summary_.total),
         waste_usd=money(summary_.waste),
         on_demand_equivalent_usd=money(summary_.on_demand_equivalent_usd),
         savings_usd=money(summary_.savings),
         by_category={name: money(usd) for name, usd in categories.items()},
-        by_tag=[TagCost(tag=tag, value=value, usd=money(usd))
-                for (tag, value), usd in sorted(summary_.by_tag.items())],
+        by_tag=[
+            TagCost(tag=tag, value=value, usd=money(usd))
+            for (tag, value), usd in sorted(summary_.by_tag.items())
+        ],
         incomplete=list(incomplete),
-    )  # fmt: skip
+    )
 
 
 def encode_cursor(job: JobRecord) -> str:

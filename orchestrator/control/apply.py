@@ -24,9 +24,13 @@ def as_move(job: JobRecord, decision: Decision) -> JobMove | None:
 def assignment_move(assignment: Assignment, job: JobRecord) -> JobMove:
     """The write that gives `job` (as the scheduler read it) the GPU it was assigned."""
     return JobMove(
-        job.job_id, job.version, (JobState.ASSIGNED,), assignment.reason,
-        worker_id=assignment.worker_id, gpu_index=assignment.gpu_index,
-    )  # fmt: skip
+        job.job_id,
+        job.version,
+        (JobState.ASSIGNED,),
+        assignment.reason,
+        worker_id=assignment.worker_id,
+        gpu_index=assignment.gpu_index,
+    )
 
 
 def apply_decision(store: JobStore, job: JobRecord, decision: Decision, actor: str) -> JobRecord:

@@ -39,9 +39,12 @@ def cancel_job(store: CancelStore, job_id: str, reason: str, actor: str) -> JobR
             raise JobAlreadyEnded(job)
         try:
             return store.transition(
-                job_id, JobState.CANCELLED, expected_version=job.version, actor=actor,
+                job_id,
+                JobState.CANCELLED,
+                expected_version=job.version,
+                actor=actor,
                 reason=f"cancelled: {reason}",
-            )  # fmt: skip
+            )
         except ConcurrentModification:
             continue
     raise ConcurrentModification(job_id, job.version)

@@ -120,5 +120,11 @@ class CommandSender:
         zombie = Placement(replace(job, attempt=attempt), event.worker_id, 0, self._clock.now())
         if not await self.send(zombie, CommandKind.CANCEL):
             return
-        log.info("cancelled %s attempt %d on %s: the job is %s at attempt %d", job.job_id,
-                 attempt, event.worker_id, job.state.value, job.attempt)  # fmt: skip
+        log.info(
+            "cancelled %s attempt %d on %s: the job is %s at attempt %d",
+            job.job_id,
+            attempt,
+            event.worker_id,
+            job.state.value,
+            job.attempt,
+        )

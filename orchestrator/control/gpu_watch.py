@@ -88,8 +88,9 @@ def _shape(job: JobRecord, family: str) -> tuple[str, str, int, int, int]:
 
 
 class GpuWatch:
-    def __init__(self, store: GpuFaultStore, registry: WorkerRegistry, clock: Clock,
-                 settings: WatchSettings) -> None:  # fmt: skip
+    def __init__(
+        self, store: GpuFaultStore, registry: WorkerRegistry, clock: Clock, settings: WatchSettings
+    ) -> None:
         self._store, self._registry, self._clock = store, registry, clock
         self.settings = settings
         self._paces: dict[str, _Pace] = {}
@@ -116,8 +117,9 @@ class GpuWatch:
         for worker_id, hello, health in self._registry.gpu_health():
             reason = errors_in(health)
             if reason and (worker_id, health.index) not in quarantined:
-                fault = GpuFault(worker_id, hello.instance_id, health.index, GpuFaultKind.ERRORS,
-                                 reason, now)  # fmt: skip
+                fault = GpuFault(
+                    worker_id, hello.instance_id, health.index, GpuFaultKind.ERRORS, reason, now
+                )
                 findings.quarantined.extend(await self.record(fault))
         running = {p.job.job_id: p for p in placements if p.job.state is JobState.RUNNING}
         self._learn_finished(running)
@@ -134,8 +136,9 @@ class GpuWatch:
 
     async def record(self, fault: GpuFault) -> list[Quarantine]:
         """Write the fault; the quarantine it completes, if any (durable too)."""
-        log.warning("GPU %d of %s: %s: %s", fault.gpu_index, fault.worker_id, fault.kind.value,
-                    fault.detail)  # fmt: skip
+        log.warning(
+            "GPU %d of %s: %s: %s", fault.gpu_index, fault.worker_id, fault.kind.value, fault.detail
+        )
         await asyncio.to_thread(self._store.record_gpu_fault, fault)
         if (fault.worker_id, fault.gpu_index) in self._registry.quarantined:
             return []
@@ -145,14 +148,26 @@ class GpuWatch:
         )
         if reason is None:
             return []
-        marked = GpuFault(fault.worker_id, fault.instance_id, fault.gpu_index,
-                          GpuFaultKind.QUARANTINE, reason, fault.at, fault.job_id)  # fmt: skip
+        marked = GpuFault(
+            fault.worker_id,
+            fault.instance_id,
+            fault.gpu_index,
+            GpuFaultKind.QUARANTINE,
+            reason,
+            fault.at,
+            fault.job_id,
+        )
         await asyncio.to_thread(self._store.record_gpu_fault, marked)
         self._registry.quarantined.add((fault.worker_id, fault.gpu_index))
         return [Quarantine(fault.worker_id, fault.instance_id, fault.gpu_index, reason)]
 
-    def _follow(self, placement: Placement, reported: tuple[int, int] | None,
-                planned: float | None, now: datetime) -> GpuFault | None:  # fmt: skip
+    def _follow(
+        self,
+        placement: Placement,
+        reported: tuple[int, int] | None,
+        planned: float | None,
+        now: datetime,
+    ) -> GpuFault | None:
         """Track the job's step; a STALL or SLOW fault of its GPU, or None."""
         job = placement.job
         pace = self._paces.get(job.job_id)
@@ -160,9 +175,14 @@ class GpuWatch:
         if pace is None or pace.attempt != job.attempt:
             family = self._registry.family_of(placement.worker_id, placement.gpu_index) or ""
             start = step if step is not None else job.checkpoint_step
-            self._paces[job.job_id] = _Pace(job.attempt, placement.worker_id,
-                                            placement.gpu_index, _shape(job, family), start,
-                                            now)  # fmt: skip
+            self._paces[job.job_id] = _Pace(
+                job.attempt,
+                placement.worker_id,
+                placement.gpu_index,
+                _shape(job, family),
+                start,
+                now,
+            )
             return None
         if step is not None and step != pace.step:
             pace.step, pace.changed_at = step, now
@@ -178,17 +198,33 @@ class GpuWatch:
             bound = max(bound, self.settings.before_first_step_seconds)
         silent = (now - pace.changed_at).total_seconds()
         if silent > bound:
-            detail = (f"{job.job_id}: no step for {silent:.0f} s (bound {bound:.0f} s) on "
-                      f"{placement.worker_id} GPU {placement.gpu_index}")  # fmt: skip
-            return GpuFault(placement.worker_id, instance, placement.gpu_index,
-                            GpuFaultKind.STALL, detail, now, job.job_id)  # fmt: skip
+            detail = (
+                f"{job.job_id}: no step for {silent:.0f} s (bound {bound:.0f} s) on "
+                f"{placement.worker_id} GPU {placement.gpu_index}"
+            )
+            return GpuFault(
+                placement.worker_id,
+                instance,
+                placement.gpu_index,
+                GpuFaultKind.STALL,
+                detail,
+                now,
+                job.job_id,
+            )
         peers = list(self._learned.get(pace.shape, ()))
         slow = too_slow(*pace.steps_and_seconds(), peers, self.settings.sick)
         if slow is not None and (placement.worker_id, placement.gpu_index) not in (
             self._registry.quarantined
         ):
-            return GpuFault(placement.worker_id, instance, placement.gpu_index,
-                            GpuFaultKind.SLOW, slow, now, job.job_id)  # fmt: skip
+            return GpuFault(
+                placement.worker_id,
+                instance,
+                placement.gpu_index,
+                GpuFaultKind.SLOW,
+                slow,
+                now,
+                job.job_id,
+            )
         return None
 
     def _learn_finished(self, running: dict[str, Placement]) -> None:

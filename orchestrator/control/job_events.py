@@ -161,8 +161,11 @@ def apply_event(
         return replace(move, changes=timed)
 
     if event.kind is EventKind.FINISHED:
-        path = (JobState.SUCCEEDED,) if job.state is not JobState.ASSIGNED else (
-            JobState.RUNNING, JobState.SUCCEEDED)  # fmt: skip
+        path = (
+            (JobState.SUCCEEDED,)
+            if job.state is not JobState.ASSIGNED
+            else (JobState.RUNNING, JobState.SUCCEEDED)
+        )
         timed = JobChanges(
             denoise_seconds=event.denoise_seconds, model_load_seconds=event.model_load_seconds
         )
@@ -201,9 +204,10 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
         return Move(
             (*start, JobState.PREEMPTED, JobState.QUEUED),
             f"job fault {faults} of {policy.max_job_faults}, retrying elsewhere: {error}",
-            JobChanges(add_job_fault=True, not_before=now + policy.backoff(faults),
-                       worker_fault=True),
-        )  # fmt: skip
+            JobChanges(
+                add_job_fault=True, not_before=now + policy.backoff(faults), worker_fault=True
+            ),
+        )
     if job.attempt >= policy.max_attempts:
         return Move(
             (*start, JobState.FAILED),
@@ -230,6 +234,7 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
         (*start, JobState.PREEMPTED, JobState.QUEUED),
         f"{'stalled' if stalled else 'worker fault'} on {event.worker_id}, retrying elsewhere: "
         f"{error}",
-        JobChanges(not_before=now if stalled else now + policy.backoff(job.attempt),
-                   worker_fault=True),
-    )  # fmt: skip
+        JobChanges(
+            not_before=now if stalled else now + policy.backoff(job.attempt), worker_fault=True
+        ),
+    )

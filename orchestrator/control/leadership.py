@@ -73,8 +73,9 @@ class Leadership:
 
     def _settle(self, fence: Fence | None) -> None:
         was = self.fence
-        self.fence = fence if fence is not None and self.clock.monotonic() < self._valid_until \
-            else None  # fmt: skip
+        self.fence = (
+            fence if fence is not None and self.clock.monotonic() < self._valid_until else None
+        )
         if (was is None) != (self.fence is None) or (was and self.fence and was != self.fence):
             if self.fence is not None:
                 log.info("%s leads %s (fence %d)", self.holder, self.name, self.fence.token)

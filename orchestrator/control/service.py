@@ -110,8 +110,9 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         self.watch = GpuWatch(store, self.registry, clock, settings.watch)
         self._planned: dict[str, float] = {}
         self._ignored_lines = LogThrottle(clock)
-        self._commands = CommandSender(self.link, clock, settings, self.stats, pace,
-                                       self.expected_step)  # fmt: skip
+        self._commands = CommandSender(
+            self.link, clock, settings, self.stats, pace, self.expected_step
+        )
         self._drains = Drains(store, self.registry, self._move_jobs_off)
         self._readiness = Readiness(store, self.registry)
 
@@ -197,8 +198,9 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                 await self._handle(batch)
         except FrameFleetError as error:
             # Nothing is lost: workers repeat their outcomes in every heartbeat.
-            log.warning("%d worker messages not applied, waiting for repeats: %s",
-                        len(batch), error)  # fmt: skip
+            log.warning(
+                "%d worker messages not applied, waiting for repeats: %s", len(batch), error
+            )
         except Exception as error:
             if len(batch) > 1:
                 # Find the message at fault: each one again, on its own.
@@ -207,9 +209,12 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                 return
             log.exception("worker message could not be applied")
             message = batch[0].message
-            self.refusals.refuse("handler_error", message.worker_id,
-                                 f"{type(error).__name__}: {error}",
-                                 message.model_dump_json().encode())  # fmt: skip
+            self.refusals.refuse(
+                "handler_error",
+                message.worker_id,
+                f"{type(error).__name__}: {error}",
+                message.model_dump_json().encode(),
+            )
 
     async def _handle(self, batch: list[Inbound]) -> None:
         events: list[Inbound] = []
@@ -294,8 +299,11 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, self._fence())
         for move, outcome in zip(moves, outcomes, strict=True):
             if isinstance(outcome, FrameFleetError):
-                log.info("job %s not moved (the next message or tick decides again): %s",
-                         move.job_id, outcome)  # fmt: skip
+                log.info(
+                    "job %s not moved (the next message or tick decides again): %s",
+                    move.job_id,
+                    outcome,
+                )
 
     async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
         """Record that the job must checkpoint (durable first), then tell its worker."""
@@ -329,8 +337,10 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                 if p.job.state in (JobState.RUNNING, JobState.CHECKPOINTING)
             }
             self._commands.forget_all_but({(p.job.job_id, p.job.attempt) for p in placements})
-            resend = {JobState.ASSIGNED: CommandKind.ASSIGN,
-                      JobState.CHECKPOINTING: CommandKind.CHECKPOINT_NOW}  # fmt: skip
+            resend = {
+                JobState.ASSIGNED: CommandKind.ASSIGN,
+                JobState.CHECKPOINTING: CommandKind.CHECKPOINT_NOW,
+            }
             await self._commands.send_all(
                 [(p, resend[p.job.state]) for p in placements if p.job.state in resend]
             )
@@ -357,9 +367,11 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         running = running_jobs(placements, reserved, now)
         started = time.perf_counter()
         decisions = schedule(
-            pending, self.registry.snapshot(running, held, accepting), now,
+            pending,
+            self.registry.snapshot(running, held, accepting),
+            now,
             self._settings.scheduler,
-        )  # fmt: skip
+        )
         self.stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}
         moves = [assignment_move(a, by_id[a.job_id]) for a in decisions.assignments]

@@ -50,8 +50,11 @@ class WatchActions:
         findings = await self.watch.look(placements, self._planned)
         for placement, why in findings.stalled:
             self.stats.on_gpu_fault(GpuFaultKind.STALL.value)
-            move = Move((JobState.PREEMPTED, JobState.QUEUED), f"stalled: {why}",
-                        JobChanges(worker_fault=True))  # fmt: skip
+            move = Move(
+                (JobState.PREEMPTED, JobState.QUEUED),
+                f"stalled: {why}",
+                JobChanges(worker_fault=True),
+            )
             await self._commit([(placement.job, move, None)])
             await self._commands.send(placement, CommandKind.CANCEL, force=True)
         await self._quarantine(findings.quarantined, placements)
@@ -62,8 +65,15 @@ class WatchActions:
         if hello is None or event.gpu_index is None:
             return
         self.stats.on_gpu_fault(GpuFaultKind.STALL.value)
-        fault = GpuFault(event.worker_id, hello.instance_id, event.gpu_index, GpuFaultKind.STALL,
-                         f"{event.job_id}: {event.error}", event.sent_at, event.job_id)  # fmt: skip
+        fault = GpuFault(
+            event.worker_id,
+            hello.instance_id,
+            event.gpu_index,
+            GpuFaultKind.STALL,
+            f"{event.job_id}: {event.error}",
+            event.sent_at,
+            event.job_id,
+        )
         quarantined = await self.watch.record(fault)
         if quarantined:
             placements = await asyncio.to_thread(self._store.placements)
@@ -80,5 +90,6 @@ class WatchActions:
                         await self._checkpoint_now(p, why)
                     elif p.job.state is JobState.ASSIGNED:
                         await self._commands.send(p, CommandKind.CHECKPOINT_NOW, force=True)
-            await asyncio.to_thread(self._store.ask_to_drain, [q.instance_id], why,
-                                    DrainKind.REBALANCE)  # fmt: skip
+            await asyncio.to_thread(
+                self._store.ask_to_drain, [q.instance_id], why, DrainKind.REBALANCE
+            )

@@ -181,14 +181,22 @@ def _priced(
     for day_start, day_stop in _days(start, stop):
         for a, b, price in prices.compute.pieces(day_start, day_stop):
             hours = seconds_of(b - a) / SECONDS_PER_HOUR * share
-            lines.append(CostLine(
-                instance_id=life.instance_id, pool=life.pool, category=piece.category,
-                job_id=piece.span.job_id if piece.span else None,
-                tags=piece.span.tags if piece.span else None, start=a, end=b,
-                gpu_seconds=seconds_of(b - a), instance_hours=hours, compute_usd=price * hours,
-                ebs_usd=prices.ebs_usd_per_hour * hours,
-                on_demand_usd=prices.on_demand_usd_per_hour * hours,
-            ))  # fmt: skip
+            lines.append(
+                CostLine(
+                    instance_id=life.instance_id,
+                    pool=life.pool,
+                    category=piece.category,
+                    job_id=piece.span.job_id if piece.span else None,
+                    tags=piece.span.tags if piece.span else None,
+                    start=a,
+                    end=b,
+                    gpu_seconds=seconds_of(b - a),
+                    instance_hours=hours,
+                    compute_usd=price * hours,
+                    ebs_usd=prices.ebs_usd_per_hour * hours,
+                    on_demand_usd=prices.on_demand_usd_per_hour * hours,
+                )
+            )
     return lines
 
 

@@ -18,9 +18,13 @@ if TYPE_CHECKING:
 
 COLOURS = {Market.SPOT: "#2b8cbe", Market.ON_DEMAND: "#e6550d"}
 CATEGORY_COLOURS = {
-    Category.WORK: "#31a354", Category.STARTUP: "#9ecae1", Category.CHECKPOINT: "#6baed6",
-    Category.LOST: "#de2d26", Category.IDLE: "#fc9272", Category.DRAINING: "#fcbba1",
-}  # fmt: skip
+    Category.WORK: "#31a354",
+    Category.STARTUP: "#9ecae1",
+    Category.CHECKPOINT: "#6baed6",
+    Category.LOST: "#de2d26",
+    Category.IDLE: "#fc9272",
+    Category.DRAINING: "#fcbba1",
+}
 TOP = 10
 
 
@@ -67,8 +71,11 @@ def _categories(summary: CostSummary) -> Figure:
     names = [c for c in Category if c in summary.by_category]
     shown = summary.category_cents()  # the labels show the report's table's cents
     values = [float(summary.by_category[c]) for c in names]
-    bars = axes.barh([f"{c.value}{' (waste)' if c in WASTE else ''}" for c in names], values,
-                     color=[CATEGORY_COLOURS[c] for c in names])  # fmt: skip
+    bars = axes.barh(
+        [f"{c.value}{' (waste)' if c in WASTE else ''}" for c in names],
+        values,
+        color=[CATEGORY_COLOURS[c] for c in names],
+    )
     axes.bar_label(bars, labels=[f"${shown[c.value]:,.2f}" for c in names], padding=3)
     axes.set_title("Where the money went")
     axes.set_xlabel("USD")
@@ -80,8 +87,11 @@ def _savings(summary: CostSummary) -> Figure:
     figure = _figure(5.0, 3.0)
     axes = figure.subplots()
     amounts = [summary.on_demand_equivalent_usd, summary.total]
-    bars = axes.bar(["on-demand only", "FrameFleet (paid)"], [float(v) for v in amounts],
-                    color=[COLOURS[Market.ON_DEMAND], COLOURS[Market.SPOT]])  # fmt: skip
+    bars = axes.bar(
+        ["on-demand only", "FrameFleet (paid)"],
+        [float(v) for v in amounts],
+        color=[COLOURS[Market.ON_DEMAND], COLOURS[Market.SPOT]],
+    )
     axes.bar_label(bars, labels=[f"${cents(v):,.2f}" for v in amounts])
     axes.set_title(f"Saved ${cents(summary.savings):,.2f}")
     axes.set_ylabel("USD")

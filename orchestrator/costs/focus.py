@@ -21,18 +21,54 @@ PRECISION = Decimal("0.0000000001")
 
 # FOCUS 1.0's columns, in the spec's order, then ours.
 COLUMNS: tuple[str, ...] = (
-    "AvailabilityZone", "BilledCost", "BillingAccountId", "BillingAccountName",
-    "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart", "ChargeCategory",
-    "ChargeClass", "ChargeDescription", "ChargeFrequency", "ChargePeriodEnd",
-    "ChargePeriodStart", "CommitmentDiscountCategory", "CommitmentDiscountId",
-    "CommitmentDiscountName", "CommitmentDiscountStatus", "CommitmentDiscountType",
-    "ConsumedQuantity", "ConsumedUnit", "ContractedCost", "ContractedUnitPrice",
-    "EffectiveCost", "InvoiceIssuerName", "ListCost", "ListUnitPrice", "PricingCategory",
-    "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "RegionId",
-    "RegionName", "ResourceId", "ResourceName", "ResourceType", "ServiceCategory",
-    "ServiceName", "SkuId", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags",
-    "x_FrameFleetJobId", "x_FrameFleetCategory", "x_FrameFleetWaste", "x_FrameFleetMarket",
-)  # fmt: skip
+    "AvailabilityZone",
+    "BilledCost",
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingCurrency",
+    "BillingPeriodEnd",
+    "BillingPeriodStart",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargeFrequency",
+    "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "CommitmentDiscountCategory",
+    "CommitmentDiscountId",
+    "CommitmentDiscountName",
+    "CommitmentDiscountStatus",
+    "CommitmentDiscountType",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "ContractedCost",
+    "ContractedUnitPrice",
+    "EffectiveCost",
+    "InvoiceIssuerName",
+    "ListCost",
+    "ListUnitPrice",
+    "PricingCategory",
+    "PricingQuantity",
+    "PricingUnit",
+    "ProviderName",
+    "PublisherName",
+    "RegionId",
+    "RegionName",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "ServiceCategory",
+    "ServiceName",
+    "SkuId",
+    "SkuPriceId",
+    "SubAccountId",
+    "SubAccountName",
+    "Tags",
+    "x_FrameFleetJobId",
+    "x_FrameFleetCategory",
+    "x_FrameFleetWaste",
+    "x_FrameFleetMarket",
+)
 
 Row = dict[str, str]
 AWS = "Amazon Web Services"
@@ -83,12 +119,21 @@ def write_parquet(rows: Sequence[Row], path: Path) -> None:
     pq.write_table(pa.table(columns, schema=pa.schema(fields)), path)
 
 
-_DECIMALS = frozenset({
-    "BilledCost", "ConsumedQuantity", "ContractedCost", "ContractedUnitPrice", "EffectiveCost",
-    "ListCost", "ListUnitPrice", "PricingQuantity",
-})  # fmt: skip
-_DATES = frozenset({"BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd",
-                    "ChargePeriodStart"})  # fmt: skip
+_DECIMALS = frozenset(
+    {
+        "BilledCost",
+        "ConsumedQuantity",
+        "ContractedCost",
+        "ContractedUnitPrice",
+        "EffectiveCost",
+        "ListCost",
+        "ListUnitPrice",
+        "PricingQuantity",
+    }
+)
+_DATES = frozenset(
+    {"BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart"}
+)
 
 
 def _compute_row(line: CostLine, account_id: str) -> Row:

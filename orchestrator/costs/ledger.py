@@ -80,9 +80,11 @@ class CostLedger:
             prices = self._prices(life, history, ebs, result.incomplete)
             if life.ended_at is None:
                 result.usd_per_hour_now += prices.compute.at(now) + ebs
-            result.lines.extend(instance_lines(
-                life, by_instance.get(life.instance_id, []), prices, (since, until), now
-            ))  # fmt: skip
+            result.lines.extend(
+                instance_lines(
+                    life, by_instance.get(life.instance_id, []), prices, (since, until), now
+                )
+            )
         return result
 
     def today(self) -> LedgerPeriod:
@@ -118,14 +120,17 @@ class CostLedger:
         on_demand = history.get((instance_type, zone, Market.ON_DEMAND)) or []
         own = history.get(life.pool) or []
         if not own and on_demand:
-            incomplete.append(f"no price recorded for {pool}: {life.instance_id} is priced "
-                              "at the on-demand price")  # fmt: skip
+            incomplete.append(
+                f"no price recorded for {pool}: {life.instance_id} is priced at the on-demand price"
+            )
             own = on_demand
         elif not own:
             incomplete.append(f"no price recorded for {pool}: {life.instance_id} is priced at $0")
             own = [(life.launched_at, ZERO)]
         elif own[0][0] > life.launched_at + timedelta(hours=1):
-            incomplete.append(f"prices of {pool} start after {life.instance_id} launched; "
-                              "the first one recorded is used before it")  # fmt: skip
+            incomplete.append(
+                f"prices of {pool} start after {life.instance_id} launched; "
+                "the first one recorded is used before it"
+            )
         list_price = on_demand[-1][1] if on_demand else own[-1][1]
         return Prices(PriceSchedule(tuple(own)), list_price, ebs)

@@ -33,20 +33,25 @@ def report_email(report: Report, sender: str, recipients: Sequence[str]) -> Emai
         f"Spent: ${report.total_cents:,.2f}\n"
         f"Saved against on-demand: ${cents(summary.savings):,.2f}\n"
         f"Waste (lost work, idle, draining): ${cents(summary.waste):,.2f}\n"
-        + ("\nDATA INCOMPLETE:\n" + "\n".join(f"- {n}" for n in summary.incomplete) + "\n"
-           if summary.incomplete else "")
+        + (
+            "\nDATA INCOMPLETE:\n" + "\n".join(f"- {n}" for n in summary.incomplete) + "\n"
+            if summary.incomplete
+            else ""
+        )
         + "\nThe HTML part and the attached CSV have the details.\n"
-    )  # fmt: skip
+    )
     ids = {name: make_msgid(domain="framefleet.local") for name in report.charts}
-    message.add_alternative(render_html(report, lambda name: f"cid:{ids[name][1:-1]}"),
-                            subtype="html")  # fmt: skip
+    message.add_alternative(
+        render_html(report, lambda name: f"cid:{ids[name][1:-1]}"), subtype="html"
+    )
     html_part = message.get_body(preferencelist=("html",))
     assert isinstance(html_part, EmailMessage)
     for name, png in report.charts.items():
         html_part.add_related(png, maintype="image", subtype="png", cid=ids[name], filename=name)
     stem = f"framefleet-costs-{report.period.kind}-{report.period.since:%Y-%m-%d}"
-    message.add_attachment(report.csv().encode(), maintype="text", subtype="csv",
-                           filename=f"{stem}.csv")  # fmt: skip
+    message.add_attachment(
+        report.csv().encode(), maintype="text", subtype="csv", filename=f"{stem}.csv"
+    )
     for name, png in report.charts.items():
         message.add_attachment(png, maintype="image", subtype="png", filename=name)
     return message

@@ -69,8 +69,9 @@ def ebs_per_hour(gib: int, usd_per_gib_month: Decimal) -> Decimal:
     return Decimal(gib) * usd_per_gib_month / HOURS_PER_MONTH
 
 
-def schedule_from(changes: Sequence[tuple[datetime, Decimal]], fallback: Decimal | None,
-                  since: datetime) -> PriceSchedule:  # fmt: skip
+def schedule_from(
+    changes: Sequence[tuple[datetime, Decimal]], fallback: Decimal | None, since: datetime
+) -> PriceSchedule:
     """The recorded changes, or the list price if none were recorded (on-demand pools)."""
     if changes:
         return PriceSchedule(tuple(changes))

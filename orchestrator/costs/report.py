@@ -71,8 +71,10 @@ class Report:
         return self.summary.category_cents()
 
     def market_day_cents(self) -> dict[str, Decimal]:
-        parts = {f"{day:%Y-%m-%d} {market.value}": usd
-                 for (day, market), usd in sorted(self.summary.by_day_market.items())}  # fmt: skip
+        parts = {
+            f"{day:%Y-%m-%d} {market.value}": usd
+            for (day, market), usd in sorted(self.summary.by_day_market.items())
+        }
         return self.summary.shown(parts)
 
     def csv(self) -> str:
@@ -108,8 +110,9 @@ class Report:
         for job in sorted(summary.jobs.values(), key=lambda j: j.total, reverse=True):
             detail = ";".join(f"{c.value}={cents(v)}" for c, v in sorted(job.by_category.items()))
             writer.writerow(["job", _cell(job.job_id), cents(job.total), detail])
-        writer.writerow(["savings", "on-demand equivalent",
-                         cents(summary.on_demand_equivalent_usd), ""])  # fmt: skip
+        writer.writerow(
+            ["savings", "on-demand equivalent", cents(summary.on_demand_equivalent_usd), ""]
+        )
         writer.writerow(["savings", "saved", cents(summary.savings), ""])
         unit = summary.usd_per_video_second()
         per_second = "" if unit is None else cents(unit)

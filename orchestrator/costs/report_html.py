@@ -55,8 +55,14 @@ def render_html(report: Report, image_src: ImageSource) -> str:
         f"{summary.video_seconds:,.1f} s of video finished.</p>"
     )
     parts.append("<h2>Where the money went</h2>")
-    parts.append(_table(("Category", "USD"), report.category_cents().items(), report,
-                        waste={c.value for c in WASTE}))  # fmt: skip
+    parts.append(
+        _table(
+            ("Category", "USD"),
+            report.category_cents().items(),
+            report,
+            waste={c.value for c in WASTE},
+        )
+    )
     parts.append(f"<img src='{escape(image_src('where-the-money-went.png'))}' alt='categories'>")
     parts.append("<h2>Spend per day by market</h2>")
     parts.append(f"<img src='{escape(image_src('spend-by-day.png'))}' alt='spend per day'>")
@@ -75,8 +81,11 @@ def render_html(report: Report, image_src: ImageSource) -> str:
     parts.append(_table(("Pool", "USD"), summary.shown(summary.by_pool).items(), report))
     parts.append("<h2>By tag</h2>")
     for tag in TAGS:
-        values = {(v or "(untagged)") if v != FLEET else FLEET: usd
-                  for (kind, v), usd in summary.by_tag.items() if kind == tag}  # fmt: skip
+        values = {
+            (v or "(untagged)") if v != FLEET else FLEET: usd
+            for (kind, v), usd in summary.by_tag.items()
+            if kind == tag
+        }
         parts.append(_table((tag.capitalize(), "USD"), apportion(values).items(), None))
     parts.append(f"<img src='{escape(image_src('top-jobs-and-teams.png'))}' alt='top jobs'>")
     parts.append(f"<h2>Top {TOP_JOBS} jobs</h2>")
@@ -96,10 +105,13 @@ def _table(
         flag = " (waste)" if waste and name in waste else ""
         body.append(f"<tr><td>{escape(name)}{flag}</td><td class='n'>${usd:,.2f}</td></tr>")
     if report is not None:
-        body.append(f"<tr class='total'><td>Total</td><td class='n'>${report.total_cents:,.2f}"
-                    "</td></tr>")  # fmt: skip
-    return (f"<table class='t'><tr><th>{escape(header[0])}</th><th class='n'>{header[1]}</th>"
-            f"</tr>{''.join(body)}</table>")  # fmt: skip
+        body.append(
+            f"<tr class='total'><td>Total</td><td class='n'>${report.total_cents:,.2f}</td></tr>"
+        )
+    return (
+        f"<table class='t'><tr><th>{escape(header[0])}</th><th class='n'>{header[1]}</th>"
+        f"</tr>{''.join(body)}</table>"
+    )
 
 
 def _models_table(report: Report) -> str:
@@ -129,5 +141,7 @@ def _jobs_table(report: Report) -> str:
         f"<td class='n'>{j.video_seconds:.1f}</td></tr>"
         for j in jobs
     )
-    return ("<table class='t'><tr><th>Job</th><th>Team</th><th class='n'>USD</th>"
-            f"<th class='n'>Waste</th><th class='n'>Video s</th></tr>{rows}</table>")  # fmt: skip
+    return (
+        "<table class='t'><tr><th>Job</th><th>Team</th><th class='n'>USD</th>"
+        f"<th class='n'>Waste</th><th class='n'>Video s</th></tr>{rows}</table>"
+    )

@@ -99,8 +99,12 @@ class Reporter:
             raise ReportNotSent(f"the {period.label} report was not sent: {error}") from error
         self.sends.report_sent(period.kind, period.since, message_id)
         self.sent.append(report.subject())
-        log.info("sent the %s report to %d recipients (%s)", period.label,
-                 len(self.settings.recipients), message_id)  # fmt: skip
+        log.info(
+            "sent the %s report to %d recipients (%s)",
+            period.label,
+            len(self.settings.recipients),
+            message_id,
+        )
         return message_id
 
     def due(self, now: datetime) -> Sequence[Period]:

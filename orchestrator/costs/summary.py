@@ -165,14 +165,22 @@ def summarize(period: LedgerPeriod, s3_by_job: dict[str, Decimal]) -> CostSummar
             jobs[span.job_id].video_seconds = span.video_seconds
             seconds_by_family[families.get(span.instance_id, "")] += span.video_seconds
     return CostSummary(
-        since=period.since, until=period.until, instances_usd=period.total, s3_usd=s3,
-        by_category=dict(by_category), by_day_market=dict(by_day_market),
-        by_family=dict(by_family), by_pool=dict(by_pool), by_tag=dict(by_tag), jobs=jobs,
+        since=period.since,
+        until=period.until,
+        instances_usd=period.total,
+        s3_usd=s3,
+        by_category=dict(by_category),
+        by_day_market=dict(by_day_market),
+        by_family=dict(by_family),
+        by_pool=dict(by_pool),
+        by_tag=dict(by_tag),
+        jobs=jobs,
         on_demand_equivalent_usd=on_demand + s3,
         video_seconds=sum(seconds_by_family.values()),
-        video_seconds_by_family=dict(seconds_by_family), instances=len(period.lives),
+        video_seconds_by_family=dict(seconds_by_family),
+        instances=len(period.lives),
         incomplete=list(period.incomplete),
-    )  # fmt: skip
+    )
 
 
 def _jobs(period: LedgerPeriod) -> dict[str, JobCost]:

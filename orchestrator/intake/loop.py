@@ -174,8 +174,11 @@ class IntakeLoop:
             except StoreUnavailable:
                 raise
             except Exception as error:
-                log.warning("message %s refused by the store: %s", submission.message_id,
-                            printable(str(error)))  # fmt: skip
+                log.warning(
+                    "message %s refused by the store: %s",
+                    submission.message_id,
+                    printable(str(error)),
+                )
                 body = bodies[submission.message_id]
                 alone.append((submission, handler_error(submission.message_id, body, error)))
         return alone

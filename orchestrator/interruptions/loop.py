@@ -114,9 +114,13 @@ class InterruptionsLoop:
             outcome = "dead_lettered"
         except FrameFleetError as error:
             if message.receive_count < self._settings.max_tries:
-                log.warning("interruption %s left for redelivery (try %d of %d): %s",
-                            message.message_id, message.receive_count,
-                            self._settings.max_tries, error)  # fmt: skip
+                log.warning(
+                    "interruption %s left for redelivery (try %d of %d): %s",
+                    message.message_id,
+                    message.receive_count,
+                    self._settings.max_tries,
+                    error,
+                )
                 self._metrics.count("retried")
                 return
             await self._dead_letter(message, "gave_up", f"{type(error).__name__}: {error}")
@@ -159,8 +163,9 @@ class InterruptionsLoop:
             await self._actions.instance_gone(event.instance_id, why)
 
     async def _dead_letter(self, message: ReceivedMessage, reason: str, error: str) -> None:
-        log.warning("interruption %s dead-lettered: %s: %s", message.message_id, reason,
-                    printable(error))  # fmt: skip
+        log.warning(
+            "interruption %s dead-lettered: %s: %s", message.message_id, reason, printable(error)
+        )
         await self._dead_letters.send(
             message.body,
             dead_letter_attributes(reason, [error], message.message_id, self._clock.now()),

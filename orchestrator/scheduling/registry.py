@@ -82,10 +82,13 @@ class WorkerRegistry:
         ):
             record = transition(record, WorkerHealth.ALIVE, now, "heartbeat after its last will")
         self._workers[heartbeat.worker_id] = replace(
-            record, last_seen=now, heartbeat_sequence=heartbeat.sequence,
-            progress=heartbeat.jobs, gpu_health=heartbeat.gpus,
+            record,
+            last_seen=now,
+            heartbeat_sequence=heartbeat.sequence,
+            progress=heartbeat.jobs,
+            gpu_health=heartbeat.gpus,
             warm_models=heartbeat.warm_models,
-        )  # fmt: skip
+        )
         return True
 
     def progress(self) -> list[tuple[JobProgress, datetime]]:

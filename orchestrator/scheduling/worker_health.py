@@ -31,8 +31,12 @@ class WorkerHealth(StrEnum):
     DRAINING = "draining"
 
 
-_ANYONE_MAY = {WorkerHealth.LOST, WorkerHealth.OFFLINE, WorkerHealth.INTERRUPTED,
-               WorkerHealth.DRAINING}  # fmt: skip
+_ANYONE_MAY = {
+    WorkerHealth.LOST,
+    WorkerHealth.OFFLINE,
+    WorkerHealth.INTERRUPTED,
+    WorkerHealth.DRAINING,
+}
 TRANSITIONS: dict[WorkerHealth, frozenset[WorkerHealth]] = {
     WorkerHealth.ALIVE: frozenset({WorkerHealth.SUSPECT, *_ANYONE_MAY}),
     WorkerHealth.SUSPECT: frozenset({WorkerHealth.ALIVE, *_ANYONE_MAY}),

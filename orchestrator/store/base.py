@@ -147,8 +147,11 @@ class StoreBase:
         """Records of rows of JOB_COLUMNS (with the attempt's worker in `worker_of`); the
         specs this process has not parsed yet are fetched in one query."""
         rows = list(rows)
-        specs = {row.spec_sha256: self._specs[row.spec_sha256] for row in rows
-                 if row.spec_sha256 in self._specs}  # fmt: skip
+        specs = {
+            row.spec_sha256: self._specs[row.spec_sha256]
+            for row in rows
+            if row.spec_sha256 in self._specs
+        }
         missing = [row.job_id for row in rows if row.spec_sha256 not in specs]
         for chunk in in_chunks(missing):
             query = select_columns(JOBS.c.spec_sha256, JOBS.c.spec_json).where(
@@ -159,7 +162,7 @@ class StoreBase:
         return [
             _record(row, specs[row.spec_sha256], getattr(row, worker_of) if worker_of else None)
             for row in rows
-        ]  # fmt: skip
+        ]
 
     @property
     def engine(self) -> Engine:

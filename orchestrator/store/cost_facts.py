@@ -60,12 +60,17 @@ class CostFactBook(StoreBase):
         with self._session() as session:
             for instance in seen:
                 if session.get(InstanceLifeRow, instance.instance_id) is None:
-                    session.add(InstanceLifeRow(
-                        instance_id=instance.instance_id, instance_type=instance.instance_type,
-                        availability_zone=instance.availability_zone,
-                        market=instance.market.value, launched_at=instance.launched_at,
-                        gpus=instance.gpus, gpu_family=instance.gpu_family,
-                    ))  # fmt: skip
+                    session.add(
+                        InstanceLifeRow(
+                            instance_id=instance.instance_id,
+                            instance_type=instance.instance_type,
+                            availability_zone=instance.availability_zone,
+                            market=instance.market.value,
+                            launched_at=instance.launched_at,
+                            gpus=instance.gpus,
+                            gpu_family=instance.gpu_family,
+                        )
+                    )
             session.commit()
 
     def record_instance_ready(self, instance_id: str, at: datetime) -> None:
@@ -101,10 +106,15 @@ class CostFactBook(StoreBase):
                 ).first()
                 if latest is not None and Decimal(latest.usd_per_hour) == price.usd_per_hour:
                     continue
-                session.merge(PriceChangeRow(
-                    instance_type=price.instance_type, availability_zone=price.availability_zone,
-                    market=price.market.value, at=price.at, usd_per_hour=str(price.usd_per_hour),
-                ))  # fmt: skip
+                session.merge(
+                    PriceChangeRow(
+                        instance_type=price.instance_type,
+                        availability_zone=price.availability_zone,
+                        market=price.market.value,
+                        at=price.at,
+                        usd_per_hour=str(price.usd_per_hour),
+                    )
+                )
             session.commit()
 
     def instance_lives(self, since: datetime, until: datetime) -> list[InstanceLife]:

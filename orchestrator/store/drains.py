@@ -23,8 +23,12 @@ class DrainBook(StoreBase):
         with self._session() as session:
             for instance_id in instance_ids:
                 if session.get(DrainRequestRow, instance_id) is None:
-                    row = DrainRequestRow(instance_id=instance_id, reason=reason[:500],
-                                          asked_at=self._clock.now(), kind=kind.value)  # fmt: skip
+                    row = DrainRequestRow(
+                        instance_id=instance_id,
+                        reason=reason[:500],
+                        asked_at=self._clock.now(),
+                        kind=kind.value,
+                    )
                     session.add(row)
             # The cost ledger counts an instance's empty time from here on as draining.
             session.exec(
@@ -39,11 +43,15 @@ class DrainBook(StoreBase):
         with self._session() as session:
             rows = session.exec(select(DrainRequestRow)).all()
         return {
-            r.instance_id: DrainRequest(r.instance_id, r.reason, utc(r.asked_at),
-                                        utc(r.drained_at) if r.drained_at else None,
-                                        DrainKind(r.kind))
+            r.instance_id: DrainRequest(
+                r.instance_id,
+                r.reason,
+                utc(r.asked_at),
+                utc(r.drained_at) if r.drained_at else None,
+                DrainKind(r.kind),
+            )
             for r in rows
-        }  # fmt: skip
+        }
 
     def mark_drained(self, instance_ids: Sequence[str]) -> None:
         if not instance_ids:

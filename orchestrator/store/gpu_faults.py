@@ -13,10 +13,17 @@ from orchestrator.store.tables import GpuFaultRow
 class GpuFaultBook(StoreBase):
     def record_gpu_fault(self, fault: GpuFault) -> None:
         with self._session() as session:
-            session.add(GpuFaultRow(worker_id=fault.worker_id, instance_id=fault.instance_id,
-                                    gpu_index=fault.gpu_index, kind=fault.kind.value,
-                                    detail=fault.detail[:2000], job_id=fault.job_id,
-                                    at=fault.at))  # fmt: skip
+            session.add(
+                GpuFaultRow(
+                    worker_id=fault.worker_id,
+                    instance_id=fault.instance_id,
+                    gpu_index=fault.gpu_index,
+                    kind=fault.kind.value,
+                    detail=fault.detail[:2000],
+                    job_id=fault.job_id,
+                    at=fault.at,
+                )
+            )
             session.commit()
 
     def gpu_faults(self, worker_id: str | None = None) -> list[GpuFault]:
@@ -40,5 +47,6 @@ class GpuFaultBook(StoreBase):
 
 def _fault(row: GpuFaultRow) -> GpuFault:
     kind = GpuFaultKind(row.kind)
-    return GpuFault(row.worker_id, row.instance_id, row.gpu_index, kind, row.detail,
-                    utc(row.at), row.job_id)  # fmt: skip
+    return GpuFault(
+        row.worker_id, row.instance_id, row.gpu_index, kind, row.detail, utc(row.at), row.job_id
+    )

@@ -28,8 +28,9 @@ class InstanceLedger:
         try:
             with Session(self._engine) as session:
                 if session.get(GoneInstanceRow, instance_id) is None:
-                    session.add(GoneInstanceRow(instance_id=instance_id, gone_at=now,
-                                                reason=reason))  # fmt: skip
+                    session.add(
+                        GoneInstanceRow(instance_id=instance_id, gone_at=now, reason=reason)
+                    )
                 if ended:
                     end_instance_life(session, instance_id, now, reason)
                 session.commit()

@@ -19,13 +19,25 @@ from kernel.job_state import JobState, check_transition
 WORKER_FAULT = "worker_fault"
 # The columns a move writes: of its job, and of the attempt it ends or checkpoints.
 JOB_FIELDS_MOVED = (
-    "state", "version", "attempt", "updated_at", "last_checkpoint", "checkpoint_step",
-    "checkpoint_family", "not_before", "job_faults",
-)  # fmt: skip
+    "state",
+    "version",
+    "attempt",
+    "updated_at",
+    "last_checkpoint",
+    "checkpoint_step",
+    "checkpoint_family",
+    "not_before",
+    "job_faults",
+)
 ATTEMPT_FIELDS_CHANGED = (
-    "ended_at", "outcome", "denoise_seconds", "model_load_seconds", "checkpoint_seconds",
-    "checkpointed_at", "checkpoints",
-)  # fmt: skip
+    "ended_at",
+    "outcome",
+    "denoise_seconds",
+    "model_load_seconds",
+    "checkpoint_seconds",
+    "checkpointed_at",
+    "checkpoints",
+)
 
 
 @dataclass(frozen=True)
@@ -79,11 +91,18 @@ class MoveWrites:
             elif state is not JobState.QUEUED and (target.terminal or target is JobState.QUEUED):
                 changes = move.changes if last else JobChanges()
                 attempt = self._end(attempt, target, changes)
-            self.events.append({
-                "job_id": move.job_id, "at": self.now, "from_state": state.value,
-                "to_state": target.value, "version": version, "attempt": number,
-                "actor": self.actor, "reason": move.reason,
-            })  # fmt: skip
+            self.events.append(
+                {
+                    "job_id": move.job_id,
+                    "at": self.now,
+                    "from_state": state.value,
+                    "to_state": target.value,
+                    "version": version,
+                    "attempt": number,
+                    "actor": self.actor,
+                    "reason": move.reason,
+                }
+            )
             state = target
         if not move.path:  # a checkpoint noted without a state change
             version += 1
@@ -91,15 +110,21 @@ class MoveWrites:
                 attempt = self._checkpointed(attempt, move.changes)
         self._keep(attempt, read, started, move)
         moved = self._moved(job, move.changes, state, version, number, worker_id)
-        self.jobs.append({
-            "b_job_id": move.job_id, "b_version": move.expected_version,
-            "v_state": moved.state.value, "v_version": moved.version,
-            "v_attempt": moved.attempt, "v_updated_at": self.now,
-            "v_last_checkpoint": moved.last_checkpoint,
-            "v_checkpoint_step": moved.checkpoint_step,
-            "v_checkpoint_family": moved.checkpoint_family, "v_not_before": moved.not_before,
-            "v_job_faults": moved.job_faults,
-        })  # fmt: skip
+        self.jobs.append(
+            {
+                "b_job_id": move.job_id,
+                "b_version": move.expected_version,
+                "v_state": moved.state.value,
+                "v_version": moved.version,
+                "v_attempt": moved.attempt,
+                "v_updated_at": self.now,
+                "v_last_checkpoint": moved.last_checkpoint,
+                "v_checkpoint_step": moved.checkpoint_step,
+                "v_checkpoint_family": moved.checkpoint_family,
+                "v_not_before": moved.not_before,
+                "v_job_faults": moved.job_faults,
+            }
+        )
         self.records[move.job_id] = moved
         if move.path and move.path[-1] is JobState.ASSIGNED:
             self.assigned.append(move.job_id)
@@ -116,9 +141,13 @@ class MoveWrites:
         worker_id: str | None,
     ) -> JobRecord:
         moved = replace(
-            job, state=state, version=version, attempt=attempt, updated_at=self.now,
+            job,
+            state=state,
+            version=version,
+            attempt=attempt,
+            updated_at=self.now,
             worker_id=worker_id,
-        )  # fmt: skip
+        )
         if changes.last_checkpoint is not None:
             moved = replace(
                 moved,
@@ -174,21 +203,30 @@ class MoveWrites:
         if attempt is None:
             return
         if started:
-            self.attempts_started.append({
-                "job_id": attempt.job_id, "attempt": attempt.attempt,
-                "worker_id": move.worker_id, "gpu_index": move.gpu_index,
-                "started_at": self.now,
-                **{name: getattr(attempt, name) for name in ATTEMPT_FIELDS_CHANGED},
-            })  # fmt: skip
+            self.attempts_started.append(
+                {
+                    "job_id": attempt.job_id,
+                    "attempt": attempt.attempt,
+                    "worker_id": move.worker_id,
+                    "gpu_index": move.gpu_index,
+                    "started_at": self.now,
+                    **{name: getattr(attempt, name) for name in ATTEMPT_FIELDS_CHANGED},
+                }
+            )
         elif attempt != read:
             self._changed(attempt)
 
     def _changed(self, attempt: AttemptNow) -> None:
-        self.attempts_changed.append({
-            "b_job_id": attempt.job_id, "b_attempt": attempt.attempt,
-            "v_ended_at": attempt.ended_at, "v_outcome": attempt.outcome,
-            "v_denoise_seconds": attempt.denoise_seconds,
-            "v_model_load_seconds": attempt.model_load_seconds,
-            "v_checkpoint_seconds": attempt.checkpoint_seconds,
-            "v_checkpointed_at": attempt.checkpointed_at, "v_checkpoints": attempt.checkpoints,
-        })  # fmt: skip
+        self.attempts_changed.append(
+            {
+                "b_job_id": attempt.job_id,
+                "b_attempt": attempt.attempt,
+                "v_ended_at": attempt.ended_at,
+                "v_outcome": attempt.outcome,
+                "v_denoise_seconds": attempt.denoise_seconds,
+                "v_model_load_seconds": attempt.model_load_seconds,
+                "v_checkpoint_seconds": attempt.checkpoint_seconds,
+                "v_checkpointed_at": attempt.checkpointed_at,
+                "v_checkpoints": attempt.checkpoints,
+            }
+        )

@@ -98,8 +98,12 @@ class JobPageBook(StoreBase):
             query = query.where(col(JobRow.created_at) < where.created_until)
         if after is not None:
             created = col(JobRow.created_at)
-            query = query.where(or_(created < after.created_at, and_(
-                created == after.created_at, col(JobRow.job_id) < after.job_id)))  # fmt: skip
+            query = query.where(
+                or_(
+                    created < after.created_at,
+                    and_(created == after.created_at, col(JobRow.job_id) < after.job_id),
+                )
+            )
         query = query.order_by(col(JobRow.created_at).desc(), col(JobRow.job_id).desc())
         with self._session() as session:
             rows = session.exec(query.limit(limit)).all()
@@ -142,15 +146,26 @@ class JobPageBook(StoreBase):
                     continue
                 row = session.get(JobProgressRow, report.job_id)
                 if row is None:
-                    row = JobProgressRow(job_id=report.job_id, attempt=report.attempt,
-                                         step=report.step, total_steps=report.total_steps,
-                                         reported_at=report.at, first_step=report.step,
-                                         first_at=report.at)  # fmt: skip
+                    row = JobProgressRow(
+                        job_id=report.job_id,
+                        attempt=report.attempt,
+                        step=report.step,
+                        total_steps=report.total_steps,
+                        reported_at=report.at,
+                        first_step=report.step,
+                        first_at=report.at,
+                    )
                 elif row.attempt != report.attempt:  # a new attempt: its pace starts here
                     row.attempt, row.first_step, row.first_at = (
-                        report.attempt, report.step, report.at)  # fmt: skip
+                        report.attempt,
+                        report.step,
+                        report.at,
+                    )
                 row.step, row.total_steps, row.reported_at = (
-                    report.step, report.total_steps, report.at)  # fmt: skip
+                    report.step,
+                    report.total_steps,
+                    report.at,
+                )
                 session.add(row)
             session.commit()
 
@@ -166,9 +181,13 @@ class JobPageBook(StoreBase):
                 ).all()
                 for row in rows:
                     found[row.job_id] = JobProgress(
-                        row.attempt, row.step, row.total_steps, utc(row.reported_at),
-                        row.first_step, utc(row.first_at),
-                    )  # fmt: skip
+                        row.attempt,
+                        row.step,
+                        row.total_steps,
+                        utc(row.reported_at),
+                        row.first_step,
+                        utc(row.first_at),
+                    )
         return found
 
     def job_events_after(self, after_id: int, limit: int = 500) -> list[tuple[int, JobEvent]]:

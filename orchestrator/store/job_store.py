@@ -113,9 +113,14 @@ class JobStore(
         """Move a job to `target` if the table allows it and nobody moved it since
         `expected_version`; appends the history line in the same transaction."""
         move = JobMove(
-            job_id, expected_version, (target,), reason, changes or JobChanges(), worker_id,
+            job_id,
+            expected_version,
+            (target,),
+            reason,
+            changes or JobChanges(),
+            worker_id,
             gpu_index,
-        )  # fmt: skip
+        )
         return self._one(move, actor)
 
     def note_checkpoint(self, job_id: str, expected_version: int, checkpoint: str) -> JobRecord:

@@ -28,8 +28,9 @@ class Fence:
 
 class NotLeader(FrameFleetError):
     def __init__(self, fence: Fence) -> None:
-        super().__init__(f"{fence.holder} no longer holds the {fence.name} lease "
-                         f"(fence {fence.token})")  # fmt: skip
+        super().__init__(
+            f"{fence.holder} no longer holds the {fence.name} lease (fence {fence.token})"
+        )
         self.fence = fence
 
 

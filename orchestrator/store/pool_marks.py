@@ -19,11 +19,17 @@ class PoolMarkBook(StoreBase):
             return
         with self._session() as session:
             for mark in marks:
-                session.add(PoolMarkRow(
-                    instance_type=mark.instance_type, availability_zone=mark.availability_zone,
-                    market=mark.market.value, at=mark.at, until=mark.until,
-                    reason=mark.reason[:500], interruption=mark.interruption,
-                ))  # fmt: skip
+                session.add(
+                    PoolMarkRow(
+                        instance_type=mark.instance_type,
+                        availability_zone=mark.availability_zone,
+                        market=mark.market.value,
+                        at=mark.at,
+                        until=mark.until,
+                        reason=mark.reason[:500],
+                        interruption=mark.interruption,
+                    )
+                )
             session.commit()
 
     def pool_marks_after(
@@ -40,7 +46,17 @@ class PoolMarkBook(StoreBase):
                 .limit(limit)
             ).all()
         return [
-            (row.id or 0, PoolMark(row.instance_type, row.availability_zone, Market(row.market),
-                                   utc(row.at), utc(row.until), row.reason, row.interruption))
+            (
+                row.id or 0,
+                PoolMark(
+                    row.instance_type,
+                    row.availability_zone,
+                    Market(row.market),
+                    utc(row.at),
+                    utc(row.until),
+                    row.reason,
+                    row.interruption,
+                ),
+            )
             for row in rows
-        ]  # fmt: skip
+        ]

@@ -20,8 +20,12 @@ class PoolRateBook(StoreBase):
         now = self._clock.now()
         with self._session() as session:
             for (instance_type, zone), rate in rates.items():
-                row = PoolRateRow(instance_type=instance_type, availability_zone=zone,
-                                  interruptions_per_hour=rate, measured_at=now)  # fmt: skip
+                row = PoolRateRow(
+                    instance_type=instance_type,
+                    availability_zone=zone,
+                    interruptions_per_hour=rate,
+                    measured_at=now,
+                )
                 session.merge(row)
             session.commit()
 

@@ -22,8 +22,9 @@ class ReportSendBook(StoreBase):
             with self._session() as session:
                 row = session.get(ReportSendRow, (period, since))
                 if row is None:
-                    row = ReportSendRow(period=period, period_start=since, state="sending",
-                                        tries=0, updated_at=now)  # fmt: skip
+                    row = ReportSendRow(
+                        period=period, period_start=since, state="sending", tries=0, updated_at=now
+                    )
                 elif (row.state == "sent" and not force) or (
                     row.state == "sending" and now - utc(row.updated_at) < STALE_CLAIM
                 ):

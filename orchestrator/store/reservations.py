@@ -19,10 +19,13 @@ class ReservationBook(StoreBase):
         with self._session() as session:
             for r in reservations:
                 row = ReservationRow(
-                    job_id=r.job_id, instance_id=r.instance_id, on_demand=r.on_demand,
-                    expires_at=r.expires_at, seconds_per_step=r.seconds_per_step,
+                    job_id=r.job_id,
+                    instance_id=r.instance_id,
+                    on_demand=r.on_demand,
+                    expires_at=r.expires_at,
+                    seconds_per_step=r.seconds_per_step,
                     margin_seconds=r.margin_seconds,
-                )  # fmt: skip
+                )
                 session.merge(row)
             session.commit()
 
@@ -52,7 +55,13 @@ _JOB = _RESERVATIONS.c.job_id
 
 def _by_job(rows: Sequence[Row[Any]]) -> dict[str, Reservation]:
     return {
-        r.job_id: Reservation(r.job_id, r.instance_id, r.on_demand, utc(r.expires_at),
-                              r.seconds_per_step, r.margin_seconds)
+        r.job_id: Reservation(
+            r.job_id,
+            r.instance_id,
+            r.on_demand,
+            utc(r.expires_at),
+            r.seconds_per_step,
+            r.margin_seconds,
+        )
         for r in rows
-    }  # fmt: skip
+    }

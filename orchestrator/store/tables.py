@@ -49,10 +49,15 @@ class JobAttemptRow(SQLModel, table=True):
     # One GPU holds one attempt at a time, whatever any control plane decides: the database
     # refuses a second open attempt on the same (worker, GPU).
     __table_args__ = (
-        Index("uq_job_attempts_active_gpu", "worker_id", "gpu_index", unique=True,
-              sqlite_where=text("ended_at IS NULL"),
-              postgresql_where=text("ended_at IS NULL")),
-    )  # fmt: skip
+        Index(
+            "uq_job_attempts_active_gpu",
+            "worker_id",
+            "gpu_index",
+            unique=True,
+            sqlite_where=text("ended_at IS NULL"),
+            postgresql_where=text("ended_at IS NULL"),
+        ),
+    )
 
     job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
     attempt: int = Field(primary_key=True)

@@ -34,8 +34,15 @@ def _token(row: ApiTokenRow) -> StoredToken:
 class TokenBook(StoreBase):
     def add_token(self, token_id: str, name: str, scopes: tuple[str, ...], sha256: str) -> None:
         with self._session() as session:
-            session.add(ApiTokenRow(token_id=token_id, name=name, scopes=",".join(scopes),
-                                    sha256=sha256, created_at=self._clock.now()))  # fmt: skip
+            session.add(
+                ApiTokenRow(
+                    token_id=token_id,
+                    name=name,
+                    scopes=",".join(scopes),
+                    sha256=sha256,
+                    created_at=self._clock.now(),
+                )
+            )
             session.commit()
 
     def tokens(self) -> list[StoredToken]:

@@ -47,17 +47,30 @@ class ServedApi:
     process: subprocess.Popen[bytes]
     http: urllib3.PoolManager
 
-    def call(self, method: str, path: str, role: str | None = "admin", *,
-             body: Any = None, raw: bytes | None = None,
-             headers: dict[str, str] | None = None) -> Answer:  # fmt: skip
+    def call(
+        self,
+        method: str,
+        path: str,
+        role: str | None = "admin",
+        *,
+        body: Any = None,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
         sent = dict(headers or {})
         if role is not None:
             sent["Authorization"] = f"Bearer {self.tokens[role]}"
         if body is not None:
             raw = json.dumps(body).encode()
             sent.setdefault("Content-Type", "application/json")
-        reply = self.http.request(method, self.base + path, body=raw, headers=sent,
-                                  redirect=False, timeout=urllib3.Timeout(total=20))  # fmt: skip
+        reply = self.http.request(
+            method,
+            self.base + path,
+            body=raw,
+            headers=sent,
+            redirect=False,
+            timeout=urllib3.Timeout(total=20),
+        )
         text = reply.data.decode()
         try:
             parsed: Any = json.loads(text)
@@ -110,10 +123,12 @@ def serve_api(moto_endpoint: str, folder: Path) -> Iterator[ServedApi]:
     }
     log = folder / "serve.log"
     with log.open("ab") as out:
-        process = subprocess.Popen([sys.executable, "-m", "framefleet", "serve"], env=env,
-                                   stdout=out, stderr=out)  # fmt: skip
-    api = ServedApi(f"http://127.0.0.1:{port}", store, tokens, log, process,
-                    urllib3.PoolManager(retries=False))  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-m", "framefleet", "serve"], env=env, stdout=out, stderr=out
+        )
+    api = ServedApi(
+        f"http://127.0.0.1:{port}", store, tokens, log, process, urllib3.PoolManager(retries=False)
+    )
 
     def answers() -> bool:
         assert process.poll() is None, log.read_text()

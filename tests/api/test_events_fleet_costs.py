@@ -30,10 +30,12 @@ def events(
     """(event, data, id) as the stream sends them; returns once the stream is connected (it
     has read where it starts), so what the test does next is in it."""
     reply = api.http.request(
-        "GET", api.base + "/v1/events", preload_content=False,
+        "GET",
+        api.base + "/v1/events",
+        preload_content=False,
         headers={"Authorization": f"Bearer {api.tokens[role]}", **(headers or {})},
         timeout=urllib3.Timeout(connect=5, read=20),
-    )  # fmt: skip
+    )
     assert reply.status == 200
     assert reply.headers["content-type"].startswith("text/event-stream")
     lines = (raw.decode().rstrip("\n") for raw in reply)
@@ -100,8 +102,9 @@ def test_the_stream_reports_launches_and_interruptions(api: ServedApi) -> None:
     instance_id = f"i-{uuid.uuid4().hex[:17]}"
     now = datetime.now(UTC)
     stream = events(api)
-    api.store.record_instances_seen([InstanceSeen(instance_id, "p3.2xlarge", "us-east-1a",
-                                                  Market.SPOT, now, 1, "v100")])  # fmt: skip
+    api.store.record_instances_seen(
+        [InstanceSeen(instance_id, "p3.2xlarge", "us-east-1a", Market.SPOT, now, 1, "v100")]
+    )
     kind, data, _ = next(e for e in stream if e[1].get("instance_id") == instance_id)
     assert (kind, data["market"], data["availability_zone"]) == ("launch", "spot", "us-east-1a")
     InstanceLedger(api.store.engine, SystemClock()).record_gone(
@@ -116,10 +119,20 @@ def test_the_stream_reports_launches_and_interruptions(api: ServedApi) -> None:
 def test_the_fleet_shows_instances_with_price_and_jobs(api: ServedApi) -> None:
     instance_id = f"i-{uuid.uuid4().hex[:17]}"
     now = datetime.now(UTC)
-    api.store.record_instances_seen([InstanceSeen(instance_id, "g5.xlarge", "us-east-1c",
-                                                  Market.ON_DEMAND, now, 1, "a10g")])  # fmt: skip
-    api.store.record_prices([PriceSeen("g5.xlarge", "us-east-1c", Market.ON_DEMAND,
-                                       now - timedelta(minutes=5), Decimal("1.006"))])  # fmt: skip
+    api.store.record_instances_seen(
+        [InstanceSeen(instance_id, "g5.xlarge", "us-east-1c", Market.ON_DEMAND, now, 1, "a10g")]
+    )
+    api.store.record_prices(
+        [
+            PriceSeen(
+                "g5.xlarge",
+                "us-east-1c",
+                Market.ON_DEMAND,
+                now - timedelta(minutes=5),
+                Decimal("1.006"),
+            )
+        ]
+    )
     fleet = api.call("GET", "/v1/fleet", "reader").json()
     shown = next(i for i in fleet["instances"] if i["instance_id"] == instance_id)
     assert shown["usd_per_hour"] == "1.006000"
@@ -128,8 +141,12 @@ def test_the_fleet_shows_instances_with_price_and_jobs(api: ServedApi) -> None:
     costs = api.call("GET", "/v1/costs?period=day", "reader").json()
     assert Decimal(costs["total_usd"]) > 0  # the instance has been billed since it launched
     assert set(costs) >= {"waste_usd", "savings_usd", "by_category", "by_tag"}
-    assert api.call("GET", "/v1/costs?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z",
-                    "reader").status == 400  # fmt: skip
+    assert (
+        api.call(
+            "GET", "/v1/costs?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", "reader"
+        ).status
+        == 400
+    )
 
 
 def test_the_published_openapi_document_is_current() -> None:

@@ -55,9 +55,12 @@ def test_an_oversized_body_gets_413_declared_or_streamed(api: ServedApi) -> None
     assert api.call("POST", "/v1/jobs", "submitter", body=job).status == 413
     chunks = (b"x" * 1024 for _ in range(8))  # no Content-Length: sent chunked
     reply = api.http.request(
-        "POST", api.base + "/v1/jobs", body=chunks, chunked=True,
+        "POST",
+        api.base + "/v1/jobs",
+        body=chunks,
+        chunked=True,
         headers={"Authorization": f"Bearer {api.tokens['submitter']}"},
-    )  # fmt: skip
+    )
     assert reply.status == 413
     assert api.store.find(job["job_id"]) is None
 
@@ -89,10 +92,14 @@ def _walk(api: ServedApi, job_id: str, path: tuple[JobState, ...]) -> None:
         job = api.store.get(job_id)
         placed = target is JobState.ASSIGNED  # on a GPU of its own: one GPU, one attempt
         api.store.transition(
-            job_id, target, expected_version=job.version, actor="test", reason="test",
+            job_id,
+            target,
+            expected_version=job.version,
+            actor="test",
+            reason="test",
             worker_id=f"i-{uuid.uuid4().hex[:17]}" if placed else None,
             gpu_index=0 if placed else None,
-        )  # fmt: skip
+        )
 
 
 def _running(api: ServedApi, job_id: str) -> None:
@@ -197,13 +204,17 @@ def test_the_output_link_is_presigned_and_fetches_the_video(
     assert api.call("GET", f"/v1/jobs/{job_id}/output", "reader").status == 409
     _running(api, job_id)
     job = api.store.get(job_id)
-    api.store.transition(job_id, JobState.SUCCEEDED, expected_version=job.version,
-                         actor="test", reason="finished")  # fmt: skip
+    api.store.transition(
+        job_id, JobState.SUCCEEDED, expected_version=job.version, actor="test", reason="finished"
+    )
     s3 = boto3.client("s3", region_name=REGION, endpoint_url=moto_endpoint)
     spec = job.spec
     s3.create_bucket(Bucket=spec.output_bucket)
-    s3.put_object(Bucket=spec.output_bucket, Key=f"{spec.output_prefix}{job_id}.mp4",
-                  Body=b"\x00\x00\x00\x18ftypmp42")  # fmt: skip
+    s3.put_object(
+        Bucket=spec.output_bucket,
+        Key=f"{spec.output_prefix}{job_id}.mp4",
+        Body=b"\x00\x00\x00\x18ftypmp42",
+    )
     link = api.call("GET", f"/v1/jobs/{job_id}/output", "reader").json()
     assert "X-Amz-Signature" in link["url"]
     fetched = urllib3.request("GET", link["url"])

@@ -48,10 +48,20 @@ def test_the_estimate_follows_the_measured_pace_then_the_planned_one() -> None:
     ("state", "deadline", "finish", "updated", "risk"),
     [
         (JobState.QUEUED, None, None, NOW, DeadlineRisk.NONE),
-        (JobState.RUNNING, NOW + timedelta(hours=2), NOW + timedelta(hours=1), NOW,
-         DeadlineRisk.ON_TRACK),
-        (JobState.RUNNING, NOW + timedelta(hours=2), NOW + timedelta(hours=3), NOW,
-         DeadlineRisk.AT_RISK),
+        (
+            JobState.RUNNING,
+            NOW + timedelta(hours=2),
+            NOW + timedelta(hours=1),
+            NOW,
+            DeadlineRisk.ON_TRACK,
+        ),
+        (
+            JobState.RUNNING,
+            NOW + timedelta(hours=2),
+            NOW + timedelta(hours=3),
+            NOW,
+            DeadlineRisk.AT_RISK,
+        ),
         (JobState.QUEUED, NOW + timedelta(minutes=10), None, NOW, DeadlineRisk.AT_RISK),
         (JobState.QUEUED, NOW + timedelta(hours=5), None, NOW, DeadlineRisk.UNKNOWN),
         (JobState.RUNNING, NOW - timedelta(minutes=1), None, NOW, DeadlineRisk.LATE),
@@ -59,11 +69,14 @@ def test_the_estimate_follows_the_measured_pace_then_the_planned_one() -> None:
         (JobState.SUCCEEDED, NOW - timedelta(minutes=5), None, NOW, DeadlineRisk.MISSED),
         (JobState.CANCELLED, NOW - timedelta(minutes=5), None, NOW, DeadlineRisk.NONE),
     ],
-)  # fmt: skip
+)
 def test_deadline_risk(
-    state: JobState, deadline: datetime | None, finish: datetime | None, updated: datetime,
+    state: JobState,
+    deadline: datetime | None,
+    finish: datetime | None,
+    updated: datetime,
     risk: DeadlineRisk,
-) -> None:  # fmt: skip
+) -> None:
     assert deadline_risk(record(state, deadline, updated_at=updated), finish, NOW) is risk
 
 
@@ -111,21 +124,27 @@ async def test_progress_goes_to_the_store_only_when_a_step_changes(
     heard = Heard()
     recorder = ProgressRecorder(heard, store, clock)
     at = clock.now()
-    heard.now = [(JobProgress(job_id="progress-1", attempt=1, gpu_index=0, step=3,
-                              total_steps=30), at)]  # fmt: skip
+    heard.now = [
+        (JobProgress(job_id="progress-1", attempt=1, gpu_index=0, step=3, total_steps=30), at)
+    ]
     first = recorder.changed()
     recorder.write(first)
     recorder.remember(first)
     assert recorder.changed() == []  # the same step again: nothing to write
-    heard.now = [(JobProgress(job_id="progress-1", attempt=1, gpu_index=0, step=9,
-                              total_steps=30), at + timedelta(seconds=12))]  # fmt: skip
+    heard.now = [
+        (
+            JobProgress(job_id="progress-1", attempt=1, gpu_index=0, step=9, total_steps=30),
+            at + timedelta(seconds=12),
+        )
+    ]
     second = recorder.changed()
     recorder.write(second)
     stored = store.progress_of("progress-1")
     assert stored is not None
     assert (stored.step, stored.first_step, stored.seconds_per_step()) == (9, 3, 2.0)
-    heard.now = [(JobProgress(job_id="progress-2", attempt=1, gpu_index=0, step=1,
-                              total_steps=30), at)]  # fmt: skip
+    heard.now = [
+        (JobProgress(job_id="progress-2", attempt=1, gpu_index=0, step=1, total_steps=30), at)
+    ]
     recorder.write(recorder.changed())  # a job the store does not know is dropped
     assert store.progress_of("progress-2") is None
 

@@ -48,11 +48,13 @@ async def test_launches_are_recorded_as_ec2_lists_them_and_priced(
     assert all(prices[pool] for pool in pools)
     assert registry.get_sample_value("framefleet_autoscaler_rounds_total") == 1
     launched = sum(
-        registry.get_sample_value("framefleet_autoscaler_launches_total",
-                                  {"instance_type": "p3.2xlarge", "availability_zone": zone,
-                                   "market": "spot"}) or 0
+        registry.get_sample_value(
+            "framefleet_autoscaler_launches_total",
+            {"instance_type": "p3.2xlarge", "availability_zone": zone, "market": "spot"},
+        )
+        or 0
         for zone in loop.zones
-    )  # fmt: skip
+    )
     assert launched == len(ec2.instances) == 3
 
 
@@ -62,11 +64,22 @@ async def test_a_restarted_autoscaler_keeps_todays_spend_and_its_budget(
     now = trace_clock.now()
     midnight = datetime(now.year, now.month, now.day, tzinfo=UTC)
     # Before the restart: an on-demand instance ran from midnight and still runs.
-    queued_store.record_prices([PriceSeen("p3.2xlarge", "us-east-1a", Market.ON_DEMAND,
-                                          midnight, Decimal("3.06"))])  # fmt: skip
-    queued_store.record_instances_seen([InstanceSeen("i-0aaaaaaaaaaaaaaaa", "p3.2xlarge",
-                                                     "us-east-1a", Market.ON_DEMAND, midnight,
-                                                     1, "v100")])  # fmt: skip
+    queued_store.record_prices(
+        [PriceSeen("p3.2xlarge", "us-east-1a", Market.ON_DEMAND, midnight, Decimal("3.06"))]
+    )
+    queued_store.record_instances_seen(
+        [
+            InstanceSeen(
+                "i-0aaaaaaaaaaaaaaaa",
+                "p3.2xlarge",
+                "us-east-1a",
+                Market.ON_DEMAND,
+                midnight,
+                1,
+                "v100",
+            )
+        ]
+    )
     spent = float(CostLedger(queued_store, trace_clock).spent_today())
     hours = (now - midnight).total_seconds() / 3600
     ebs = 200 * 0.08 / 730  # its 200 GiB gp3 root volume, per hour

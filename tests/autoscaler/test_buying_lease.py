@@ -71,8 +71,10 @@ def replicas(
         with (tmp_path / f"{name}.log").open("ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "framefleet", "autoscaler", "run"],
-                env=env, stdout=log, stderr=log,
-            )  # fmt: skip
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
         started[name] = (process, port)
     yield started
     for process, _ in started.values():
@@ -95,10 +97,12 @@ def test_one_replica_buys_and_a_successor_buys_nothing_twice(
     ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)
 
     def bought() -> int:
-        found = ec2.describe_instances(Filters=[
-            {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET]},
-            {"Name": "instance-state-name", "Values": ["pending", "running"]},
-        ])  # fmt: skip
+        found = ec2.describe_instances(
+            Filters=[
+                {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET]},
+                {"Name": "instance-state-name", "Values": ["pending", "running"]},
+            ]
+        )
         return sum(len(r["Instances"]) for r in found["Reservations"])
 
     wait_until(lambda: bought() >= 2, 90, "the queue's capacity")

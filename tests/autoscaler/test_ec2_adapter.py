@@ -47,9 +47,14 @@ async def adapter_with_template(ec2: EC2Client, use_create_fleet: bool = True) -
 
 def request(fleet_id: str, pool: Pool, token: str = "") -> LaunchRequest:
     return LaunchRequest(
-        fleet_id, pool.market, (pool,), 2, token or f"ff-{uuid.uuid4()}",
-        f"job j1 (priority 5): no deadline: spot; cheapest spot per video: {pool}", ("j1",),
-    )  # fmt: skip
+        fleet_id,
+        pool.market,
+        (pool,),
+        2,
+        token or f"ff-{uuid.uuid4()}",
+        f"job j1 (priority 5): no deadline: spot; cheapest spot per video: {pool}",
+        ("j1",),
+    )
 
 
 async def test_create_fleet_launches_tagged_spot_instances_and_terminates_them(
@@ -155,8 +160,9 @@ async def test_a_gpu_family_with_a_template_of_its_own_launches_from_it(
     default = await adapter_with_template(ec2, use_create_fleet)
     l40s = Ec2FleetAdapter(ec2, f"framefleet-l40s-{uuid.uuid4().hex[:8]}")
     await l40s.ensure_launch_template(images[1])
-    adapter = Ec2FleetAdapter(ec2, default._template, use_create_fleet,
-                              family_templates={"l40s": l40s._template})  # fmt: skip
+    adapter = Ec2FleetAdapter(
+        ec2, default._template, use_create_fleet, family_templates={"l40s": l40s._template}
+    )
     assert adapter.template_for(SPOT) == l40s._template  # g6e.xlarge: L40S
     assert adapter.template_for(ON_DEMAND) == default._template  # g5.xlarge: A10G
     fleet_id = f"fleet-{uuid.uuid4().hex[:8]}"
@@ -173,8 +179,10 @@ async def test_a_spot_launch_offers_create_fleet_every_equally_good_pool(ec2: EC
     """The actuator sends the plan's pool and its alternatives as CreateFleet overrides, and
     EC2 starts the instance from them."""
     adapter = await adapter_with_template(ec2)
-    others = (Pool("g6e.xlarge", "us-east-1c", Market.SPOT),
-              Pool("g6.xlarge", "us-east-1a", Market.SPOT))  # fmt: skip
+    others = (
+        Pool("g6e.xlarge", "us-east-1c", Market.SPOT),
+        Pool("g6.xlarge", "us-east-1a", Market.SPOT),
+    )
     launch = Launch(SPOT, 0.7, ("j1",), "job j1: spot", others)
     clock = FakeClock(datetime(2026, 6, 1, tzinfo=UTC))
     done = await Actuator(adapter, CapacityMemory(clock), "overrides", clock).execute(

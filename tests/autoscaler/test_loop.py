@@ -15,13 +15,14 @@ from autoscaler.actuation import Actuator
 from autoscaler.demand import StoreDemand, job_demand
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import REASON_TAG, LaunchRequest
-from autoscaler.loop import LEARN_EVERY, AutoscalerLoop, Spend
+from autoscaler.loop import LEARN_EVERY, AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import TraceMarket, load_trace
 from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import PurchaseSettings
+from autoscaler.spend import Spend
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
 from kernel.job_record import DrainKind, JobChanges, JobMove, JobRecord, Submission
@@ -99,8 +100,9 @@ async def test_capacity_errors_send_the_launch_to_other_pools(
     launched = list(ec2.instances.values())
     assert len(launched) == 3
     assert all(i.pool != cheapest and i.pool.market is Market.SPOT for i in launched)
-    assert all("cheapest" in i.tags[REASON_TAG] or "least-loaded" in i.tags[REASON_TAG]
-               for i in launched)  # fmt: skip
+    assert all(
+        "cheapest" in i.tags[REASON_TAG] or "least-loaded" in i.tags[REASON_TAG] for i in launched
+    )
     assert len({r.client_token for r in ec2.requests}) == len(ec2.requests)
     assert loop.capacity.unavailable(cheapest) is not None
 
@@ -119,8 +121,13 @@ async def test_idle_instances_go_after_the_timeout_and_spend_is_accrued(
     await loop.once()
     assert len(ec2.instances) == 3
     for job in queued_store.list_jobs():  # the jobs went elsewhere meanwhile
-        queued_store.transition(job.job_id, job.state.CANCELLED, expected_version=job.version,
-                                actor="test", reason="cancelled")  # fmt: skip
+        queued_store.transition(
+            job.job_id,
+            job.state.CANCELLED,
+            expected_version=job.version,
+            actor="test",
+            reason="cancelled",
+        )
     await loop.once()  # first seen idle now
     assert len(ec2.instances) == 3
     trace_clock.advance(11 * 60)
@@ -183,10 +190,17 @@ def test_spend_restarts_each_day(trace_clock: FakeClock) -> None:
 def test_progress_is_the_stored_step_of_the_newest_checkpoint(queued_store: JobStore) -> None:
     job = queued_store.get("j0")
     moved = queued_store.apply_moves(
-        [JobMove("j0", job.version, (), "checkpoint",
-                 JobChanges(last_checkpoint="anywhere/at/all.json", checkpoint_step=3))],
+        [
+            JobMove(
+                "j0",
+                job.version,
+                (),
+                "checkpoint",
+                JobChanges(last_checkpoint="anywhere/at/all.json", checkpoint_step=3),
+            )
+        ],
         "test",
-    )  # fmt: skip
+    )
     record = moved[0]
     assert isinstance(record, JobRecord)
     assert job_demand(record).steps_done == 3  # of 4
@@ -201,8 +215,14 @@ async def test_the_throughput_model_learns_from_jobs_finished_on_the_fleet(
     prior = loop.model.seconds_per_step(shape, "v100")
     for target in (JobState.ASSIGNED, JobState.RUNNING):
         record = queued_store.get("j0")
-        queued_store.transition("j0", target, expected_version=record.version, actor="test",
-                                reason="placed", worker_id=instance)  # fmt: skip
+        queued_store.transition(
+            "j0",
+            target,
+            expected_version=record.version,
+            actor="test",
+            reason="placed",
+            worker_id=instance,
+        )
     measured = 10 * prior
     trace_clock.advance(3600)  # model loads, uploads and waits are not the pace of its steps
     record = queued_store.get("j0")
@@ -222,8 +242,9 @@ async def test_a_rebalanced_instance_is_replaced_now_and_terminated_once_empty(
     queued_store: JobStore, trace_clock: FakeClock
 ) -> None:
     ec2, loop, instance = await bought(queued_store, trace_clock)
-    queued_store.ask_to_drain([instance], "EC2 Instance Rebalance Recommendation",
-                              DrainKind.REBALANCE)  # fmt: skip
+    queued_store.ask_to_drain(
+        [instance], "EC2 Instance Rebalance Recommendation", DrainKind.REBALANCE
+    )
     await loop.once()
     # No longer capacity to plan with, so its jobs' replacement can be bought now.
     assert instance in loop.leaving
@@ -256,8 +277,14 @@ async def test_a_job_on_on_demand_moves_back_to_spot_once_its_spot_instance_has_
     (instance,) = (await ec2.launch(request)).instances
     for target in (JobState.ASSIGNED, JobState.RUNNING):
         record = store.get("long")
-        store.transition("long", target, expected_version=record.version, actor="test",
-                         reason="placed", worker_id=instance.instance_id)  # fmt: skip
+        store.transition(
+            "long",
+            target,
+            expected_version=record.version,
+            actor="test",
+            reason="placed",
+            worker_id=instance.instance_id,
+        )
 
     await loop.once()
     spot = [i for i in ec2.instances.values() if i.pool.market is Market.SPOT]

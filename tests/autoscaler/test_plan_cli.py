@@ -15,8 +15,17 @@ EXAMPLES = ROOT / "examples" / "autoscaler"
 
 
 def plan(capsys: pytest.CaptureFixture[str], *extra: str) -> str:
-    argv = ["autoscaler", "plan", "--trace", str(TRACES), "--at", "2023-02-18T14:00:00+00:00",
-            "--jobs", str(EXAMPLES / "jobs.json"), *extra]  # fmt: skip
+    argv = [
+        "autoscaler",
+        "plan",
+        "--trace",
+        str(TRACES),
+        "--at",
+        "2023-02-18T14:00:00+00:00",
+        "--jobs",
+        str(EXAMPLES / "jobs.json"),
+        *extra,
+    ]
     assert run(argv) == 0
     return " ".join(capsys.readouterr().out.split())  # the table wraps; words stay in order
 

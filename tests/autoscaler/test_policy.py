@@ -165,9 +165,12 @@ def test_budget_reached_means_no_launch_and_a_reason(limit: str, spent: float) -
     else:
         settings = replace(SETTINGS, budget_per_day=100.0)
     state = PlanInput(
-        NOW, (job("high", priority=9), job("low", priority=1)), (running,), MARKET,
+        NOW,
+        (job("high", priority=9), job("low", priority=1)),
+        (running,),
+        MARKET,
         spent_today=spent,
-    )  # fmt: skip
+    )
     decided = plan(state, settings, linear_pace())
     assert decided.launches == ()
     assert [w.job_id for w in decided.waits] == ["high", "low"]  # the less urgent wait too
@@ -215,8 +218,13 @@ def test_scale_in_terminates_idle_instances_but_keeps_warm_minimum_and_unsaved_w
 
 def test_a_job_keeps_the_instance_bought_for_it() -> None:
     booting = InstanceView("i-for-b", SPOT_B.pool, 0.75, NOW - timedelta(minutes=1), 1)
-    state = PlanInput(NOW, (job("a", priority=9), job("b", priority=1)), (booting,), MARKET,
-                      reservations={"b": "i-for-b"})  # fmt: skip
+    state = PlanInput(
+        NOW,
+        (job("a", priority=9), job("b", priority=1)),
+        (booting,),
+        MARKET,
+        reservations={"b": "i-for-b"},
+    )
     decided = plan(state, SETTINGS, linear_pace())
     assert decided.placed == (("b", "i-for-b"),)
     assert [launch.job_ids for launch in decided.launches] == [("a",)]

@@ -58,8 +58,9 @@ def test_the_forecast_follows_a_daily_pattern() -> None:
     assert quiet == pytest.approx(1, abs=1.0)
 
 
-PREWARM = replace(SETTINGS, prewarm_wait_value_per_job_hour=20.0, boot_seconds=600,
-                  model_load_seconds=120)  # fmt: skip
+PREWARM = replace(
+    SETTINGS, prewarm_wait_value_per_job_hour=20.0, boot_seconds=600, model_load_seconds=120
+)
 
 
 def test_the_plan_buys_warm_spot_gpus_for_the_jobs_the_forecast_expects() -> None:

@@ -59,11 +59,17 @@ def test_no_move_is_taken_whose_worst_case_misses_the_deadline() -> None:
     """With no slack for one lost spot tick, on-demand, however cheap and reliable spot looks;
     with slack, spot."""
     reliable = CapacityModel.markov(up_to_down=0.001, down_to_up=0.5)
-    tight = Solution(Problem(work=8, deadline=10, changeover=2, spot_cost=0.1,
-                             on_demand_cost=3.0, model=reliable))  # fmt: skip
+    tight = Solution(
+        Problem(
+            work=8, deadline=10, changeover=2, spot_cost=0.1, on_demand_cost=3.0, model=reliable
+        )
+    )
     assert tight.choose(0, 0, Hold.IDLE, 0, capacity=1) is Hold.ON_DEMAND
-    loose = Solution(Problem(work=8, deadline=30, changeover=2, spot_cost=0.1,
-                             on_demand_cost=3.0, model=reliable))  # fmt: skip
+    loose = Solution(
+        Problem(
+            work=8, deadline=30, changeover=2, spot_cost=0.1, on_demand_cost=3.0, model=reliable
+        )
+    )
     assert loose.choose(0, 0, Hold.IDLE, 0, capacity=1) is Hold.SPOT
     # Down now: wait for spot while the slack allows.
     assert loose.choose(0, 0, Hold.IDLE, 0, capacity=0) is Hold.IDLE

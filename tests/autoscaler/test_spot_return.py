@@ -15,8 +15,9 @@ from kernel.market import Market
 from tests.autoscaler.paces import linear_pace
 from tests.autoscaler.test_policy import MARKET, NOW, ON_DEMAND, SETTINGS, SPOT_A, SPOT_B, job
 
-ON_DEMAND_BOX = InstanceView("i-od", ON_DEMAND.pool, 1.861, NOW - timedelta(hours=1), 1,
-                             busy_gpus=1, unsaved_work=True)  # fmt: skip
+ON_DEMAND_BOX = InstanceView(
+    "i-od", ON_DEMAND.pool, 1.861, NOW - timedelta(hours=1), 1, busy_gpus=1, unsaved_work=True
+)
 
 
 def running(deadline_in: timedelta | None, steps: int = 6000) -> RunningJob:

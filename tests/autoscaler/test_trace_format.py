@@ -49,8 +49,9 @@ def test_a_type_nobody_prices_says_what_to_add(tmp_path: Path) -> None:
     write_zone(tmp_path, "us-east-1a_g7.xlarge", [1, 1], spot_price=1.0, on_demand_price=2.5)
     with pytest.raises(ConfigurationError, match=r"metadata\.gpus"):
         load_trace(tmp_path)
-    write_zone(tmp_path, "us-east-1a_g7.xlarge", [1, 1], spot_price=1.0, on_demand_price=2.5,
-               gpus=1)  # fmt: skip
+    write_zone(
+        tmp_path, "us-east-1a_g7.xlarge", [1, 1], spot_price=1.0, on_demand_price=2.5, gpus=1
+    )
     assert load_trace(tmp_path).zones["us-east-1a"].on_demand_price == 2.5
 
 

@@ -29,11 +29,26 @@ def demo(tmp_path: Path) -> Iterator[tuple[str, str]]:
     port = free_port()
     log = (tmp_path / "demo.out").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "framefleet", "demo", "--jobs", "1", "--seed", "5", "--keep",
-         "--api-port", str(port), "--timeout", "300"],
-        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "framefleet",
+            "demo",
+            "--jobs",
+            "1",
+            "--seed",
+            "5",
+            "--keep",
+            "--api-port",
+            str(port),
+            "--timeout",
+            "300",
+        ],
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         env={**os.environ, "COLUMNS": "160", "PYTHONPATH": str(Path(__file__).parents[2])},
-    )  # fmt: skip
+    )
     token_file = tmp_path / ".demo" / "console-token"
     base = f"http://127.0.0.1:{port}"
 
@@ -43,8 +58,9 @@ def demo(tmp_path: Path) -> Iterator[tuple[str, str]]:
             return False
         token = token_file.read_text().strip()
         try:
-            reply = urllib3.request("GET", base + "/v1/jobs", headers={
-                "Authorization": f"Bearer {token}"}, timeout=5)  # fmt: skip
+            reply = urllib3.request(
+                "GET", base + "/v1/jobs", headers={"Authorization": f"Bearer {token}"}, timeout=5
+            )
         except urllib3.exceptions.HTTPError:
             return False
         return reply.status == 200 and bool(reply.json()["jobs"])
@@ -89,9 +105,11 @@ def test_the_console_drives_the_demo(page: Page, demo: tuple[str, str], screensh
     expect(page.get_by_text("total (waste")).to_be_visible()  # its cost, from the ledger
     page.screenshot(path=screenshots / "job.png", full_page=True)
 
-    for path, name, heading_text in (("/console", "queue", "Queue"),
-                                     ("/console/fleet", "fleet", "Fleet"),
-                                     ("/console/costs", "costs", "Spend and savings")):  # fmt: skip
+    for path, name, heading_text in (
+        ("/console", "queue", "Queue"),
+        ("/console/fleet", "fleet", "Fleet"),
+        ("/console/costs", "costs", "Spend and savings"),
+    ):
         page.goto(base + path)
         expect(page.get_by_role("heading", name=heading_text, exact=True)).to_be_visible()
         if name == "fleet":

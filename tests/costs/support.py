@@ -29,16 +29,28 @@ class FleetHistory:
     def __init__(self, store: JobStore, clock: FakeClock) -> None:
         self.store, self.clock = store, clock
 
-    def price(self, usd_per_hour: Decimal, market: Market = Market.SPOT,
-              zone: str = "us-east-1a") -> None:  # fmt: skip
-        self.store.record_prices([PriceSeen("p3.2xlarge", zone, market, self.clock.now(),
-                                            usd_per_hour)])  # fmt: skip
+    def price(
+        self, usd_per_hour: Decimal, market: Market = Market.SPOT, zone: str = "us-east-1a"
+    ) -> None:
+        self.store.record_prices(
+            [PriceSeen("p3.2xlarge", zone, market, self.clock.now(), usd_per_hour)]
+        )
 
     def launch(self, market: Market = Market.SPOT, zone: str = "us-east-1a") -> str:
         instance_id = f"i-{uuid.uuid4().hex[:17]}"
-        self.store.record_instances_seen([InstanceSeen(
-            instance_id, "p3.2xlarge", zone, market, self.clock.now(), 1, "v100",
-        )])  # fmt: skip
+        self.store.record_instances_seen(
+            [
+                InstanceSeen(
+                    instance_id,
+                    "p3.2xlarge",
+                    zone,
+                    market,
+                    self.clock.now(),
+                    1,
+                    "v100",
+                )
+            ]
+        )
         return instance_id
 
     def ready(self, instance_id: str) -> None:
@@ -53,29 +65,51 @@ class FleetHistory:
 
     def assign(self, job_id: str, instance_id: str) -> None:
         job = self.store.get(job_id)
-        self.store.transition(job_id, JobState.ASSIGNED, expected_version=job.version,
-                              actor="test", reason="test", worker_id=instance_id,
-                              gpu_index=0)  # fmt: skip
+        self.store.transition(
+            job_id,
+            JobState.ASSIGNED,
+            expected_version=job.version,
+            actor="test",
+            reason="test",
+            worker_id=instance_id,
+            gpu_index=0,
+        )
 
     def event(self, job_id: str, kind: EventKind, **fields: Any) -> None:
         job = self.store.get(job_id)
         assert job.worker_id is not None
-        event = WorkerEvent.model_validate({
-            "worker_id": job.worker_id, "sent_at": self.clock.now(),
-            "event_id": uuid.uuid4().hex[:16], "kind": kind, "job_id": job_id,
-            "attempt": job.attempt, **fields,
-        })  # fmt: skip
+        event = WorkerEvent.model_validate(
+            {
+                "worker_id": job.worker_id,
+                "sent_at": self.clock.now(),
+                "event_id": uuid.uuid4().hex[:16],
+                "kind": kind,
+                "job_id": job_id,
+                "attempt": job.attempt,
+                **fields,
+            }
+        )
         apply_decision(self.store, job, apply_event(job, event, self.clock.now()), "test")
 
     def checkpoint(self, job_id: str, step: int, write_seconds: float) -> None:
         job = self.store.get(job_id)
         key = f"s3://ckpt/checkpoints/{job_id}/{job.attempt}/{step:06d}/manifest.json"
-        self.event(job_id, EventKind.CHECKPOINT_DURABLE, step=step, checkpoint=key,
-                   write_seconds=write_seconds)  # fmt: skip
+        self.event(
+            job_id,
+            EventKind.CHECKPOINT_DURABLE,
+            step=step,
+            checkpoint=key,
+            write_seconds=write_seconds,
+        )
 
     def finish(self, job_id: str, model_load_seconds: float) -> None:
-        self.event(job_id, EventKind.FINISHED, output=f"s3://framefleet-output/videos/{job_id}.mp4",
-                   denoise_seconds=60.0, model_load_seconds=model_load_seconds)  # fmt: skip
+        self.event(
+            job_id,
+            EventKind.FINISHED,
+            output=f"s3://framefleet-output/videos/{job_id}.mp4",
+            denoise_seconds=60.0,
+            model_load_seconds=model_load_seconds,
+        )
 
     def advance(self, seconds: float) -> datetime:
         self.clock.advance(seconds)
@@ -95,8 +129,12 @@ def a_day_of_work(fleet: FleetHistory) -> tuple[datetime, datetime]:
     fleet.price(ON_DEMAND, Market.ON_DEMAND, zone="us-east-1b")
     calm, stormy = fleet.launch(), fleet.launch(zone="us-east-1b")
     steady = fleet.launch(Market.ON_DEMAND)
-    for job, team in (("render-a", "vfx"), ("render-b", "vfx"), ("render-c", "ads"),
-                      ("render-d", "ads")):  # fmt: skip
+    for job, team in (
+        ("render-a", "vfx"),
+        ("render-b", "vfx"),
+        ("render-c", "ads"),
+        ("render-d", "ads"),
+    ):
         fleet.submit(job, tags={"team": team, "customer": "acme", "project": "=1+2"})
     fleet.advance(240)
     for instance in (calm, stormy, steady):
@@ -114,8 +152,9 @@ def a_day_of_work(fleet: FleetHistory) -> tuple[datetime, datetime]:
     # stormy is reclaimed without a usable notice: render-b goes back to the queue.
     for state in (JobState.PREEMPTED, JobState.QUEUED):
         version = fleet.store.get("render-b").version
-        fleet.store.transition("render-b", state, expected_version=version, actor="test",
-                               reason="its instance is gone")  # fmt: skip
+        fleet.store.transition(
+            "render-b", state, expected_version=version, actor="test", reason="its instance is gone"
+        )
     fleet.end(stormy, "spot interruption")
     fleet.finish("render-a", model_load_seconds=95.0)
     fleet.finish("render-c", model_load_seconds=80.0)

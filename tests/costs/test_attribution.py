@@ -23,25 +23,52 @@ def minutes(n: float) -> datetime:
     return T0 + timedelta(minutes=n)
 
 
-def life(gpus: int = 1, ended: float | None = 60.0, ready: float | None = 5.0,
-         draining: float | None = None) -> InstanceLife:  # fmt: skip
+def life(
+    gpus: int = 1,
+    ended: float | None = 60.0,
+    ready: float | None = 5.0,
+    draining: float | None = None,
+) -> InstanceLife:
     return InstanceLife(
-        "i-0123456789abcdef0", ("p3.2xlarge", "us-east-1a", Market.SPOT), T0, gpus, "v100",
+        "i-0123456789abcdef0",
+        ("p3.2xlarge", "us-east-1a", Market.SPOT),
+        T0,
+        gpus,
+        "v100",
         minutes(ready) if ready is not None else None,
         minutes(draining) if draining is not None else None,
-        minutes(ended) if ended is not None else None, "test",
-    )  # fmt: skip
+        minutes(ended) if ended is not None else None,
+        "test",
+    )
 
 
-def attempt(job: str, start: float, end: float | None, outcome: str | None, *, gpu: int = 0,
-            load: float = 0.0, writes: float = 0.0, checkpointed: float | None = None,
-            team: str = "vfx") -> AttemptSpan:  # fmt: skip
+def attempt(
+    job: str,
+    start: float,
+    end: float | None,
+    outcome: str | None,
+    *,
+    gpu: int = 0,
+    load: float = 0.0,
+    writes: float = 0.0,
+    checkpointed: float | None = None,
+    team: str = "vfx",
+) -> AttemptSpan:
     return AttemptSpan(
-        job, 1, "i-0123456789abcdef0", gpu, minutes(start),
-        minutes(end) if end is not None else None, outcome, load * 60, writes * 60,
-        1 if writes else 0, minutes(checkpointed) if checkpointed is not None else None,
-        CostTags(team=team), 5.0,
-    )  # fmt: skip
+        job,
+        1,
+        "i-0123456789abcdef0",
+        gpu,
+        minutes(start),
+        minutes(end) if end is not None else None,
+        outcome,
+        load * 60,
+        writes * 60,
+        1 if writes else 0,
+        minutes(checkpointed) if checkpointed is not None else None,
+        CostTags(team=team),
+        5.0,
+    )
 
 
 def prices(schedule: PriceSchedule | None = None) -> Prices:

@@ -56,14 +56,23 @@ VALID_EVENT: dict[str, Any] = {
     "detail": {"instance-id": "i-1234567890abcdef0", "instance-action": "terminate"},
 }
 FINISHED = WorkerEvent(
-    worker_id="w1", sent_at=NOW, event_id="evt-12345678", kind="finished", job_id="fuzz-job",
-    attempt=1, output="s3://framefleet-output/videos/fuzz-job.mp4",
-)  # fmt: skip
+    worker_id="w1",
+    sent_at=NOW,
+    event_id="evt-12345678",
+    kind="finished",
+    job_id="fuzz-job",
+    attempt=1,
+    output="s3://framefleet-output/videos/fuzz-job.mp4",
+)
 VALID_HEARTBEAT = Heartbeat(worker_id="w1", sent_at=NOW, sequence=3, recent=(FINISHED,))
 VALID_COMMAND = Command(
-    worker_id="w1", sent_at=NOW, command_id="assign-12345678", kind=CommandKind.CANCEL,
-    job_id="fuzz-job", attempt=1,
-)  # fmt: skip
+    worker_id="w1",
+    sent_at=NOW,
+    command_id="assign-12345678",
+    kind=CommandKind.CANCEL,
+    job_id="fuzz-job",
+    attempt=1,
+)
 
 
 def _job(body: str) -> None:
@@ -144,10 +153,15 @@ def test_the_imds_notice_parsers_are_total(body: str) -> None:
 @given(
     st.one_of(
         any_body(),
-        mutated({"name": "wan/tiny", "revision": "r1",
-                 "files": {"model.safetensors": {"sha256": "0" * 64, "size": 3}}}),
+        mutated(
+            {
+                "name": "wan/tiny",
+                "revision": "r1",
+                "files": {"model.safetensors": {"sha256": "0" * 64, "size": 3}},
+            }
+        ),
     )
-)  # fmt: skip
+)
 def test_the_model_manifest_parser_is_total(body: str) -> None:
     with contextlib.suppress(ModelCacheError):
         _parse_manifest(body, "fuzz")
@@ -155,12 +169,19 @@ def test_the_model_manifest_parser_is_total(body: str) -> None:
 
 VALID_CHECKPOINT = {
     "schema": "framefleet.checkpoint/v1",
-    "identity": {"job_id": "j", "job_spec_sha256": "a", "model": "wan/tiny",
-                 "model_revision": "r1", "pipeline_config_sha256": "b", "total_steps": 8},
-    "attempt": 1, "step": 4,
+    "identity": {
+        "job_id": "j",
+        "job_spec_sha256": "a",
+        "model": "wan/tiny",
+        "model_revision": "r1",
+        "pipeline_config_sha256": "b",
+        "total_steps": 8,
+    },
+    "attempt": 1,
+    "step": 4,
     "blobs": {"latents.safetensors": {"sha256": "0" * 64, "size": 3}},
     "created_at": "2026-12-03T12:00:00Z",
-}  # fmt: skip
+}
 
 
 @FUZZ
@@ -188,8 +209,12 @@ def test_the_reported_poison_messages_are_rejections_not_crashes() -> None:
 
 
 @FUZZ
-@given(st.one_of(st.text(max_size=400), st.binary(max_size=300).map(
-    lambda raw: base64.urlsafe_b64encode(raw).decode().rstrip("="))))  # fmt: skip
+@given(
+    st.one_of(
+        st.text(max_size=400),
+        st.binary(max_size=300).map(lambda raw: base64.urlsafe_b64encode(raw).decode().rstrip("=")),
+    )
+)
 def test_the_api_cursor_parser_is_total(text: str) -> None:
     cursor = decode_cursor(text)
     assert cursor is None or (cursor.created_at.tzinfo is not None and cursor.job_id)

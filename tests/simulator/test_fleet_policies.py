@@ -12,8 +12,9 @@ from kernel.market import Market
 from simulator.fleet_policies import greedy, on_demand_only, uniform_progress
 
 NOW = datetime(2023, 2, 20, 12, 0, tzinfo=UTC)
-SETTINGS = PurchaseSettings(boot_seconds=600, model_load_seconds=120,
-                            checkpoint_interval_seconds=120)  # fmt: skip
+SETTINGS = PurchaseSettings(
+    boot_seconds=600, model_load_seconds=120, checkpoint_interval_seconds=120
+)
 SHAPE = WorkShape("simulated/video", 64, 64, 9)
 
 
@@ -41,8 +42,10 @@ def test_each_rule_decides_as_its_paper_says() -> None:
     ahead = job(done=70, submitted_h_ago=3, deadline_in_h=3)
     assert uniform_progress(ahead, NOW, 0.9 * 3600, SETTINGS).market is Market.SPOT
     free = job(done=0, submitted_h_ago=0, deadline_in_h=None)
-    assert {uniform_progress(free, NOW, 3600, SETTINGS).market,
-            greedy(free, NOW, 3600, SETTINGS).market} == {Market.SPOT}  # fmt: skip
+    assert {
+        uniform_progress(free, NOW, 3600, SETTINGS).market,
+        greedy(free, NOW, 3600, SETTINGS).market,
+    } == {Market.SPOT}
 
 
 def test_every_rule_keeps_the_safety_net() -> None:

@@ -43,8 +43,7 @@ async def test_the_product_runs_the_fleet_meets_every_deadline_and_pays_less(
 ) -> None:
     trace = load_trace(TRACES)
     jobs = small_workload()
-    simulation = FleetSimulation(trace, jobs, setup_for_changeover(0.2), 100,
-                                 tmp_path / "jobs.db")  # fmt: skip
+    simulation = FleetSimulation(trace, jobs, setup_for_changeover(0.2), 100, tmp_path / "jobs.db")
     # The live classes, and the policies they call, not re-implementations.
     assert type(simulation.control) is ControlPlaneService
     assert type(simulation.autoscaler) is AutoscalerLoop
@@ -86,8 +85,9 @@ def test_generated_workloads_leave_room_for_a_start_up() -> None:
 
 def test_a_bad_jobs_file_is_refused_with_the_reason(tmp_path: Path) -> None:
     bad = tmp_path / "jobs.json"
-    bad.write_text(json.dumps([{"job_id": "x", "arrival_hours": 0, "compute_hours": 5,
-                                "deadline_hours": 2}]))  # fmt: skip
+    bad.write_text(
+        json.dumps([{"job_id": "x", "arrival_hours": 0, "compute_hours": 5, "deadline_hours": 2}])
+    )
     with pytest.raises(ConfigurationError, match="deadline shorter than its compute"):
         load_jobs(bad)
     bad.write_text("[{]")
@@ -102,13 +102,29 @@ def test_framefleet_simulate_replays_a_trace_and_a_jobs_file(
     dump_jobs(small_workload()[:3], jobs_file)
     out = tmp_path / "result.json"
     chart = tmp_path / "result.png"
-    argv = ["simulate", "--traces", str(TRACES), "--jobs", str(jobs_file), "--start-hours", "6",
-            "--json", str(out), "--chart", str(chart)]  # fmt: skip
+    argv = [
+        "simulate",
+        "--traces",
+        str(TRACES),
+        "--jobs",
+        str(jobs_file),
+        "--start-hours",
+        "6",
+        "--json",
+        str(out),
+        "--chart",
+        str(chart),
+    ]
     assert run(argv) == 0
     rows = {row["policy"]: row for row in json.loads(out.read_text())}
-    assert set(rows) == {"framefleet", "on-demand only", "greedy (any zone, as SkyPilot)",
-                         "uniform progress (any zone)", "greedy (home zone)",
-                         "uniform progress (home zone)"}  # fmt: skip
+    assert set(rows) == {
+        "framefleet",
+        "on-demand only",
+        "greedy (any zone, as SkyPilot)",
+        "uniform progress (any zone)",
+        "greedy (home zone)",
+        "uniform progress (home zone)",
+    }
     assert rows["framefleet"]["misses"] == 0
     assert rows["framefleet"]["cost"] < rows["on-demand only"]["cost"]
     # No policy pays less than the lower bound of simulator/fleet_bound.py.
@@ -142,8 +158,9 @@ async def test_a_trace_of_another_type_is_replayed_as_that_type(tmp_path: Path) 
     assert result.launches > 0
     assert result.cost < 1.006 * (result.on_demand_hours + result.spot_hours)  # g5 prices
     h100 = load_trace(retyped_trace(tmp_path / "p5", "p5.48xlarge", 14))
-    simulation = FleetSimulation(h100, small_workload()[:3], setup_for_changeover(0.2), 100,
-                                 tmp_path / "jobs.db")  # fmt: skip
+    simulation = FleetSimulation(
+        h100, small_workload()[:3], setup_for_changeover(0.2), 100, tmp_path / "jobs.db"
+    )
     result = await simulation.run()
     simulation.store.dispose()
     assert (result.misses, result.unfinished, result.finished_twice) == (0, 0, 0)
@@ -180,8 +197,9 @@ async def test_four_jobs_that_arrive_together_share_one_four_gpu_instance(tmp_pa
     )
     spans = simulation.store.attempts_on([quad.instance_id])
     simulation.store.dispose()
-    assert {(s.job_id, s.outcome) for s in spans} == {(f"together-{n}", "succeeded")
-                                                      for n in range(4)}  # fmt: skip
+    assert {(s.job_id, s.outcome) for s in spans} == {
+        (f"together-{n}", "succeeded") for n in range(4)
+    }
     assert sorted(s.gpu_index for s in spans) == [0, 1, 2, 3]
     # Billed at the advisor-scaled spot price: 2.8 x $1.00 an hour.
     hours = (quad.ended_at or quad.observed.launched_at) - quad.observed.launched_at

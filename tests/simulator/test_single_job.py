@@ -49,13 +49,22 @@ def test_no_policy_beats_the_omniscient_optimum() -> None:
         every_zone = omniscient(setup, market)
         assert every_zone.cost <= one_zone.cost + 1e-9
         assert one_zone.met_deadline
-        for policy in (OnDemandOnly(), Greedy(0), UniformProgress(0), FrameFleetPolicy([0]),
-                       ModelPolicy([0])):  # fmt: skip
+        for policy in (
+            OnDemandOnly(),
+            Greedy(0),
+            UniformProgress(0),
+            FrameFleetPolicy([0]),
+            ModelPolicy([0]),
+        ):
             outcome = simulate(policy, setup, market)
             assert outcome.met_deadline, policy.name  # the safety net holds
             assert one_zone.cost <= outcome.cost + 1e-9, policy.name
-        for mover in (FrameFleetPolicy([0, 1, 2]), GreedyAnyZone([0, 1, 2]),
-                      UniformProgressAnyZone([0, 1, 2]), ModelPolicy([0, 1, 2])):  # fmt: skip
+        for mover in (
+            FrameFleetPolicy([0, 1, 2]),
+            GreedyAnyZone([0, 1, 2]),
+            UniformProgressAnyZone([0, 1, 2]),
+            ModelPolicy([0, 1, 2]),
+        ):
             moving = simulate(mover, setup, market)
             assert moving.met_deadline, mover.name
             assert every_zone.cost <= moving.cost + 1e-9, mover.name
@@ -77,10 +86,16 @@ class Recorder:
 def every_policy() -> list[Policy]:
     zones = [0, 1, 2]
     return [
-        OnDemandOnly(), Greedy(0), UniformProgress(0), FrameFleetPolicy([0]),
-        GreedyAnyZone(zones), UniformProgressAnyZone(zones), FrameFleetPolicy(zones),
-        ModelPolicy([0]), ModelPolicy(zones),
-    ]  # fmt: skip
+        OnDemandOnly(),
+        Greedy(0),
+        UniformProgress(0),
+        FrameFleetPolicy([0]),
+        GreedyAnyZone(zones),
+        UniformProgressAnyZone(zones),
+        FrameFleetPolicy(zones),
+        ModelPolicy([0]),
+        ModelPolicy(zones),
+    ]
 
 
 def test_no_policy_reads_the_future() -> None:
@@ -154,9 +169,11 @@ def test_the_study_runs_every_policy_on_the_same_trace_slices() -> None:
 def test_an_optimum_too_big_for_the_machine_says_so_before_trying() -> None:
     """A 48 h job on 32 s ticks across nine zones would need 18 GB of decisions."""
     ticks = 6750
-    setup = Setup(work=5400, deadline=ticks, changeover=23, tick_hours=32 / 3600,
-                  on_demand_price=3.06)  # fmt: skip
-    market = Market(tuple(f"z{i}" for i in range(9)), np.ones((9, ticks), dtype=np.int8),
-                    np.ones((9, ticks)))  # fmt: skip
+    setup = Setup(
+        work=5400, deadline=ticks, changeover=23, tick_hours=32 / 3600, on_demand_price=3.06
+    )
+    market = Market(
+        tuple(f"z{i}" for i in range(9)), np.ones((9, ticks), dtype=np.int8), np.ones((9, ticks))
+    )
     with pytest.raises(ConfigurationError, match="GiB"):
         omniscient(setup, market)

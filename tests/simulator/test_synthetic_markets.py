@@ -34,8 +34,7 @@ def test_each_market_has_its_structure() -> None:
 
 
 def test_every_policy_meets_every_deadline_on_every_synthetic_market() -> None:
-    config = StudyConfig(compute_hours=12, job_fraction=0.8, starts_per_zone=1,
-                         multi_zone_starts=1)  # fmt: skip
+    config = StudyConfig(compute_hours=12, job_fraction=0.8, starts_per_zone=1, multi_zone_starts=1)
     for kind in MARKETS:
         for multi_zone in (False, True):
             summaries, _ = run_study(synthetic_trace(kind), config, multi_zone)

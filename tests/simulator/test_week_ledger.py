@@ -36,8 +36,11 @@ async def test_a_simulated_week_on_the_real_traces_adds_up_to_the_cent(tmp_path:
         # The control plane's stall watch and quarantine ran all week on healthy workers:
         # no job was found stalled and no GPU quarantined (no false positive).
         assert simulation.store.gpu_faults() == []
-        assert not any("stalled" in e.reason for j in simulation.jobs
-                       for e in simulation.store.history(j.job_id))  # fmt: skip
+        assert not any(
+            "stalled" in e.reason
+            for j in simulation.jobs
+            for e in simulation.store.history(j.job_id)
+        )
         week = (trace.start, trace.start + timedelta(days=8))
         period = simulation.ledger.period(*week)
         lives = {life.instance_id: life for life in period.lives}
@@ -68,8 +71,9 @@ async def test_a_simulated_week_on_the_real_traces_adds_up_to_the_cent(tmp_path:
         focus = list(focus_rows(period, s3, "acct"))
         focus_total = sum((Decimal(row["BilledCost"]) for row in focus), Decimal(0))
         assert cents(focus_total) == cents(summary.total)
-        shown = apportion({c.value: v for c, v in summary.by_category.items()}
-                          | {"s3": summary.s3_usd})  # fmt: skip
+        shown = apportion(
+            {c.value: v for c, v in summary.by_category.items()} | {"s3": summary.s3_usd}
+        )
         assert sum(shown.values()) == cents(summary.total)
         assert summary.savings > 0
         assert Period("week", *week).label

@@ -104,9 +104,14 @@ async def fleet(
             log = (tmp_path / f"{worker_id}.log").open("wb")
             stack.callback(log.close)
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "framefleet.worker_cli", "serve", env=env,
-                stdout=log, stderr=log,
-            )  # fmt: skip
+                sys.executable,
+                "-m",
+                "framefleet.worker_cli",
+                "serve",
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
             workers.processes[worker_id] = process
             workers.emulators[worker_id] = emulator
         try:

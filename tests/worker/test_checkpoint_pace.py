@@ -56,9 +56,14 @@ async def test_the_runner_checkpoints_at_the_pace_it_is_given(
 ) -> None:
     # Its own setting: an interruption a month, so a Young/Daly interval of minutes and no
     # checkpoint in a job of a few ticking seconds.
-    runner = make_runner(object_store, published_model, worker_settings, TickingClock(),
-                         mean_time_between_interruptions_s=30 * 24 * 3600.0,
-                         initial_checkpoint_write_s=0.01)  # fmt: skip
+    runner = make_runner(
+        object_store,
+        published_model,
+        worker_settings,
+        TickingClock(),
+        mean_time_between_interruptions_s=30 * 24 * 3600.0,
+        initial_checkpoint_write_s=0.01,
+    )
     calm = await runner.run(video_job(buckets, "calm-pool", steps=6), 1)
     assert calm.status is RunStatus.SUCCEEDED
     assert calm.checkpoints_written == []

@@ -54,10 +54,16 @@ async def test_an_interrupted_job_resumes_elsewhere_and_every_job_succeeds_once(
             # The same interruption from both sources, as AWS sends it: IMDS and EventBridge.
             workers.emulators[victim].set_instance_action("terminate")
             instance_id = workers.emulators[victim].identity.instance_id
-            events.put_events(Entries=[{
-                "Source": "aws.ec2", "DetailType": "EC2 Spot Instance Interruption Warning",
-                "Detail": spot_warning(instance_id), "Resources": [],
-            }])  # fmt: skip
+            events.put_events(
+                Entries=[
+                    {
+                        "Source": "aws.ec2",
+                        "DetailType": "EC2 Spot Instance Interruption Warning",
+                        "Detail": spot_warning(instance_id),
+                        "Resources": [],
+                    }
+                ]
+            )
             # Killed once its checkpoint is reported (the job is back in the queue with it).
             await async_wait_until(lambda: store.get(target.job_id).attempt >= 2, 60)
             assert store.get(target.job_id).last_checkpoint is not None

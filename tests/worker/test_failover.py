@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,10 +23,14 @@ from kernel.nats_broker import LocalNats
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.conftest import free_port
+from tests.conftest import Queues, free_port
 from tests.support import async_wait_until
-from tests.worker.conftest import video_job
+from tests.worker.conftest import Buckets, video_job
 from tests.worker.system import LocalSystem, fleet
+from worker_ami.agent.settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 LEASE_SECONDS = 3.0
 REPLICAS = ("cp-1", "cp-2", "cp-3")
@@ -61,8 +66,10 @@ def start_replica(system: LocalSystem, database_url: str, replica: str) -> subpr
     with (system.tmp_path / f"{replica}.log").open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "framefleet", "serve"],
-            env=replica_env(system, database_url, replica), stdout=log, stderr=log,
-        )  # fmt: skip
+            env=replica_env(system, database_url, replica),
+            stdout=log,
+            stderr=log,
+        )
 
 
 def no_gpu_held_two_jobs(store: JobStore, job_ids: list[str]) -> None:
@@ -82,17 +89,24 @@ def no_gpu_held_two_jobs(store: JobStore, job_ids: list[str]) -> None:
 @pytest.mark.end_to_end
 async def test_the_leader_is_killed_and_a_standby_finishes_every_job_once(
     published_model: object,
-    worker_settings: object,
-    buckets: object,
-    sqs: object,
-    queues: object,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+    sqs: SQSClient,
+    queues: Queues,
     moto_endpoint: str,
     nats: LocalNats,
     tmp_path: Path,
     postgres_url: str,
 ) -> None:
-    system = LocalSystem(worker_settings, buckets, sqs, queues, moto_endpoint, nats,  # type: ignore[arg-type]
-                         tmp_path)  # fmt: skip
+    system = LocalSystem(
+        worker_settings,
+        buckets,
+        sqs,
+        queues,
+        moto_endpoint,
+        nats,
+        tmp_path,
+    )
     engine = make_engine(postgres_url)
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())

@@ -162,10 +162,19 @@ async def test_stale_and_malformed_worker_messages_are_ignored_and_logged(
             worker_id = where_running(store, spec.job_id)
             assert worker_id is not None
             # A zombie from an attempt that never was the current one claims the job is done,
-            await zombie.publish(topic(worker_id, Channel.EVENTS), WorkerEvent(
-                worker_id=worker_id, sent_at=datetime.now(UTC), event_id="zombie-0001",
-                kind=EventKind.FINISHED, job_id=spec.job_id, attempt=7, output="s3://evil/x.mp4",
-            ).model_dump_json(), qos=1)  # fmt: skip
+            await zombie.publish(
+                topic(worker_id, Channel.EVENTS),
+                WorkerEvent(
+                    worker_id=worker_id,
+                    sent_at=datetime.now(UTC),
+                    event_id="zombie-0001",
+                    kind=EventKind.FINISHED,
+                    job_id=spec.job_id,
+                    attempt=7,
+                    output="s3://evil/x.mp4",
+                ).model_dump_json(),
+                qos=1,
+            )
             # and garbage arrives on a worker topic.
             await zombie.publish(topic(worker_id, Channel.HEARTBEAT), b"\x00not json", qos=1)
             await async_wait_until(lambda: service.stats.stale_events >= 1, 30)

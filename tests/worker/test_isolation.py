@@ -47,8 +47,9 @@ def reasons(store: JobStore, job_id: str) -> str:
     return " | ".join(event.reason for event in store.history(job_id))
 
 
-async def same_video(runner: JobRunner, system: LocalSystem, s3: S3Client, job_id: str,
-                     steps: int) -> None:  # fmt: skip
+async def same_video(
+    runner: JobRunner, system: LocalSystem, s3: S3Client, job_id: str, steps: int
+) -> None:
     """The job's output equals an uninterrupted render of the same spec, bit for bit."""
     metadata = json.loads(read_object(s3, system.buckets.outputs, f"{job_id}/{job_id}.json"))
     reference = await runner.run(video_job(system.buckets, job_id, steps=steps), 1)
@@ -62,10 +63,13 @@ async def test_a_job_past_its_memory_limit_and_a_segfaulting_one_fail_alone(
     greedy = video_job(system.buckets, "greedy", steps=6)
     crash = video_job(system.buckets, "crash", steps=6)
     healthy = video_job(system.buckets, "healthy", steps=24)
-    hooks = hooks_file(system.tmp_path, {
-        "greedy": {"allocate_gib_at_step": 1, "allocate_gib": 32},
-        "crash": {"segfault_at_step": 1},
-    })  # fmt: skip
+    hooks = hooks_file(
+        system.tmp_path,
+        {
+            "greedy": {"allocate_gib_at_step": 1, "allocate_gib": 32},
+            "crash": {"segfault_at_step": 1},
+        },
+    )
     env = {
         HOOKS: hooks,
         "FRAMEFLEET_WORKER_CPU_SLOTS": "3",
@@ -109,10 +113,11 @@ async def test_a_blocked_step_is_killed_and_the_job_resumes_elsewhere_within_the
     hooks = hooks_file(system.tmp_path, {"hung": {"block_at_step": 12}})
     bound_s = 3.0
     watched = FREQUENT_CHECKPOINTS | {
-        HOOKS: hooks, "FRAMEFLEET_WORKER_STALL_FLOOR_S": str(bound_s),
+        HOOKS: hooks,
+        "FRAMEFLEET_WORKER_STALL_FLOOR_S": str(bound_s),
         "FRAMEFLEET_WORKER_INITIAL_CHECKPOINT_WRITE_S": "0.0001",
         "FRAMEFLEET_WORKER_STALL_STARTUP_S": "5",
-    }  # fmt: skip
+    }
     settings = system.plane_settings(ControlConfig(tick_seconds=0.2))
     system.submit(hung)
     stop = asyncio.Event()

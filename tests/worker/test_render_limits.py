@@ -84,15 +84,22 @@ def test_cgroup_v1_or_no_delegation_means_resource_limits(tmp_path: Path) -> Non
 
 
 async def test_a_preflight_that_refuses_the_job_ends_its_render_process(
-    object_store: S3ObjectStore, published_model: ModelRegistry,
-    worker_settings: WorkerSettings, buckets: Buckets, tmp_path: Path,
-) -> None:  # fmt: skip
+    object_store: S3ObjectStore,
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+    tmp_path: Path,
+) -> None:
     renders = ChildRenders("cpu", RenderLimits(threads=1), tmp_path / "scratch")
     runner = JobRunner(
-        object_store, CheckpointStore(object_store, buckets.checkpoints),
+        object_store,
+        CheckpointStore(object_store, buckets.checkpoints),
         ModelCache(object_store, worker_settings.cache_dir, 10**10, SystemClock()),
-        published_model, SystemClock(), RunnerSettings(), renders,
-    )  # fmt: skip
+        published_model,
+        SystemClock(),
+        RunnerSettings(),
+        renders,
+    )
     assert await runner.prepare(video_job(buckets, "refused")) == (None, None)
     folders = set((tmp_path / "scratch").iterdir())  # the job's process's (and a spare's)
     assert folders

@@ -32,31 +32,47 @@ class FakeNvml:
         self.ecc_uncorrected = 0
 
     def read(self) -> list[GpuTelemetry]:
-        return [GpuTelemetry(index=0, name="NVIDIA A10G", utilization_percent=97,
-                             memory_used_bytes=3 * GIB, memory_total_bytes=24 * GIB,
-                             temperature_celsius=61,
-                             ecc_uncorrected_errors=self.ecc_uncorrected)]  # fmt: skip
+        return [
+            GpuTelemetry(
+                index=0,
+                name="NVIDIA A10G",
+                utilization_percent=97,
+                memory_used_bytes=3 * GIB,
+                memory_total_bytes=24 * GIB,
+                temperature_celsius=61,
+                ecc_uncorrected_errors=self.ecc_uncorrected,
+            )
+        ]
 
 
 @asynccontextmanager
-async def worker(system: LocalSystem, worker_id: str, instance_id: str,
-                 nvml: FakeNvml) -> AsyncIterator[WorkerService]:  # fmt: skip
+async def worker(
+    system: LocalSystem, worker_id: str, instance_id: str, nvml: FakeNvml
+) -> AsyncIterator[WorkerService]:
     clock = SystemClock()
     emulator = ImdsEmulator(clock, InstanceIdentity(instance_id=instance_id, lifecycle="spot"))
     url = await emulator.start()
-    settings = system.worker_settings.model_copy(update={
-        "worker_id": worker_id, "mqtt_port": system.broker.port, "heartbeat_seconds": 0.3,
-        "cache_dir": system.tmp_path / f"cache-{worker_id}", "imds_enabled": True,
-        "imds_url": url, "imds_poll_seconds": 0.2,
-        # A checkpoint after every few steps (the Young/Daly interval of a tiny MTBI).
-        "spot_mtbi_hours": 0.00002, "initial_checkpoint_write_s": 0.01,
-    })  # fmt: skip
+    settings = system.worker_settings.model_copy(
+        update={
+            "worker_id": worker_id,
+            "mqtt_port": system.broker.port,
+            "heartbeat_seconds": 0.3,
+            "cache_dir": system.tmp_path / f"cache-{worker_id}",
+            "imds_enabled": True,
+            "imds_url": url,
+            "imds_poll_seconds": 0.2,
+            # A checkpoint after every few steps (the Young/Daly interval of a tiny MTBI).
+            "spot_mtbi_hours": 0.00002,
+            "initial_checkpoint_write_s": 0.01,
+        }
+    )
     stop = asyncio.Event()
     try:
         async with worker_parts(settings, clock) as parts:
             parts.gpu_readings = nvml
-            service = WorkerService(worker_id, parts, clock,
-                                    mqtt_agent_link(settings, worker_id, clock))  # fmt: skip
+            service = WorkerService(
+                worker_id, parts, clock, mqtt_agent_link(settings, worker_id, clock)
+            )
             task = asyncio.create_task(service.run(stop))
             try:
                 yield service

@@ -25,9 +25,14 @@ if TYPE_CHECKING:
 async def run_worker_async(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """Like run_worker, but leaves the event loop free to serve the in-process IMDS emulator."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "framefleet.worker_cli", *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "framefleet.worker_cli",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     async with asyncio.timeout(300):
         stdout, stderr = await process.communicate()
     assert process.returncode is not None
@@ -101,9 +106,15 @@ async def test_an_instance_action_in_imds_preempts_and_the_job_resumes(
 
     emulator.clear_notices()  # the job moved to a worker whose instance is not going away
     resumed = await run_worker_async(
-        env, "run", "--job", str(job_file), "--attempt", "2",
-        "--resume", f"s3://{buckets.checkpoints}/{checkpoint}",
-    )  # fmt: skip
+        env,
+        "run",
+        "--job",
+        str(job_file),
+        "--attempt",
+        "2",
+        "--resume",
+        f"s3://{buckets.checkpoints}/{checkpoint}",
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert json.loads(resumed.stdout)["resumed_from"] == checkpoint
 
@@ -120,10 +131,16 @@ async def test_sigterm_checkpoints_at_the_next_step_and_exits_preempted(
     log_file = tmp_path / "worker.log"
     with log_file.open("wb") as log:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "framefleet.worker_cli", "run", "--job", str(job_file),
+            sys.executable,
+            "-m",
+            "framefleet.worker_cli",
+            "run",
+            "--job",
+            str(job_file),
             env=worker_env(worker_settings, tmp_path / "cache"),
-            stdout=asyncio.subprocess.PIPE, stderr=log,
-        )  # fmt: skip
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+        )
         await async_wait_until(lambda: b"denoising from step 0" in log_file.read_bytes(), 120)
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(120):

@@ -44,8 +44,14 @@ async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
 ) -> None:
     link, handlers, connect = without_broker()
 
-    settings = WorkerSettings(imds_enabled=False, cache_dir=tmp_path, cpu_slots=1, allow_cpu=True,
-                              min_free_disk_gib=0, checkpoint_bucket="checkpoints")  # fmt: skip
+    settings = WorkerSettings(
+        imds_enabled=False,
+        cache_dir=tmp_path,
+        cpu_slots=1,
+        allow_cpu=True,
+        min_free_disk_gib=0,
+        checkpoint_bucket="checkpoints",
+    )
     parts = WorkerParts(
         settings,
         InstantRunner(),
@@ -57,8 +63,9 @@ async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
         NoNvml(),
     )
     registry = CollectorRegistry()
-    service = WorkerService("w-metered", parts, clock, connect,
-                            WorkerMetrics(registry, gpus=one_busy_gpu))  # fmt: skip
+    service = WorkerService(
+        "w-metered", parts, clock, connect, WorkerMetrics(registry, gpus=one_busy_gpu)
+    )
     health = HealthServer(registry, worker_checks(service, parts))
     await health.start()
     base = f"http://127.0.0.1:{health.bound_port}"
@@ -70,9 +77,16 @@ async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
         assert (await get(f"{base}/readyz"))[0] == 200
 
         spec = parse_job(job_dict("metered"), now=None)
-        command = Command(worker_id="w-metered", sent_at=clock.now(), command_id="assign-1",
-                          kind=CommandKind.ASSIGN, job_id=spec.job_id, attempt=1, gpu_index=0,
-                          spec=spec)  # fmt: skip
+        command = Command(
+            worker_id="w-metered",
+            sent_at=clock.now(),
+            command_id="assign-1",
+            kind=CommandKind.ASSIGN,
+            job_id=spec.job_id,
+            attempt=1,
+            gpu_index=0,
+            spec=spec,
+        )
         before = await samples(f"{base}/metrics")
         assert ("framefleet_worker_jobs_total", (("outcome", "succeeded"),)) not in before
         await handlers[0](topic("w-metered", Channel.CMD), command.model_dump_json().encode())

@@ -25,21 +25,26 @@ class WorkerMetrics:
             "framefleet_worker_jobs_running", "Jobs running on this worker", registry=registry
         )
         self.jobs = Counter(
-            "framefleet_worker_jobs", "Attempts ended here, by outcome", ["outcome"],
+            "framefleet_worker_jobs",
+            "Attempts ended here, by outcome",
+            ["outcome"],
             registry=registry,
-        )  # fmt: skip
+        )
         self.steps = Counter(
             "framefleet_worker_denoise_steps", "Denoising steps done here", registry=registry
         )
         self.checkpoint_write = Histogram(
-            "framefleet_worker_checkpoint_write_seconds", "Checkpoint writes to S3",
-            buckets=SECONDS_BUCKETS, registry=registry,
-        )  # fmt: skip
+            "framefleet_worker_checkpoint_write_seconds",
+            "Checkpoint writes to S3",
+            buckets=SECONDS_BUCKETS,
+            registry=registry,
+        )
         self.notice_to_durable = Histogram(
             "framefleet_worker_notice_to_durable_seconds",
             "From a spot interruption notice in IMDS to the running job's durable checkpoint",
-            buckets=SECONDS_BUCKETS, registry=registry,
-        )  # fmt: skip
+            buckets=SECONDS_BUCKETS,
+            registry=registry,
+        )
         registry.register(_GpuCollector(gpus))
 
 

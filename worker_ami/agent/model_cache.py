@@ -92,8 +92,9 @@ def _parse_manifest(raw: bytes | str, where: str) -> ModelManifest:
     try:
         manifest = ModelManifest.model_validate_json(raw, strict=True)
     except ValidationError as error:
-        raise ModelCacheError(f"unreadable {MODEL_MANIFEST} at {where}: "
-                              f"{error.error_count()} problems") from None  # fmt: skip
+        raise ModelCacheError(
+            f"unreadable {MODEL_MANIFEST} at {where}: {error.error_count()} problems"
+        ) from None
     refuse_pickled_weights(manifest.files)
     return manifest
 

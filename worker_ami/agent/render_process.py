@@ -111,8 +111,9 @@ def _scratch_folder(root: Path) -> Path:
 
 
 class ChildRender:
-    def __init__(self, process: asyncio.subprocess.Process, scratch: Path,
-                 cgroup: JobCgroup | None) -> None:  # fmt: skip
+    def __init__(
+        self, process: asyncio.subprocess.Process, scratch: Path, cgroup: JobCgroup | None
+    ) -> None:
         self._process, self._scratch, self._cgroup = process, scratch, cgroup
         self.hooks: dict[str, Any] = {}  # the job's test hooks (render_test_hooks), if any
         self.pid = process.pid
@@ -122,8 +123,9 @@ class ChildRender:
         self._in_call = False
 
     @classmethod
-    async def start(cls, device: str, limits: RenderLimits, scratch_root: Path,
-                    cgroups_root: Path | None) -> ChildRender:  # fmt: skip
+    async def start(
+        cls, device: str, limits: RenderLimits, scratch_root: Path, cgroups_root: Path | None
+    ) -> ChildRender:
         scratch = await asyncio.to_thread(_scratch_folder, scratch_root)
         arguments = ["--device", device]
         if limits.memory_bytes is not None:
@@ -133,14 +135,22 @@ class ChildRender:
         if limits.gpu_memory_fraction is not None and device.startswith("cuda"):
             arguments += ["--gpu-memory-fraction", str(limits.gpu_memory_fraction)]
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "worker_ami.agent.render_child", *arguments,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
-            env=child_environment(scratch), cwd=scratch, limit=MAX_REPLY_BYTES,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "worker_ami.agent.render_child",
+            *arguments,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=None,
+            env=child_environment(scratch),
+            cwd=scratch,
+            limit=MAX_REPLY_BYTES,
+        )
         cgroup = None
         if cgroups_root is not None:
-            cgroup = JobCgroup.create(cgroups_root, scratch.name, limits.memory_bytes,
-                                      limits.cpu_weight)  # fmt: skip
+            cgroup = JobCgroup.create(
+                cgroups_root, scratch.name, limits.memory_bytes, limits.cpu_weight
+            )
             cgroup.adopt(process.pid)
         return cls(process, scratch, cgroup)
 
@@ -230,8 +240,9 @@ class ChildRender:
             line = await asyncio.wait_for(process.stdout.readline(), bound_s)
             self._in_call = False
         except TimeoutError:
-            log.warning("render process %d: no %s within %.1f s; killing it", self.pid, what,
-                        bound_s)  # fmt: skip
+            log.warning(
+                "render process %d: no %s within %.1f s; killing it", self.pid, what, bound_s
+            )
             await self.close()
             raise RenderStalled(what, bound_s) from None
         except (ConnectionError, ValueError):  # a pipe closed by a dead process, a huge line
@@ -284,8 +295,9 @@ class ChildRenders:
         return self._warm_model if self._warm is not None and self._warm.alive else None
 
     def _start_one(self) -> asyncio.Task[ChildRender]:
-        start = ChildRender.start(self._device, self._limits, self._scratch_root,
-                                  self._cgroups_root)  # fmt: skip
+        start = ChildRender.start(
+            self._device, self._limits, self._scratch_root, self._cgroups_root
+        )
         return asyncio.create_task(start)
 
     async def start(self, job_id: str) -> RenderSession:

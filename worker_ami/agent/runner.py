@@ -228,9 +228,12 @@ class JobRunner:
         bound until this run has measured its own steps."""
         self._mtbi_s = mtbi_seconds
         report = JobReport(
-            job_id=spec.job_id, attempt=attempt, status=RunStatus.FAILED, steps_done=0,
+            job_id=spec.job_id,
+            attempt=attempt,
+            status=RunStatus.FAILED,
+            steps_done=0,
             total_steps=spec.steps,
-        )  # fmt: skip
+        )
         try:
             await self._run(spec, attempt, resume_from, expected_step_seconds, report)
         except JobFault as error:
@@ -257,8 +260,14 @@ class JobRunner:
             assert prepared is not None
         return prepared
 
-    async def _run(self, spec: JobSpec, attempt: int, resume_from: str | None,
-                   expected_step_s: float | None, report: JobReport) -> None:  # fmt: skip
+    async def _run(
+        self,
+        spec: JobSpec,
+        attempt: int,
+        resume_from: str | None,
+        expected_step_s: float | None,
+        report: JobReport,
+    ) -> None:
         started = self._clock.monotonic()
         prepared = await self._opened(spec, resume_from)
         session, step = prepared.session, prepared.step

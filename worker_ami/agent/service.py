@@ -345,9 +345,13 @@ class WorkerService:
                 # control plane keeps the job off it.
                 await self._agent.preflight(spec, slot.runner, command.resume_from)
             except PreflightFailed as error:
-                outcome = await self._event(EventKind.FAILED, job_id=spec.job_id,
-                                            attempt=attempt, failure_kind="preflight",
-                                            error="; ".join(error.reasons))  # fmt: skip
+                outcome = await self._event(
+                    EventKind.FAILED,
+                    job_id=spec.job_id,
+                    attempt=attempt,
+                    failure_kind="preflight",
+                    error="; ".join(error.reasons),
+                )
             else:
                 await self._event(
                     EventKind.STARTED,
@@ -356,9 +360,13 @@ class WorkerService:
                     render=slot.runner.prepared,
                 )
                 with self.metrics.jobs_running.track_inprogress():
-                    report = await slot.runner.run(spec, attempt, command.resume_from,
-                                                   command.mtbi_seconds,
-                                                   command.expected_step_seconds)  # fmt: skip
+                    report = await slot.runner.run(
+                        spec,
+                        attempt,
+                        command.resume_from,
+                        command.mtbi_seconds,
+                        command.expected_step_seconds,
+                    )
                 outcome = await self._outcome(report, slot.gpu)
             self._state.recent.append(outcome)
         finally:

@@ -11,14 +11,21 @@ import numpy as np
 
 # Bit-exact output: one thread, no encoder/muxer version strings, no timestamps in metadata.
 FFMPEG_PARAMS = [
-    "-threads", "1",
-    "-fflags", "+bitexact",
-    "-flags", "+bitexact",
-    "-map_metadata", "-1",
-    "-preset", "medium",
-    "-crf", "18",
-    "-x264-params", "threads=1",
-]  # fmt: skip
+    "-threads",
+    "1",
+    "-fflags",
+    "+bitexact",
+    "-flags",
+    "+bitexact",
+    "-map_metadata",
+    "-1",
+    "-preset",
+    "medium",
+    "-crf",
+    "18",
+    "-x264-params",
+    "threads=1",
+]
 ENCODER_SETTINGS = {"codec": "libx264", "pix_fmt": "yuv420p", "params": " ".join(FFMPEG_PARAMS)}
 
 

@@ -26,8 +26,12 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("checkpoint_step", sa.Integer(), nullable=False, server_default="0")
         )
-    jobs = sa.table("jobs", sa.column("job_id", sa.String), sa.column("last_checkpoint", sa.Text),
-                    sa.column("checkpoint_step", sa.Integer))  # fmt: skip
+    jobs = sa.table(
+        "jobs",
+        sa.column("job_id", sa.String),
+        sa.column("last_checkpoint", sa.Text),
+        sa.column("checkpoint_step", sa.Integer),
+    )
     connection = op.get_bind()
     rows = connection.execute(
         sa.select(jobs.c.job_id, jobs.c.last_checkpoint).where(jobs.c.last_checkpoint.isnot(None))
@@ -36,9 +40,10 @@ def upgrade() -> None:
         found = _STEP.search(key or "")
         if found:
             connection.execute(
-                jobs.update().where(jobs.c.job_id == job_id)
+                jobs.update()
+                .where(jobs.c.job_id == job_id)
                 .values(checkpoint_step=int(found.group(2)))
-            )  # fmt: skip
+            )
 
 
 def downgrade() -> None:

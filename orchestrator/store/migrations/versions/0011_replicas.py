@@ -42,9 +42,13 @@ def upgrade() -> None:
     op.create_index("ix_pool_marks_at", "pool_marks", ["at"])
     op.create_index("ix_pool_marks_until", "pool_marks", ["until"])
     op.create_index(
-        "uq_job_attempts_active_gpu", "job_attempts", ["worker_id", "gpu_index"], unique=True,
-        sqlite_where=ACTIVE, postgresql_where=ACTIVE,
-    )  # fmt: skip
+        "uq_job_attempts_active_gpu",
+        "job_attempts",
+        ["worker_id", "gpu_index"],
+        unique=True,
+        sqlite_where=ACTIVE,
+        postgresql_where=ACTIVE,
+    )
 
 
 def downgrade() -> None:
