@@ -38,20 +38,31 @@ def local_config(folder: Path, port: int) -> Path:
 
 
 @contextmanager
-def dynsec_broker(folder: Path, port: int) -> Iterator[LinkSettings]:
-    """Yields the admin's link settings while the broker runs."""
-    env = {**os.environ, "MOSQUITTO_CONFIG": str(local_config(folder, port)),
-           "MOSQUITTO_DYNSEC_FILE": str(folder / "dynamic-security.json"),
-           "FRAMEFLEET_BROKER_ADMIN_PASSWORD": ADMIN_PASSWORD}  # fmt: skip
+def dynsec_broker(
+    folder: Path, port: int, admin_password: str = ADMIN_PASSWORD, extra_config: str = ""
+) -> Iterator[LinkSettings]:
+    """Yields the admin's link settings while the broker runs; `extra_config` is appended to
+    the production config (another listener, say)."""
+    config = local_config(folder, port)
+    config.write_text(config.read_text() + extra_config)
+    env = {
+        **os.environ,
+        "MOSQUITTO_CONFIG": str(config),
+        "MOSQUITTO_DYNSEC_FILE": str(folder / "dynamic-security.json"),
+        "FRAMEFLEET_BROKER_ADMIN_PASSWORD": admin_password,
+    }
     path = os.pathsep.join([env.get("PATH", ""), "/usr/sbin"])
     process = subprocess.Popen(
         [shutil.which("sh") or "/bin/sh", str(BROKER_IMAGE / "entrypoint.sh")],
-        env={**env, "PATH": path}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        env={**env, "PATH": path},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_until(lambda: port_open(port), "the broker to listen")
-        yield LinkSettings("127.0.0.1", port, "framefleet-autoscaler", "framefleet-autoscaler",
-                           ADMIN_PASSWORD)  # fmt: skip
+        yield LinkSettings(
+            "127.0.0.1", port, "framefleet-autoscaler", "framefleet-autoscaler", admin_password
+        )
     finally:
         process.terminate()
         process.wait(timeout=10)

@@ -12,7 +12,6 @@ import contextlib
 import datetime
 import ipaddress
 import os
-import shutil
 import socket
 import ssl
 import struct
@@ -31,7 +30,7 @@ from cryptography.x509.oid import NameOID
 
 from kernel.mosquitto import wait_until
 from tests.conftest import free_port
-from tests.dynsec_broker import BROKER_IMAGE, local_config
+from tests.dynsec_broker import dynsec_broker
 
 SSL_REQUEST, GSS_REQUEST = 80877103, 80877104  # PostgreSQL's negotiation codes
 
@@ -171,31 +170,10 @@ class PostgresTlsFront:
 
 
 @contextmanager
-def broker(folder: Path, gateway: str, admin_password: str, certs: Certificates) -> Iterator[int]:
-    """The production broker config and entrypoint, with the load balancer's TLS listener on
-    gateway:8883 (what the tasks reach); yields its plain port on 127.0.0.1."""
-    plain = free_port()
-    config = local_config(folder, plain)
-    config.write_text(
-        config.read_text()
-        + f"listener 8883 {gateway}\ncertfile {certs.cert}\nkeyfile {certs.key}\n"
-    )
-    env = os.environ | {
-        "MOSQUITTO_CONFIG": str(config),
-        "MOSQUITTO_DYNSEC_FILE": str(folder / "dynamic-security.json"),
-        "FRAMEFLEET_BROKER_ADMIN_PASSWORD": admin_password,
-        "PATH": os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"]),
-    }
-    with (folder / "broker.log").open("ab") as output:
-        process = subprocess.Popen(
-            [shutil.which("sh") or "/bin/sh", str(BROKER_IMAGE / "entrypoint.sh")],
-            env=env,
-            stdout=output,
-            stderr=output,
-        )
-    try:
+def broker(folder: Path, gateway: str, admin_password: str, certs: Certificates) -> Iterator[None]:
+    """The production broker config and entrypoint (tests/dynsec_broker.py), with the load
+    balancer's TLS listener on gateway:8883, what the tasks reach."""
+    tls = f"listener 8883 {gateway}\ncertfile {certs.cert}\nkeyfile {certs.key}\n"
+    with dynsec_broker(folder, free_port(), admin_password, tls):
         wait_until(lambda: reachable(gateway, 8883), "the broker's TLS listener", timeout=30)
-        yield plain
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+        yield
