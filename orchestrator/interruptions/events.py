@@ -127,7 +127,7 @@ def parse_events(body: str | bytes) -> tuple[InstanceEvent, ...] | IgnoredEvent:
     envelope = _envelope(body)
     if envelope.source == "aws.health" and envelope.detail_type == HEALTH_EVENT:
         return _health_events(envelope)
-    event = parse_event(body, envelope)
+    event = _ec2_event(envelope)
     return event if isinstance(event, IgnoredEvent) else (event,)
 
 
@@ -183,11 +183,12 @@ def _event_time(envelope: _Envelope, detail_type: str) -> datetime:
     return time
 
 
-def parse_event(
-    body: str | bytes, envelope: _Envelope | None = None
-) -> InstanceEvent | IgnoredEvent:
-    """One EC2 event (`envelope`: the body already read as one)."""
-    envelope = envelope or _envelope(body)
+def parse_event(body: str | bytes) -> InstanceEvent | IgnoredEvent:
+    """One EC2 event."""
+    return _ec2_event(_envelope(body))
+
+
+def _ec2_event(envelope: _Envelope) -> InstanceEvent | IgnoredEvent:
     detail_type = envelope.detail_type
     if envelope.source != "aws.ec2" or detail_type not in _KINDS:
         return IgnoredEvent(

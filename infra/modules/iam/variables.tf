@@ -58,7 +58,7 @@ variable "worker_role_arn" {
 variable "ship_metrics" {
   type        = bool
   default     = false
-  description = "Let the services' metrics collectors write to prometheus_workspace_arn."
+  description = "Let the services' metrics collectors write to prometheus_workspace_arn (a bool of its own: the workspace's ARN is unknown until apply, and count cannot wait for it)."
 }
 
 variable "prometheus_workspace_arn" {
