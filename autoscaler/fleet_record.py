@@ -10,11 +10,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
-from autoscaler.catalog import kind_of
 from autoscaler.ec2.ports import ObservedInstance
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.pools import Pool
 from kernel.fleet_facts import InstanceSeen, PriceSeen
+from kernel.instance_types import kind_of
 
 
 class FleetRecord(Protocol):

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from autoscaler.catalog import kind_of
 from autoscaler.ec2.ports import ObservedInstance
 from autoscaler.instances import InstanceBook
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.snapshot import InstanceView
+from kernel.instance_types import kind_of
 
 
 def instance_views(

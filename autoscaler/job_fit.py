@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from autoscaler.catalog import kind_of
 from autoscaler.deadline import MarketRule
 from autoscaler.pool_choice import candidates
 from autoscaler.snapshot import (
@@ -16,6 +15,7 @@ from autoscaler.snapshot import (
     PurchaseSettings,
 )
 from autoscaler.throughput import ThroughputModel
+from kernel.instance_types import kind_of
 from kernel.market import Market
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation, Actuator
-from autoscaler.catalog import CATALOG
 from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.deadline import (
     MarketRule,
@@ -46,6 +45,7 @@ from autoscaler.spot_return import ready_to_move, spot_launches
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
+from kernel.instance_types import CATALOG
 from kernel.job_record import DrainKind
 from kernel.market import Market
 

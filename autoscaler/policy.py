@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from autoscaler.catalog import InstanceKind, kind_of
 from autoscaler.deadline import MarketChoice, MarketRule, choose_market, new_instance_startup
 from autoscaler.job_fit import fastest_on_demand, market_allows, urgency
 from autoscaler.market.quotes import PoolQuote
@@ -43,6 +42,7 @@ from autoscaler.snapshot import (
     Wait,
 )
 from autoscaler.throughput import ThroughputModel
+from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
 
 _Need = tuple[Market, float, frozenset[str], frozenset[str]]

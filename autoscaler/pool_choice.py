@@ -10,11 +10,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autoscaler.catalog import InstanceKind, kind_of
 from autoscaler.market.quotes import PoolQuote
 from autoscaler.pools import Pool
 from autoscaler.snapshot import JobDemand, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
+from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
 
 # How many of an instance's GPUs the queue would fill if that instance were bought now.

@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation
-from autoscaler.catalog import kind_of
 from autoscaler.deadline import interruption_seconds, new_instance_startup
 from autoscaler.ec2.ports import ObservedInstance
 from autoscaler.snapshot import JobDemand, Plan, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
+from kernel.instance_types import kind_of
 from kernel.job_record import Reservation
 from kernel.market import Market
 

@@ -21,7 +21,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
-from autoscaler.catalog import kind_of
 from autoscaler.deadline import MarketRule, new_instance_startup
 from autoscaler.pool_choice import cost_per_step, pick_pool
 from autoscaler.snapshot import (
@@ -33,6 +32,7 @@ from autoscaler.snapshot import (
     Terminate,
 )
 from autoscaler.throughput import ThroughputModel
+from kernel.instance_types import kind_of
 from kernel.market import Market
 
 

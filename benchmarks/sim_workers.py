@@ -80,7 +80,7 @@ async def connection(
             hello = Hello(
                 worker_id=worker_id,
                 sent_at=datetime.now(UTC),
-                instance_id=f"i-{abs(hash(worker_id)):017x}"[:19],
+                instance_id=worker_id,
                 instance_type="g6e.xlarge",
                 availability_zone="us-east-1a",
                 market="spot",
@@ -199,7 +199,8 @@ async def interrupt(port: int, fleet: Fleet, count: int, every: float, stop: asy
 async def serve(args: argparse.Namespace) -> list[float]:
     fleet = Fleet(job_seconds=args.job_seconds)
     stop = stop_on_signals()
-    ids = [f"sim-{i:04d}" for i in range(args.workers)]
+    # Named by instance id, as on EC2 (a worker is its instance; see orchestrator.control.identity).
+    ids = [f"i-{args.first_id + i:017x}" for i in range(args.workers)]
     groups = [ids[i :: args.connections] for i in range(args.connections)]
     readies = [asyncio.Event() for _ in groups]
     sims = [
@@ -229,6 +230,7 @@ def main() -> None:
     parser.add_argument("--interruptions", type=int, default=50)
     parser.add_argument("--every", type=float, default=2.0)
     parser.add_argument("--results", type=Path, required=True)
+    parser.add_argument("--first-id", type=int, default=1, help="the first worker's number")
     args = parser.parse_args()
     latencies = asyncio.run(serve(args))
     args.results.write_text(json.dumps({"notice_to_running_s": latencies}))

@@ -25,12 +25,14 @@ from kernel.health_server import HealthServer, ReadinessCheck
 from kernel.mqtt_link import LinkSettings, MqttLink
 from orchestrator.aws.ses import SesSender
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue, queue_depth
+from orchestrator.control.budgets import MessageBudget
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.plane_metrics import FleetMoney, PlaneGauges, PlaneMetrics
 from orchestrator.control.progress import ProgressRecorder
+from orchestrator.control.reception import WORKER_TOPICS
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
+from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.reporting import Reporter, ReportSettings
@@ -123,8 +125,13 @@ def build_control_service(
             retry=RetryPolicy(
                 max_attempts=control.max_attempts, max_job_faults=control.max_job_faults
             ),
+            workers_off_ec2=control.workers_off_ec2,
+            budget=MessageBudget(
+                per_second=control.worker_messages_per_second,
+                burst=control.worker_message_burst,
+            ),
         ),
-        connect=lambda deliver: MqttLink(link, WORKER_TOPICS, deliver, clock),
+        connect=lambda deliver, admit: MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit),
         refusals=refusals,
         instances=InstanceLedger(store.engine, clock),
         leadership=leadership,

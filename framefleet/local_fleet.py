@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoscaler.catalog import kind_of
 from autoscaler.ec2.ports import Ec2Fleet, ObservedInstance
 from framefleet.instance_boot import InstanceBoot
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
+from kernel.instance_types import kind_of
 from kernel.market import Market
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 

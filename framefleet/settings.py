@@ -74,6 +74,13 @@ class ControlConfig(BaseModel):
     lost_after_seconds: float = Field(default=30.0, gt=0)
     max_attempts: int = Field(default=6, ge=1)
     max_job_faults: int = Field(default=2, ge=1)
+    # Believe workers that run on no EC2 instance (a development fleet sharing one broker
+    # account): nothing vouches for who they are or what hardware they have.
+    workers_off_ec2: bool = False
+    # Each worker's messages: the rate and burst read; past them dropped and counted, and a
+    # worker that keeps flooding is quarantined (no new work, its instance drained).
+    worker_messages_per_second: float = Field(default=50.0, gt=0, le=100_000)
+    worker_message_burst: float = Field(default=200.0, ge=1, le=1_000_000)
 
 
 class InterruptionsConfig(BaseModel):

@@ -104,10 +104,18 @@ async def _run(settings: WorkerSettings, args: argparse.Namespace) -> int:
 async def _serve(settings: WorkerSettings) -> int:
     clock = SystemClock()
     async with worker_parts(settings, clock) as agent:
-        worker_id = settings.worker_id or (agent.identity.instance_id if agent.identity else None)
+        # On EC2 the worker is its instance: the broker account and the control plane know
+        # it by the instance id, and a hello under any other name is refused.
+        instance_id = agent.identity.instance_id if agent.identity else None
+        worker_id = instance_id or settings.worker_id
         if worker_id is None:
             raise WorkerError(
                 "set FRAMEFLEET_WORKER_WORKER_ID (or enable IMDS for the instance id)"
+            )
+        if settings.worker_id not in (None, worker_id):
+            raise WorkerError(
+                f"FRAMEFLEET_WORKER_WORKER_ID={settings.worker_id} on instance {worker_id}: "
+                "on EC2 the worker id is the instance id; leave it unset"
             )
         connect = mqtt_agent_link(settings, worker_id, clock)
         registry = CollectorRegistry()

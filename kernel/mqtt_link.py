@@ -23,6 +23,9 @@ from kernel.outside_text import printable
 log = logging.getLogger(__name__)
 
 MessageHandler = Callable[[str, bytes], Awaitable[None]]
+# Whether a message on this topic is read at all, asked as it arrives, before it is queued:
+# what it refuses never waits in the queue in front of anyone else's messages.
+Admit = Callable[[str], bool]
 ConnectHandler = Callable[[], Awaitable[None]]
 
 
@@ -60,8 +63,10 @@ class MqttLink:
         clock: Clock,
         on_connect: ConnectHandler | None = None,
         will: LastWill | None = None,
+        admit: Admit | None = None,
     ) -> None:
         self._settings = settings
+        self._admit = admit
         self._subscriptions = list(subscriptions)
         self._on_message = on_message
         self._on_connect = on_connect
@@ -131,6 +136,7 @@ class MqttLink:
             # to a thousand workers needs far more in flight.
             max_inflight_messages=1000,
             max_concurrent_outgoing_calls=1000,
+            queue_type=gated_queue(self._admit) if self._admit else None,
         ) as client:
             for subscription in self._subscriptions:
                 await client.subscribe(subscription, qos=1)
@@ -164,6 +170,18 @@ class MqttLink:
             except Exception:
                 # No message may end the session: log the bug with the topic and go on.
                 log.exception("message on %s could not be handled", where)
+
+
+def gated_queue(admit: Admit) -> type[asyncio.Queue[aiomqtt.Message]]:
+    """aiomqtt's incoming queue, asking `admit` before it takes a message in (paho's callback
+    puts each message as it is read off the socket)."""
+
+    class GatedQueue(asyncio.Queue[aiomqtt.Message]):
+        def put_nowait(self, item: aiomqtt.Message) -> None:
+            if admit(item.topic.value):
+                super().put_nowait(item)
+
+    return GatedQueue
 
 
 def tls_context(settings: LinkSettings) -> ssl.SSLContext | None:

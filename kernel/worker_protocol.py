@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from kernel.errors import FrameFleetError
+from kernel.instance_types import INSTANCE_ID_PATTERN
 from kernel.job_spec import JOB_ID_PATTERN, MODEL_NAME_PATTERN, JobSpec
 from kernel.market import Market
 from kernel.outside_text import first_problem, printable
@@ -80,7 +81,8 @@ class GpuInfo(BaseModel):
 
 class Hello(_Message):
     type: Literal["hello"] = "hello"
-    instance_id: str = Field(pattern=r"^i-[0-9a-f]{8,32}$")
+    # None: a worker on no EC2 instance (a workstation); see orchestrator.control.identity.
+    instance_id: Annotated[str, Field(pattern=INSTANCE_ID_PATTERN)] | None = None
     instance_type: str = Field(max_length=32)
     availability_zone: str = Field(max_length=32)
     market: Market
@@ -89,6 +91,11 @@ class Hello(_Message):
         default=(), max_length=256
     )
     agent_version: str = Field(max_length=32)
+
+    @property
+    def instance(self) -> str:
+        """The instance it speaks for: a worker on no instance stands for itself alone."""
+        return self.instance_id or self.worker_id
 
 
 class JobProgress(BaseModel):

@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from autoscaler.catalog import CATALOG, InstanceKind
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import LaunchRequest, ObservedInstance
 from autoscaler.market.trace import Trace
 from autoscaler.pools import Pool
 from kernel.clock import Clock
 from kernel.errors import ConfigurationError
+from kernel.instance_types import CATALOG, InstanceKind
 from kernel.market import Market
 from orchestrator.interruptions.events import SPOT_WARNING
 from simulator.companions import Companions

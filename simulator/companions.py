@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from autoscaler.catalog import CATALOG, InstanceKind
 from autoscaler.market.advisor import SpotAdvisor
 from autoscaler.market.on_demand import fallback_price
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import Trace
 from autoscaler.pools import Pool
+from kernel.instance_types import CATALOG, InstanceKind
 from kernel.market import Market
 
 

@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from autoscaler.actuation import Actuator
-from autoscaler.catalog import kind_of
 from autoscaler.demand import StoreDemand
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
@@ -34,6 +33,7 @@ from autoscaler.reconcile import Reconciler
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
 from kernel.errors import FrameFleetError
+from kernel.instance_types import kind_of
 from kernel.job_record import Submission
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
@@ -110,7 +110,7 @@ class FleetSimulation:
             ControlSettings(
                 watch=WatchSettings(enabled=not setup.faults or setup.faults.detection)
             ),
-            connect=lambda _deliver: self.link,
+            connect=lambda _deliver, _admit: self.link,
             refusals=RefusedMessages(self.clock),
             instances=InstanceLedger(self.store.engine, self.clock),
         )

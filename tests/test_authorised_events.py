@@ -31,7 +31,11 @@ from simulator.fakes import KeptDeadLetters, MemoryLink
 from tests.support import job_dict
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
-INSTANCES = {"w-owner": "i-0000000000000aaaa", "w-other": "i-0000000000000bbbb"}
+# On EC2 a worker is its instance (orchestrator.control.identity).
+INSTANCES = {
+    "i-0000000000000aaaa": "i-0000000000000aaaa",
+    "i-0000000000000bbbb": "i-0000000000000bbbb",
+}
 
 
 def hello(worker_id: str, clock: FakeClock) -> bytes:
@@ -70,7 +74,7 @@ def plane_in_memory(
         store,
         clock,
         ControlSettings(),
-        connect=lambda _deliver: link,
+        connect=lambda _deliver, _admit: link,
         refusals=RefusedMessages(clock, dead),
         instances=InstanceLedger(store.engine, clock),
     )

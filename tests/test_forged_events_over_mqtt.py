@@ -20,8 +20,9 @@ from kernel.job_state import JobState
 from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink
 from kernel.worker_protocol import Channel, EventKind, Heartbeat, WorkerEvent, topic
+from orchestrator.control.reception import WORKER_TOPICS
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import WORKER_TOPICS, ControlPlaneService
+from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.store.engine import make_engine
 from orchestrator.store.instances import InstanceLedger
@@ -34,8 +35,8 @@ from tests.test_worker_protocol import ACL
 
 PASSWORDS = {
     "framefleet-control-plane": "cp-secret",
-    "w-owner": "owner-secret",
-    "w-other": "other-secret",
+    "i-0000000000000aaaa": "owner-secret",
+    "i-0000000000000bbbb": "other-secret",
 }
 
 
@@ -80,7 +81,7 @@ async def test_forged_events_change_nothing_under_the_acl(
         store,
         clock,
         settings,
-        connect=lambda deliver: MqttLink(link, WORKER_TOPICS, deliver, clock),
+        connect=lambda deliver, admit: MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit),
         refusals=RefusedMessages(clock),
         instances=InstanceLedger(engine, clock),
     )
@@ -89,41 +90,47 @@ async def test_forged_events_change_nothing_under_the_acl(
     try:
         with pytest.raises(aiomqtt.MqttError):  # a wrong password does not even connect
             async with aiomqtt.Client(
-                "127.0.0.1", secured_broker, username="w-other", password="guess"
+                "127.0.0.1", secured_broker, username="i-0000000000000bbbb", password="guess"
             ):
                 pass
         async with (
-            as_worker(secured_broker, "w-owner") as owner_client,
-            as_worker(secured_broker, "w-other") as other_client,
+            as_worker(secured_broker, "i-0000000000000aaaa") as owner_client,
+            as_worker(secured_broker, "i-0000000000000bbbb") as other_client,
         ):
             assert isinstance(plane.link, MqttLink)
             connected = plane.link.connected
             await async_wait_until(connected.is_set)
-            clients = {"w-owner": owner_client, "w-other": other_client}
+            clients = {"i-0000000000000aaaa": owner_client, "i-0000000000000bbbb": other_client}
             # Only the owner says hello first, so the job surely goes to it.
-            greeting = hello("w-owner", FakeClock(NOW))
-            await owner_client.publish(topic("w-owner", Channel.HELLO), greeting, qos=1)
-            await async_wait_until(lambda: plane.registry.health("w-owner") is not None)
+            greeting = hello("i-0000000000000aaaa", FakeClock(NOW))
+            await owner_client.publish(topic("i-0000000000000aaaa", Channel.HELLO), greeting, qos=1)
+            await async_wait_until(lambda: plane.registry.health("i-0000000000000aaaa") is not None)
             store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
             await async_wait_until(lambda: store.get("victim").state is JobState.ASSIGNED)
-            assert store.get("victim").worker_id == "w-owner"
-            greeting = hello("w-other", FakeClock(NOW))
-            await other_client.publish(topic("w-other", Channel.HELLO), greeting, qos=1)
-            await async_wait_until(lambda: plane.registry.health("w-other") is not None)
+            assert store.get("victim").worker_id == "i-0000000000000aaaa"
+            greeting = hello("i-0000000000000bbbb", FakeClock(NOW))
+            await other_client.publish(topic("i-0000000000000bbbb", Channel.HELLO), greeting, qos=1)
+            await async_wait_until(lambda: plane.registry.health("i-0000000000000bbbb") is not None)
             before = store.get("victim")
 
             forged = [
-                event("w-other", kind, "victim", before.attempt, **fields)
+                event("i-0000000000000bbbb", kind, "victim", before.attempt, **fields)
                 for kind, fields in FORGERIES
             ]
             for payload in forged:
-                await other_client.publish(topic("w-other", Channel.EVENTS), payload, qos=1)
+                await other_client.publish(
+                    topic("i-0000000000000bbbb", Channel.EVENTS), payload, qos=1
+                )
                 # The owner's topic: the broker drops it (the ACL), so nothing arrives.
-                as_owner = payload.replace(b'"w-other"', b'"w-owner"')
-                await other_client.publish(topic("w-owner", Channel.EVENTS), as_owner, qos=1)
+                as_owner = payload.replace(b'"i-0000000000000bbbb"', b'"i-0000000000000aaaa"')
+                await other_client.publish(
+                    topic("i-0000000000000aaaa", Channel.EVENTS), as_owner, qos=1
+                )
             recent = tuple(WorkerEvent.model_validate_json(p) for p in forged)
-            beat = Heartbeat(worker_id="w-other", sent_at=NOW, sequence=1, recent=recent)
-            beat_topic = topic("w-other", Channel.HEARTBEAT)
+            beat = Heartbeat(
+                worker_id="i-0000000000000bbbb", sent_at=NOW, sequence=1, recent=recent
+            )
+            beat_topic = topic("i-0000000000000bbbb", Channel.HEARTBEAT)
             await other_client.publish(beat_topic, beat.model_dump_json(), qos=1)
             await async_wait_until(lambda: plane.refusals.count("not_owner") >= 2 * len(forged), 30)
             after = store.get("victim")
@@ -135,13 +142,15 @@ async def test_forged_events_change_nothing_under_the_acl(
             assert [e.actor for e in store.history("victim")] == ["intake", "control-plane"]
 
             finished = event(
-                "w-owner",
+                "i-0000000000000aaaa",
                 EventKind.FINISHED,
                 "victim",
                 before.attempt,
                 output="s3://framefleet-output/videos/victim.mp4",
             )
-            await clients["w-owner"].publish(topic("w-owner", Channel.EVENTS), finished, qos=1)
+            await clients["i-0000000000000aaaa"].publish(
+                topic("i-0000000000000aaaa", Channel.EVENTS), finished, qos=1
+            )
             await async_wait_until(lambda: store.get("victim").state is JobState.SUCCEEDED)
     finally:
         stop.set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.catalog import CATALOG
+from kernel.instance_types import CATALOG
 from kernel.market import GpuFamily, Market, family_of_gpu
 from kernel.worker_protocol import Hello
 

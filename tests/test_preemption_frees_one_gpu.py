@@ -27,7 +27,7 @@ async def test_one_urgent_job_evicts_one_victim_and_takes_its_gpu(
     store: JobStore, clock: FakeClock
 ) -> None:
     plane, link = plane_in_memory(store, clock)
-    for worker_id in ("w-owner", "w-other"):
+    for worker_id in ("i-0000000000000aaaa", "i-0000000000000bbbb"):
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
     store.accept_batch(
         [

@@ -29,15 +29,15 @@ async def test_an_idle_instance_is_drained_at_once_and_takes_no_new_job(
     plane, _ = plane_in_memory(store, clock)
     for worker_id in INSTANCES:
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
-    store.ask_to_drain([INSTANCES["w-owner"]], "idle 11 min")
+    store.ask_to_drain([INSTANCES["i-0000000000000aaaa"]], "idle 11 min")
     await plane.tick()
-    assert store.drain_requests()[INSTANCES["w-owner"]].drained_at == clock.now()
+    assert store.drain_requests()[INSTANCES["i-0000000000000aaaa"]].drained_at == clock.now()
     # A job arriving after the request never lands on the instance on its way out.
     for n in range(3):
         store.accept_batch([Submission(parse_job(job_dict(f"after-{n}"), now=None), f"m{n}")])
         await plane.tick()
     workers = {store.get(f"after-{n}").worker_id for n in range(3)}
-    assert workers == {"w-other", None}  # one GPU there; the others wait
+    assert workers == {"i-0000000000000bbbb", None}  # one GPU there; the others wait
 
 
 async def test_a_busy_instance_is_drained_once_its_job_has_moved(

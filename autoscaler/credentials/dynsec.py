@@ -19,6 +19,7 @@ from typing import Any
 import aiomqtt
 
 from autoscaler.credentials.ports import CredentialError
+from kernel.instance_types import INSTANCE_ID_PATTERN
 from kernel.mqtt_link import LinkSettings, tls_context
 from kernel.outside_text import printable
 from kernel.worker_protocol import TOPIC_PREFIX, Channel, topic
@@ -27,7 +28,7 @@ CONTROL = "$CONTROL/dynamic-security/v1"
 ROLE_PREFIX = "framefleet-worker-"
 CONTROL_PLANE = "framefleet-control-plane"
 # Only instance ids are worker accounts; the admin's and the control plane's are left alone.
-WORKER_ACCOUNT = re.compile(r"^i-[0-9a-f]{8,32}$")
+WORKER_ACCOUNT = re.compile(INSTANCE_ID_PATTERN)
 # Errors that mean the wanted state is already there (a grant or revoke repeated).
 SETTLED = ("already exists", "not found")
 PUBLISHES = (Channel.HELLO, Channel.HEARTBEAT, Channel.EVENTS, Channel.STATUS)

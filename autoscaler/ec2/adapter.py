@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from autoscaler.catalog import kind_of
 from autoscaler.ec2.ports import (
     FLEET_TAG,
     MARKET_TAG,
@@ -23,6 +22,7 @@ from autoscaler.ec2.ports import (
 from autoscaler.pools import Pool
 from kernel.aws_errors import AwsFault, classify, error_code, to_typed_error, translated
 from kernel.errors import AwsError
+from kernel.instance_types import kind_of
 from kernel.market import Market
 
 if TYPE_CHECKING:

@@ -34,9 +34,9 @@ from pydantic import (
     ValidationError,
 )
 
-from autoscaler.catalog import CATALOG
 from autoscaler.market.on_demand import TABLE_DATE, fallback_price
 from kernel.errors import ConfigurationError
+from kernel.instance_types import CATALOG
 
 MAX_TICKS = 5_000_000
 MAX_FILE_BYTES = 256 * 1024 * 1024

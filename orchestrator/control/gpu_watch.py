@@ -118,7 +118,7 @@ class GpuWatch:
             reason = errors_in(health)
             if reason and (worker_id, health.index) not in quarantined:
                 fault = GpuFault(
-                    worker_id, hello.instance_id, health.index, GpuFaultKind.ERRORS, reason, now
+                    worker_id, hello.instance, health.index, GpuFaultKind.ERRORS, reason, now
                 )
                 findings.quarantined.extend(await self.record(fault))
         running = {p.job.job_id: p for p in placements if p.job.state is JobState.RUNNING}
@@ -188,7 +188,7 @@ class GpuWatch:
             pace.step, pace.changed_at = step, now
             pace.origin = pace.origin or (step, now)
         hello = self._registry.hello(placement.worker_id)
-        instance = hello.instance_id if hello else ""
+        instance = hello.instance if hello else ""
         if reported is not None and pace.step >= job.spec.steps:
             return None  # decoding and uploading: the worker bounds those on its own
         expected = self.expected_step(job, pace.shape[0], planned)

@@ -8,7 +8,9 @@ instance), so the SQS message is settled and the leader acts on it at its next t
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
+from kernel.clock import Clock
 from kernel.job_record import DrainKind, JobRecord, Placement
 from kernel.job_state import JobState
 from kernel.worker_protocol import CommandKind
@@ -16,16 +18,20 @@ from orchestrator.control.admission import Inbound
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.job_events import Decision, requeue
 from orchestrator.control.leadership import Leadership
-from orchestrator.control.settings import ControlStore, GoneInstances
+from orchestrator.control.settings import ControlStore, InstanceBook
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
+
+# How far back gone instances are loaded at start (what a retained hello can be older than).
+GONE_MEMORY = timedelta(days=30)
 
 
 class InstanceEvents:
     """Mixed into ControlPlaneService, which provides these."""
 
     _store: ControlStore
-    _instances: GoneInstances
+    _clock: Clock
+    _instances: InstanceBook
     _lock: asyncio.Lock
     _leadership: Leadership | None
     registry: WorkerRegistry
@@ -37,6 +43,12 @@ class InstanceEvents:
 
     async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
         raise NotImplementedError
+
+    async def remember_gone_instances(self) -> None:
+        """Gone instances' retained hellos are refused."""
+        since = self._clock.now() - GONE_MEMORY
+        for instance_id in await asyncio.to_thread(self._instances.gone_since, since):
+            self.registry.instance_gone(instance_id)
 
     async def _interrupt(self, worker_id: str, reason: str) -> None:
         """A spot notice: no new work there; its jobs checkpoint now and move when durable."""

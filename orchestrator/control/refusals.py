@@ -70,6 +70,15 @@ class RefusedMessages:
         with contextlib.suppress(asyncio.QueueFull):
             self._backlog.put_nowait((printable_bytes(payload, MAX_BODY_CHARS), attributes))
 
+    def drop(self, reason: str, sender: str) -> None:
+        """A message not even read (a sender past its budget, a full inbox): counted, and a
+        line per sender and reason a minute; its body is not kept, a flood is not evidence."""
+        self.total += 1
+        self._counter.labels(reason=reason).inc()
+        held = self._lines.allow(f"{sender}|{reason}")
+        if held is not None:
+            log.warning("dropped %s from %s%s", reason, printable(sender, 80), held_back(held))
+
     def refuse_event(self, event: WorkerEvent, why: str) -> None:
         """An event its sender may not send (see `authorise`). Heartbeats repeat events (and
         progress reports become `started` events anew): one dead letter per worker, job,

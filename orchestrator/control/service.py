@@ -13,7 +13,6 @@ import contextlib
 import logging
 import time
 from collections import deque
-from datetime import timedelta
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
@@ -21,15 +20,12 @@ from kernel.job_record import JobMove, JobRecord, Placement
 from kernel.job_state import JobState
 from kernel.log_throttle import LogThrottle, held_back
 from kernel.worker_protocol import (
-    Channel,
     CommandKind,
     EventKind,
-    ProtocolError,
     Status,
     WorkerEvent,
-    decode_worker_message,
 )
-from orchestrator.control.admission import Inbound, admit
+from orchestrator.control.admission import Inbound
 from orchestrator.control.apply import as_move, assignment_move
 from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
@@ -39,6 +35,7 @@ from orchestrator.control.instance_events import InstanceEvents
 from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.readiness import Readiness
+from orchestrator.control.reception import Reception
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.scheduling_view import (
     freeing_now,
@@ -52,7 +49,7 @@ from orchestrator.control.settings import (
     ControlSettings,
     ControlStats,
     ControlStore,
-    GoneInstances,
+    InstanceBook,
     WorkerLink,
 )
 from orchestrator.control.watch_actions import WatchActions
@@ -63,14 +60,8 @@ from orchestrator.store.leases import Fence
 
 log = logging.getLogger(__name__)
 REBALANCE_NOTICE = "rebalance"  # a worker's notice_seen: what its IMDS showed
-WORKER_TOPICS = [
-    f"ff/v1/workers/+/{channel.value}"
-    for channel in (Channel.HELLO, Channel.HEARTBEAT, Channel.EVENTS, Channel.STATUS)
-]
 
 
-# How far back gone instances are loaded at start (what a retained hello can be older than).
-GONE_MEMORY = timedelta(days=30)
 # Worker events a standby keeps for when it leads (the newest; workers also repeat outcomes).
 HELD_EVENTS = 20_000
 
@@ -84,7 +75,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         *,
         connect: ConnectLink,
         refusals: RefusedMessages,
-        instances: GoneInstances,
+        instances: InstanceBook,
         leadership: Leadership | None = None,
     ) -> None:
         """Adapters come from the composition root; `connect` wraps this service's handler.
@@ -100,12 +91,23 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         self.refusals = refusals
         self._instances = instances
         self._lock = asyncio.Lock()  # one writer at a time inside this replica
-        self._inbox: asyncio.Queue[Inbound] = asyncio.Queue()
         # job -> attempt known to be running, from the last tick: heartbeats repeat it.
         self._running: dict[str, int] = {}
         # (worker, GPU) a preemption is freeing -> the job it is freed for, until it is placed.
         self._freeing: dict[tuple[str, int], str] = {}
-        self.link: WorkerLink = connect(self.on_message)
+        self.reception = Reception(
+            self.registry,
+            refusals,
+            instances,
+            self.stats,
+            clock,
+            budget=settings.budget,
+            workers_off_ec2=settings.workers_off_ec2,
+            running=lambda: self._running,
+            quarantine=self._quarantine_flooder,
+        )
+        self._inbox = self.reception.inbox
+        self.link: WorkerLink = connect(self.reception.deliver, self.reception.admit)
         pace = CheckpointPace(store, self.registry, clock)
         self.watch = GpuWatch(store, self.registry, clock, settings.watch)
         self._planned: dict[str, float] = {}
@@ -150,29 +152,24 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             "watch": self.watch.remembered(),
             "planned": len(self._planned),
             "inbox": self._inbox.qsize(),
+            "budgets": self.reception.remembered(),
         }
-
-    async def remember_gone_instances(self) -> None:
-        """Gone instances' retained hellos are refused."""
-        since = self._clock.now() - GONE_MEMORY
-        for instance_id in await asyncio.to_thread(self._instances.gone_since, since):
-            self.registry.instance_gone(instance_id)
 
     # -- messages from workers ---------------------------------------------------------------
 
     async def on_message(self, topic_name: str, payload: bytes) -> None:
-        """Decoded and admitted at once (see `admit`); job events queue for the inbox."""
-        try:
-            message = decode_worker_message(topic_name, payload)
-        except ProtocolError as error:
-            self.stats.ignored_messages += 1
-            self.refusals.refuse("malformed", topic_name, str(error), payload)
+        """What a worker published (see `Reception`): job events queue for the inbox."""
+        await self.reception.on_message(topic_name, payload)
+
+    async def _quarantine_flooder(self, worker_id: str) -> None:
+        """A worker that floods is believed no more: no new work, and its instance drains
+        (the autoscaler replaces it once its jobs are off)."""
+        hello = self.registry.hello(worker_id)
+        if hello is None:
             return
-        admitted, refused = admit(message, self.registry, self._running)
-        if refused is not None:
-            self.refusals.refuse(refused.reason, topic_name, refused.error, payload, refused.key)
-        for item in admitted:
-            self._inbox.put_nowait(item)
+        await self.stop_assigning(
+            hello.instance_id or worker_id, "its worker floods the control plane"
+        )
 
     async def _process_inbox(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -232,7 +229,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             elif (message.notice or "").startswith(REBALANCE_NOTICE):
                 hello = self.registry.hello(message.worker_id)
                 if hello is not None:  # admitted messages come from workers that said hello
-                    await self.stop_assigning(hello.instance_id, f"{message.notice} in IMDS")
+                    await self.stop_assigning(hello.instance, f"{message.notice} in IMDS")
             else:
                 await self._interrupt(message.worker_id, f"notice: {message.notice}")
         await self._apply_events(events)
@@ -256,8 +253,12 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                     later.append(item)
                     continue
                 job = jobs.get(event.job_id)
-                if job is None:
-                    log.warning("event for unknown job %s ignored", event.job_id)
+                if job is None:  # once a minute per worker: heartbeats repeat their outcomes
+                    held = self._ignored_lines.allow(f"{event.worker_id}|unknown job")
+                    if held is not None:
+                        log.warning(
+                            "event for unknown job %s ignored%s", event.job_id, held_back(held)
+                        )
                     continue
                 named.add(event.job_id)
                 if event.kind is EventKind.CHECKPOINT_DURABLE and event.write_seconds is not None:

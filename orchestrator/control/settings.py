@@ -20,6 +20,8 @@ from kernel.job_record import (
     Placement,
     Reservation,
 )
+from kernel.market import Market
+from orchestrator.control.budgets import MessageBudget
 from orchestrator.control.gpu_watch import WatchSettings
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.scheduling.snapshots import SchedulerSettings
@@ -39,6 +41,10 @@ class ControlSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_batch: int = 500  # worker messages written in one transaction
     watch: WatchSettings = field(default_factory=WatchSettings)  # stalls and sick GPUs
+    # Believe workers on no EC2 instance (a development fleet on a shared broker account):
+    # nothing vouches for their identity or hardware (see `identity`).
+    workers_off_ec2: bool = False
+    budget: MessageBudget = field(default_factory=MessageBudget)  # per worker, see `budgets`
 
 
 def _ignore(_seconds: float) -> None:
@@ -73,8 +79,10 @@ class WorkerLink(Protocol):
 
 
 MessageHandler = Callable[[str, bytes], Awaitable[None]]
-# Builds the service's link, delivering what workers publish to the handler it is given.
-ConnectLink = Callable[[MessageHandler], WorkerLink]
+Admit = Callable[[str], bool]  # a message on this topic is read at all (see `reception`)
+# Builds the service's link: what workers publish goes to the handler it is given, if `admit`
+# lets it in as it arrives (a link in memory may let everything in).
+ConnectLink = Callable[[MessageHandler, Admit], WorkerLink]
 
 
 class ControlStore(Protocol):
@@ -113,9 +121,12 @@ class ControlStore(Protocol):
     def quarantined_gpus(self) -> set[tuple[str, int]]: ...
 
 
-class GoneInstances(Protocol):
-    """Where instances that are gone are remembered (InstanceLedger)."""
+class InstanceBook(Protocol):
+    """Where instances that are gone are remembered, and what EC2 said of each instance the
+    autoscaler saw (InstanceLedger)."""
 
     def record_gone(self, instance_id: str, reason: str, ended: bool = ...) -> None: ...
 
     def gone_since(self, since: datetime) -> list[str]: ...
+
+    def launched_as(self, instance_id: str) -> tuple[str, Market] | None: ...

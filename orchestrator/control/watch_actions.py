@@ -67,7 +67,7 @@ class WatchActions:
         self.stats.on_gpu_fault(GpuFaultKind.STALL.value)
         fault = GpuFault(
             event.worker_id,
-            hello.instance_id,
+            hello.instance,
             event.gpu_index,
             GpuFaultKind.STALL,
             f"{event.job_id}: {event.error}",

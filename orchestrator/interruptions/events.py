@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernel.errors import FrameFleetError
+from kernel.instance_types import INSTANCE_ID_PATTERN
 from kernel.outside_text import first_problem, printable
 
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
@@ -27,7 +28,6 @@ STATE_CHANGE = "EC2 Instance State-change Notification"
 # AWS Health: a scheduled change to EC2 (an instance's host retired or under maintenance).
 HEALTH_EVENT = "AWS Health Event"
 MAX_AFFECTED_INSTANCES = 1000
-INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,32}$"
 # EventBridge events are at most 256 KB; EC2's are a few hundred bytes.
 MAX_EVENT_BYTES = 256 * 1024
 

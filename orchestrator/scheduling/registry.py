@@ -45,7 +45,7 @@ class WorkerRegistry:
 
     def on_hello(self, hello: Hello) -> bool:
         """False for a hello from an instance that is gone (a retained message, a zombie)."""
-        if hello.instance_id in self._gone:
+        if hello.instance in self._gone:
             return False
         previous = self._workers.get(hello.worker_id)
         self._workers[hello.worker_id] = registered(hello, self._clock.now(), previous)
@@ -57,7 +57,7 @@ class WorkerRegistry:
     def first_hellos(self) -> dict[str, datetime]:
         """Each known worker's instance, and when its worker first said hello."""
         return {
-            record.hello.instance_id: min(
+            record.hello.instance: min(
                 (c.at for c in record.history if c.before is None), default=record.last_seen
             )
             for record in self._workers.values()
@@ -125,7 +125,7 @@ class WorkerRegistry:
         return record.history if record else ()
 
     def by_instance(self, instance_id: str) -> list[str]:
-        return [w for w, r in self._workers.items() if r.hello.instance_id == instance_id]
+        return [w for w, r in self._workers.items() if r.hello.instance == instance_id]
 
     def hello(self, worker_id: str) -> Hello | None:
         record = self._workers.get(worker_id)

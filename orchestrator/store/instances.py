@@ -1,5 +1,6 @@
 """The ledger of gone instances (terminated or interrupted), so they stay gone across
-control-plane restarts and replicas."""
+control-plane restarts and replicas, and what EC2 said of each instance the autoscaler saw
+(what a worker's hello is checked against)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from sqlmodel import Session, col, select
 
 from kernel.clock import Clock
 from kernel.errors import StoreUnavailable
+from kernel.market import Market
 from orchestrator.store.cost_facts import end_instance_life
-from orchestrator.store.tables import GoneInstanceRow
+from orchestrator.store.tables import GoneInstanceRow, InstanceLifeRow
 
 
 class InstanceLedger:
@@ -48,3 +50,14 @@ class InstanceLedger:
                 return list(session.exec(query))
         except OperationalError as error:
             raise StoreUnavailable(f"database error: {error.orig}") from error
+
+    def launched_as(self, instance_id: str) -> tuple[str, Market] | None:
+        """Its type and market as EC2 listed them, or None if the autoscaler has not seen it."""
+        try:
+            with Session(self._engine) as session:
+                row = session.get(InstanceLifeRow, instance_id)
+        except OperationalError as error:
+            raise StoreUnavailable(f"database error: {error.orig}") from error
+        if row is None:
+            return None
+        return row.instance_type, Market(row.market)

@@ -31,7 +31,8 @@ from worker_ami.agent.settings import WorkerSettings
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-WORKERS = ("w-a", "w-b", "w-c")
+# On EC2 a worker is its instance (the broker account and the control plane know it by that).
+WORKERS = tuple(f"i-{index:017x}" for index in range(3))
 
 
 @dataclass(frozen=True)
@@ -82,17 +83,19 @@ async def fleet(
     settings, tmp_path, broker_port = system.worker_settings, system.tmp_path, system.broker.port
     workers = Fleet()
     async with AsyncExitStack() as stack:
-        for index, worker_id in enumerate(worker_ids):
+        for worker_id in worker_ids:
             emulator = ImdsEmulator(
                 SystemClock(),
-                InstanceIdentity(instance_id=f"i-{index:017x}", lifecycle="spot"),
+                InstanceIdentity(instance_id=worker_id, lifecycle="spot"),
             )
             url = await emulator.start()
             stack.push_async_callback(emulator.stop)
             env = (
                 worker_env(settings, tmp_path / f"cache-{worker_id}")
                 | {
-                    "FRAMEFLEET_WORKER_WORKER_ID": worker_id,
+                    # What a g6e.xlarge (the emulator's type) has, so nothing is clamped.
+                    "FRAMEFLEET_WORKER_CPU_FAMILY": "l40s",
+                    "FRAMEFLEET_WORKER_CPU_VRAM_GIB": "48",
                     "FRAMEFLEET_WORKER_MQTT_PORT": str(broker_port),
                     "FRAMEFLEET_WORKER_IMDS_ENABLED": "true",
                     "FRAMEFLEET_WORKER_IMDS_URL": url,

@@ -61,7 +61,7 @@ async def test_a_worker_killed_without_notice_resumes_from_its_last_periodic_che
         control_plane(settings, SystemClock()) as plane,
         fleet(
             system,
-            ("k-a", "k-b"),
+            ("i-000000000000001a1", "i-000000000000001b2"),
             FREQUENT_CHECKPOINTS,
         ) as workers,
     ):
@@ -120,7 +120,7 @@ async def test_control_plane_crash_and_broker_restart_lose_nothing_and_duplicate
         except Exception:
             return []
 
-    async with fleet(system, ("c-a", "c-b")):
+    async with fleet(system, ("i-00000000000000ca1", "i-00000000000000cb2")):
         first = await start_control_plane()
         await async_wait_until(lambda: JobState.RUNNING in states(), 120)
         first.send_signal(signal.SIGKILL)
@@ -150,7 +150,7 @@ async def test_stale_and_malformed_worker_messages_are_ignored_and_logged(
     stop = asyncio.Event()
     async with (
         control_plane(settings, SystemClock()) as plane,
-        fleet(system, ("s-a",)),
+        fleet(system, ("i-000000000000005a1",)),
         aiomqtt.Client("127.0.0.1", system.broker.port, identifier="zombie") as zombie,
     ):
         store = plane.store

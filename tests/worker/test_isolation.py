@@ -78,7 +78,10 @@ async def test_a_job_past_its_memory_limit_and_a_segfaulting_one_fail_alone(
     settings = system.plane_settings(ControlConfig(tick_seconds=0.2))
     system.submit(healthy, greedy, crash)
     stop = asyncio.Event()
-    async with control_plane(settings, SystemClock()) as plane, fleet(system, ("iso",), env) as w:
+    async with (
+        control_plane(settings, SystemClock()) as plane,
+        fleet(system, ("i-0000000000000150",), env) as w,
+    ):
         store = plane.store
         task = asyncio.create_task(plane.run(stop))
         try:
@@ -91,7 +94,7 @@ async def test_a_job_past_its_memory_limit_and_a_segfaulting_one_fail_alone(
                 180,
             )
             # Both faulty jobs ended on this worker's GPUs; the agent goes on.
-            assert w.processes["iso"].returncode is None
+            assert w.processes["i-0000000000000150"].returncode is None
         finally:
             stop.set()
             await task
@@ -99,7 +102,7 @@ async def test_a_job_past_its_memory_limit_and_a_segfaulting_one_fail_alone(
         # The job's own fault (it asked for more memory than its limit); the segfault is
         # counted as the worker's and retried elsewhere (no other worker here: it waits).
         assert "job fault 1 of 2" in greedy_said
-        assert "worker fault on iso" in crash_said
+        assert "worker fault on i-0000000000000150" in crash_said
         assert store.get(greedy.job_id).state is JobState.QUEUED
         assert store.get(crash.job_id).state is JobState.QUEUED
     await same_video(runner, system, s3, healthy.job_id, 24)
@@ -121,12 +124,17 @@ async def test_a_blocked_step_is_killed_and_the_job_resumes_elsewhere_within_the
     settings = system.plane_settings(ControlConfig(tick_seconds=0.2))
     system.submit(hung)
     stop = asyncio.Event()
-    async with control_plane(settings, SystemClock()) as plane, fleet(system, ("s-a",), watched):
+    async with (
+        control_plane(settings, SystemClock()) as plane,
+        fleet(system, ("i-000000000000005a1",), watched),
+    ):
         store = plane.store
         task = asyncio.create_task(plane.run(stop))
         try:
-            await async_wait_until(lambda: where_running(store, hung.job_id) == "s-a", 120)
-            async with fleet(system, ("s-b",)):
+            await async_wait_until(
+                lambda: where_running(store, hung.job_id) == "i-000000000000005a1", 120
+            )
+            async with fleet(system, ("i-000000000000005b2",)):
                 await async_wait_until(
                     lambda: store.get(hung.job_id).state is JobState.SUCCEEDED, 120
                 )
@@ -134,18 +142,18 @@ async def test_a_blocked_step_is_killed_and_the_job_resumes_elsewhere_within_the
             stop.set()
             await task
         history = store.history(hung.job_id)
-        faults = store.gpu_faults("s-a")
+        faults = store.gpu_faults("i-000000000000005a1")
         attempts = store.attempts_of(hung.job_id)
     # The stall is the GPU's, recorded with it, and the job went on elsewhere at once.
     assert [(f.gpu_index, f.kind) for f in faults] == [(0, GpuFaultKind.STALL)]
     assert f"no step within {bound_s:.1f} s" in faults[0].detail
-    stalled = next(e for e in history if "stalled on s-a" in e.reason)
+    stalled = next(e for e in history if "stalled on i-000000000000005a1" in e.reason)
     first = attempts[0]
     assert first.checkpointed_at is not None
     # Killed when the step after its last checkpoint ran past the bound (plus the event's
     # way to the control plane); then it resumed on the other worker from that checkpoint.
     assert 0 < (stalled.at - first.checkpointed_at).total_seconds() <= bound_s + 3.0
-    assert "finished on s-b" in history[-1].reason
+    assert "finished on i-000000000000005b2" in history[-1].reason
     metadata = json.loads(read_object(s3, system.buckets.outputs, "hung/hung.json"))
     assert metadata["resumed_from"] is not None
     await same_video(runner, system, s3, hung.job_id, 16)

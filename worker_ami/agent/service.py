@@ -185,7 +185,7 @@ class WorkerService:
         hello = Hello(
             worker_id=self.worker_id,
             sent_at=self._clock.now(),
-            instance_id=identity.instance_id if identity else "i-00000000000000000",
+            instance_id=identity.instance_id if identity else None,
             instance_type=identity.instance_type if identity else "local",
             availability_zone=identity.availability_zone if identity else "local",
             market=Market.SPOT if identity and identity.lifecycle == "spot" else Market.ON_DEMAND,

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from kernel.errors import ConfigurationError
 from kernel.market import GpuFamily
 
+# EC2's instance ids (never reused): the names of worker accounts and of instances in events.
+INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,32}$"
+
 
 @dataclass(frozen=True)
 class InstanceKind:

@@ -1,0 +1,91 @@
+"""Who a worker is and what it has: from its credentials and from AWS, never from its word.
+
+The broker lets a worker publish only under its own account's topics, and the autoscaler names
+each worker's account by its instance id (`autoscaler.credentials`). So the worker id in the
+topic is the one fact a hello cannot forge: a hello naming another instance is refused. The
+hardware a hello claims is clamped to its instance type's (the catalogue, from EC2's
+DescribeInstanceTypes), and the type and market are EC2's when the autoscaler has seen the
+instance; a claim beyond them is flagged. A worker off EC2 (no instance, a workstation) has no
+one to vouch for it: it is believed only where the operator allows such workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernel.instance_types import CATALOG, InstanceKind
+from kernel.market import Market
+from kernel.worker_protocol import GpuInfo, Hello
+from orchestrator.control.admission import Refused
+
+
+@dataclass(frozen=True)
+class KnownInstance:
+    """An instance as EC2 described it to the autoscaler (the store's instance lives)."""
+
+    instance_type: str
+    market: Market
+
+
+@dataclass(frozen=True)
+class VettedHello:
+    """The hello the control plane believes, and what its worker claimed beyond it."""
+
+    hello: Hello
+    clamped: tuple[str, ...] = ()
+
+
+def vet_hello(
+    hello: Hello, known: KnownInstance | None, workers_off_ec2: bool
+) -> VettedHello | Refused:
+    if hello.instance_id is None:
+        if not workers_off_ec2:
+            return Refused("off_ec2_worker", "a hello from no EC2 instance is not believed here")
+        return VettedHello(hello)  # its own instance, in effect (`Hello.instance`)
+    if hello.instance_id != hello.worker_id:
+        return Refused(
+            "foreign_instance",
+            f"worker {hello.worker_id} speaks for its own instance only, not {hello.instance_id}",
+        )
+    instance_type = known.instance_type if known else hello.instance_type
+    kind = CATALOG.get(instance_type)
+    if kind is None:
+        if workers_off_ec2:
+            return VettedHello(hello)  # a development fleet's own types, believed as asked
+        return Refused("unknown_instance_type", f"no GPU instance type {instance_type!r}")
+    return _clamped(hello, kind, known)
+
+
+def _clamped(
+    hello: Hello, kind: InstanceKind, known: KnownInstance | None
+) -> VettedHello | Refused:
+    claims: list[str] = []
+    if hello.instance_type != kind.instance_type:
+        claims.append(f"type {hello.instance_type} (EC2 says {kind.instance_type})")
+    market = known.market if known else hello.market
+    if hello.market is not market:
+        claims.append(f"market {hello.market.value} (EC2 says {market.value})")
+    gpus: dict[int, GpuInfo] = {}
+    for gpu in hello.gpus:
+        if gpu.index >= kind.gpus or gpu.index in gpus:
+            continue
+        believed = GpuInfo(
+            index=gpu.index, family=kind.family.value, vram_gib=min(gpu.vram_gib, kind.vram_gib)
+        )
+        if believed != gpu:
+            claims.append(f"GPU {gpu.index} as {gpu.family} with {gpu.vram_gib:g} GiB")
+        gpus[gpu.index] = believed
+    if len(gpus) < len(hello.gpus):
+        claims.append(f"{len(hello.gpus)} GPUs ({kind.instance_type} has {kind.gpus})")
+    if not gpus:
+        return Refused(
+            "unknown_hardware", f"no GPU a {kind.instance_type} has: {'; '.join(claims)}"
+        )
+    believed_hello = hello.model_copy(
+        update={
+            "instance_type": kind.instance_type,
+            "market": market,
+            "gpus": tuple(gpus[i] for i in sorted(gpus)),
+        }
+    )
+    return VettedHello(believed_hello, tuple(claims))

@@ -1,0 +1,146 @@
+"""A hello is believed only as far as the worker's credentials and EC2 vouch for it: its
+instance is the one its account names, its hardware its instance type's, its market EC2's.
+And each worker's messages are read within a budget, before a byte of them is parsed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from kernel.clock import FakeClock
+from kernel.market import Market
+from kernel.worker_protocol import GpuInfo, Hello
+from orchestrator.control.admission import Refused
+from orchestrator.control.budgets import MessageBudget, SenderBudgets, Verdict
+from orchestrator.control.identity import KnownInstance, VettedHello, vet_hello
+
+NOW = datetime(2026, 12, 5, tzinfo=UTC)
+MINE, OTHERS = "i-0aaaaaaaaaaaaaaa1", "i-0bbbbbbbbbbbbbbb2"
+
+
+def hello(
+    worker_id: str = MINE,
+    instance_id: str | None = MINE,
+    instance_type: str = "g5.xlarge",
+    gpus: int = 1,
+    vram_gib: float = 24,
+    family: str = "a10g",
+    market: Market = Market.SPOT,
+) -> Hello:
+    return Hello(
+        worker_id=worker_id,
+        sent_at=NOW,
+        instance_id=instance_id,
+        instance_type=instance_type,
+        availability_zone="us-east-1a",
+        market=market,
+        gpus=tuple(GpuInfo(index=i, family=family, vram_gib=vram_gib) for i in range(gpus)),
+        agent_version="test",
+    )
+
+
+def believed(result: VettedHello | Refused) -> VettedHello:
+    assert isinstance(result, VettedHello), result
+    return result
+
+
+def test_an_honest_hello_is_believed_as_it_is() -> None:
+    honest = hello()
+    vetted = believed(vet_hello(honest, KnownInstance("g5.xlarge", Market.SPOT), False))
+    assert vetted.hello == honest
+    assert vetted.clamped == ()
+
+
+def test_a_hello_naming_another_instance_is_refused() -> None:
+    refused = vet_hello(hello(instance_id=OTHERS), None, workers_off_ec2=True)
+    assert isinstance(refused, Refused)
+    assert refused.reason == "foreign_instance"
+
+
+def test_claimed_hardware_is_clamped_to_the_instance_type() -> None:
+    greedy = hello(gpus=64, vram_gib=1024, family="h200")
+    vetted = believed(vet_hello(greedy, KnownInstance("g5.xlarge", Market.SPOT), False))
+    assert vetted.hello.gpus == (GpuInfo(index=0, family="a10g", vram_gib=24),)
+    assert any("64 GPUs" in claim for claim in vetted.clamped)
+
+
+def test_ec2s_type_and_market_win_over_the_hellos() -> None:
+    liar = hello(instance_type="p5.48xlarge", gpus=8, vram_gib=80, family="h100")
+    vetted = believed(vet_hello(liar, KnownInstance("g5.xlarge", Market.ON_DEMAND), False))
+    assert vetted.hello.instance_type == "g5.xlarge"
+    assert vetted.hello.market is Market.ON_DEMAND
+    assert len(vetted.hello.gpus) == 1
+    assert vetted.clamped
+
+
+def test_an_unseen_instance_is_held_to_the_type_it_names() -> None:
+    vetted = believed(vet_hello(hello(gpus=4), None, workers_off_ec2=False))
+    assert len(vetted.hello.gpus) == 1
+
+
+def test_a_type_nobody_sells_is_refused_unless_workers_off_ec2_are_allowed() -> None:
+    odd = hello(instance_type="local")
+    refused = vet_hello(odd, None, workers_off_ec2=False)
+    assert isinstance(refused, Refused)
+    assert refused.reason == "unknown_instance_type"
+    assert believed(vet_hello(odd, None, workers_off_ec2=True)).hello == odd
+
+
+def test_a_worker_on_no_instance_stands_for_itself_only_where_allowed() -> None:
+    workstation = hello(worker_id="w-laptop", instance_id=None, instance_type="local")
+    refused = vet_hello(workstation, None, workers_off_ec2=False)
+    assert isinstance(refused, Refused)
+    assert refused.reason == "off_ec2_worker"
+    vetted = believed(vet_hello(workstation, None, workers_off_ec2=True))
+    assert vetted.hello.instance == "w-laptop"
+
+
+def test_gpus_past_the_types_are_refused() -> None:
+    beyond = hello().model_copy(update={"gpus": (GpuInfo(index=3, family="a10g", vram_gib=24),)})
+    refused = vet_hello(beyond, None, workers_off_ec2=False)
+    assert isinstance(refused, Refused)
+    assert refused.reason == "unknown_hardware"
+
+
+BUDGET = MessageBudget(per_second=10, burst=20, flood_after=100, quarantine_seconds=60)
+
+
+def test_a_burst_within_the_bucket_is_read_and_the_rest_dropped() -> None:
+    clock = FakeClock(NOW)
+    budgets = SenderBudgets(clock, BUDGET)
+    verdicts = [budgets.take(MINE) for _ in range(25)]
+    assert verdicts.count(Verdict.ALLOWED) == 20
+    assert verdicts[20:] == [Verdict.OVER_BUDGET] * 5
+    clock.advance(1.0)  # ten more tokens
+    assert [budgets.take(MINE) for _ in range(11)].count(Verdict.ALLOWED) == 10
+
+
+def test_each_sender_spends_its_own_budget() -> None:
+    budgets = SenderBudgets(FakeClock(NOW), BUDGET)
+    for _ in range(500):
+        budgets.take(OTHERS)
+    assert budgets.take(MINE) is Verdict.ALLOWED
+
+
+def test_a_flood_quarantines_its_sender_for_a_while() -> None:
+    clock = FakeClock(NOW)
+    budgets = SenderBudgets(clock, BUDGET)
+    verdicts = [budgets.take(OTHERS) for _ in range(20 + 100)]
+    assert verdicts[-1] is Verdict.FLOODING
+    assert verdicts.count(Verdict.FLOODING) == 1
+    assert budgets.quarantined() == [OTHERS]
+    clock.advance(5)
+    assert budgets.take(OTHERS) is Verdict.QUARANTINED  # read, but marked
+    clock.advance(60)
+    assert budgets.take(OTHERS) is Verdict.ALLOWED
+    assert budgets.quarantined() == []
+
+
+@pytest.mark.parametrize("senders", [10, 1000])
+def test_budgets_memory_is_bounded(senders: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("orchestrator.control.budgets.MAX_SENDERS", 100)
+    budgets = SenderBudgets(FakeClock(NOW), BUDGET)
+    for n in range(senders):
+        budgets.take(f"w-{n}")
+    assert budgets.remembered() == min(senders, 100)
