@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-warm-models schema clean
+.PHONY: test demo lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-warm-models bench-worker-flood schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +93,12 @@ bench-cost-per-video: $(VENV)/.dev-installed
 
 bench-warm-models: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.warm_models
+
+bench-worker-flood: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.worker_flood
+	$(BIN)/python -m benchmarks.worker_flood --useless
+	$(BIN)/python -m benchmarks.worker_flood --unbudgeted
+	$(BIN)/python -m benchmarks.worker_flood --useless --unbudgeted
 
 schema: $(VENV)/.dev-installed
 	$(BIN)/framefleet schema --output docs/job.schema.json
