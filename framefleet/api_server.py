@@ -59,6 +59,7 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
         settings=ApiSettings(
             max_body_bytes=config.max_body_bytes or settings.max_message_bytes,
             requests_per_minute=config.requests_per_minute,
+            failed_auth_per_minute=config.failed_auth_per_minute,
             event_poll_seconds=config.event_poll_seconds,
             max_streams_per_token=config.max_streams_per_token,
             output_link_seconds=config.output_link_seconds,

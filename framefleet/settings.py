@@ -185,6 +185,8 @@ class ApiConfig(BaseModel):
     port: int | None = Field(default=None, ge=1, le=65535)
     host: str = "127.0.0.1"
     requests_per_minute: int = Field(default=600, ge=1, le=1_000_000)  # per token and replica
+    # Failed authentications (bad tokens, failed logins) per source address and replica.
+    failed_auth_per_minute: int = Field(default=20, ge=1, le=1_000_000)
     max_body_bytes: int | None = Field(default=None, ge=1024, le=1024 * 1024)  # None: SQS's
     event_poll_seconds: float = Field(default=1.0, gt=0, le=60)
     max_streams_per_token: int = Field(default=4, ge=1, le=1000)

@@ -75,6 +75,7 @@ def build_app(services: ApiServices) -> FastAPI:
     app = declare_app()
     app.state.services = services
     app.state.rate_limit = RateLimit(services.settings.requests_per_minute)
+    app.state.failed_auth = RateLimit(services.settings.failed_auth_per_minute)
     app.state.open_streams = Counter[str]()
     return app
 

@@ -4,12 +4,14 @@ cancelling. Log in with a token; it is kept in an HttpOnly, SameSite=Strict cook
 
 from __future__ import annotations
 
+import hmac
 import json
+import secrets
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -20,7 +22,13 @@ from orchestrator.api.auth import Caller, Scope, caller_of
 from orchestrator.api.fleet_routes import fleet_view, period_bounds
 from orchestrator.api.jobs_routes import job_detail, job_summaries
 from orchestrator.api.ports import ApiServices
-from orchestrator.api.security import COOKIE, check_token, services
+from orchestrator.api.security import (
+    COOKIE,
+    check_token,
+    count_failure,
+    refuse_if_failing,
+    services,
+)
 from orchestrator.api.views import costs_view
 from orchestrator.store.job_pages import JobFilter
 
@@ -29,6 +37,7 @@ templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 COOKIE_SECONDS = 12 * 3600
 LOGIN_BODY_LIMIT = 4096
 QUEUE_ROWS = 200
+LOGIN_CSRF_COOKIE = "framefleet_login_csrf"
 
 
 class LoginNeeded(Exception):
@@ -57,23 +66,52 @@ def _page(request: Request, name: str, caller: Caller | None, **context: Any) ->
 
 @router.get("/login")
 def login_page(request: Request) -> HTMLResponse:
-    return _page(request, "login.html", None, error=None)
+    return _login_page(request, None, 200)
+
+
+def _login_page(request: Request, error: str | None, status: int) -> HTMLResponse:
+    """The form with a fresh CSRF token, also set as a cookie only this site's pages send."""
+    csrf = secrets.token_urlsafe(24)
+    response = _page(request, "login.html", None, error=error, csrf=csrf)
+    response.status_code = status
+    response.set_cookie(
+        LOGIN_CSRF_COOKIE,
+        csrf,
+        max_age=3600,
+        httponly=True,
+        samesite="strict",
+        secure=services(request).settings.secure_cookie,
+        path="/console/login",
+    )
+    return response
+
+
+def _same_origin(request: Request, form: dict[str, list[str]]) -> bool:
+    """The form came from this site's own login page: its CSRF field matches the cookie
+    that page set (a page elsewhere can read neither), and the Origin, if sent, is ours."""
+    origin = request.headers.get("origin")
+    # The host only: behind a TLS load balancer the browser's scheme is not the server's.
+    if origin is not None and urlsplit(origin).netloc != request.url.netloc:
+        return False
+    expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
+    sent = form.get("csrf", [""])[0]
+    return bool(expected) and hmac.compare_digest(expected.encode(), sent.encode())
 
 
 @router.post("/login")
 async def login(request: Request, services_: Services) -> Response:
+    refuse_if_failing(request)
     body = await request.body()
-    token = (
-        ""
-        if len(body) > LOGIN_BODY_LIMIT
-        else (parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip())
-    )
+    form = {} if len(body) > LOGIN_BODY_LIMIT else parse_qs(body.decode("utf-8", "replace"))
+    if not _same_origin(request, form):
+        error = "This login form has expired or came from another site; log in again."
+        return _login_page(request, error, 403)
+    token = form.get("token", [""])[0].strip()
     caller = caller_of(services_.store, token) if token else None
     if caller is None or not caller.may(Scope.READ):
+        count_failure(request)
         error = "That token is unknown, revoked, or lacks the read scope."
-        response = _page(request, "login.html", None, error=error)
-        response.status_code = 401
-        return response
+        return _login_page(request, error, 401)
     redirect = RedirectResponse("/console", status_code=303)
     redirect.set_cookie(
         COOKIE,

@@ -2,7 +2,10 @@
 scope the route needs, and the per-token rate limit (the `limits` library's moving window).
 
 A request without a valid token gets 401, a token without the scope 403, a token over its
-rate 429. The console's cookie is HttpOnly and SameSite=Strict; a request that changes
+rate 429. Failed authentication is limited per source address: past `failed_auth_per_minute`
+failures, that address gets 429 before any token it sends is even looked up.
+
+The console's cookie is HttpOnly and SameSite=Strict; a request that changes
 something with it must also carry the console's header, which no other site can add (no
 CORS is served), so a page elsewhere cannot cancel jobs in a logged-in user's name.
 """
@@ -40,6 +43,30 @@ class RateLimit:
         stats = self._limiter.get_window_stats(self._item, token_id)
         return max(1, math.ceil(stats.reset_time - time.time()))
 
+    def exhausted(self, key: str) -> bool:
+        """Over its rate now (without counting this as a request)."""
+        return not self._limiter.test(self._item, key)
+
+
+def source_of(request: Request) -> str:
+    """The client's address as the server saw it (behind a load balancer, uvicorn's
+    forwarded-allow-ips decides whether X-Forwarded-For is believed)."""
+    return request.client.host if request.client else "unknown"
+
+
+def refuse_if_failing(request: Request) -> None:
+    """429 for an address past its failed authentications this minute."""
+    failures: RateLimit = request.app.state.failed_auth
+    if failures.exhausted(source_of(request)):
+        raise HTTPException(
+            429, "too many failed authentications from this address", headers={"Retry-After": "60"}
+        )
+
+
+def count_failure(request: Request) -> None:
+    failures: RateLimit = request.app.state.failed_auth
+    failures.retry_after(source_of(request))
+
 
 def services(request: Request) -> ApiServices:
     found: ApiServices = request.app.state.services
@@ -64,8 +91,10 @@ def check_token(request: Request, token: str | None, from_cookie: bool) -> Calle
             "a token is needed: Authorization: Bearer <token>",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    refuse_if_failing(request)
     caller = caller_of(services(request).store, token)
     if caller is None:
+        count_failure(request)
         challenge = 'Bearer error="invalid_token"'
         raise HTTPException(
             401, "the token is unknown or revoked", headers={"WWW-Authenticate": challenge}
