@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from kernel.clock import SystemClock
 from kernel.errors import ConfigurationError, FrameFleetError
-from orchestrator.api.auth import Scope, UnknownScope, create_token, parse_scopes
+from orchestrator.api.auth import (
+    BadTeam,
+    Scope,
+    UnknownScope,
+    create_token,
+    parse_scopes,
+    parse_teams,
+)
 from orchestrator.aws.secrets import SecretWriter
 from orchestrator.store.job_store import JobStore
+
+MAX_DAYS = 3650
 
 
 def add_commands(commands: Any) -> None:
@@ -23,6 +34,15 @@ def add_commands(commands: Any) -> None:
     create.add_argument("--name", required=True, help="who or what uses it")
     create.add_argument(
         "--scopes", default="read", help=f"comma-separated: {', '.join(s.value for s in Scope)}"
+    )
+    create.add_argument(
+        "--team",
+        action="append",
+        default=[],
+        help="a team whose jobs it may see and submit (repeat for more); none: every team's",
+    )
+    create.add_argument(
+        "--expires-in-days", type=float, help="it stops working after this many days"
     )
     create.add_argument(
         "--into-secret",
@@ -50,7 +70,16 @@ def run_command(
             raise ConfigurationError(str(error)) from None
         if args.into_secret and secrets is None:
             raise ConfigurationError("--into-secret needs AWS access")
-        token_id, token = create_token(store, args.name, scopes)
+        try:
+            teams = parse_teams(args.team) if args.team else None
+        except BadTeam as error:
+            raise ConfigurationError(str(error)) from None
+        expires_at = None
+        if args.expires_in_days is not None:
+            if not 0 < args.expires_in_days <= MAX_DAYS:
+                raise ConfigurationError(f"--expires-in-days must be over 0 and at most {MAX_DAYS}")
+            expires_at = SystemClock().now() + timedelta(days=args.expires_in_days)
+        token_id, token = create_token(store, args.name, scopes, teams, expires_at)
         if args.into_secret and secrets is not None:
             # A deployment's first token: into the secret, never into the task's log.
             try:
@@ -67,14 +96,16 @@ def run_command(
         print(token)  # plain stdout: `TOKEN=$(framefleet tokens create ...)`-friendly
     elif args.action == "list":
         table = Table(title="API tokens")
-        for column in ("id", "name", "scopes", "created", "revoked"):
+        for column in ("id", "name", "scopes", "teams", "created", "expires", "revoked"):
             table.add_column(column)
         for stored in store.tokens():
             table.add_row(
                 stored.token_id,
                 stored.name,
                 ",".join(stored.scopes),
+                ",".join(stored.teams) if stored.teams is not None else "every team",
                 f"{stored.created_at:%Y-%m-%d %H:%M} UTC",
+                f"{stored.expires_at:%Y-%m-%d %H:%M} UTC" if stored.expires_at else "never",
                 f"{stored.revoked_at:%Y-%m-%d %H:%M} UTC" if stored.revoked_at else "-",
             )
         console.print(table)

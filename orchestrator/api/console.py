@@ -26,6 +26,7 @@ from orchestrator.api.security import (
     COOKIE,
     check_token,
     count_failure,
+    every_team,
     refuse_if_failing,
     services,
 )
@@ -107,7 +108,7 @@ async def login(request: Request, services_: Services) -> Response:
         error = "This login form has expired or came from another site; log in again."
         return _login_page(request, error, 403)
     token = form.get("token", [""])[0].strip()
-    caller = caller_of(services_.store, token) if token else None
+    caller = caller_of(services_.store, token, services_.clock.now()) if token else None
     if caller is None or not caller.may(Scope.READ):
         count_failure(request)
         error = "That token is unknown, revoked, or lacks the read scope."
@@ -135,8 +136,10 @@ def logout() -> RedirectResponse:
 @router.get("")
 def queue(request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
     store = services_.store
-    counts = store.count_by_state()
-    recent = store.job_page(JobFilter(), None, QUEUE_ROWS)
+    teams = caller.team_list()
+    counts = store.count_by_state(teams)
+    # The caller's teams' newest jobs; the submit form starts from the newest of them.
+    recent = store.job_page(JobFilter(teams=teams), None, QUEUE_ROWS)
     jobs = job_summaries(services_, recent)
     template = _submit_template(
         recent[0].spec.model_dump(mode="json", by_alias=True) if recent else None
@@ -171,12 +174,13 @@ def _submit_template(newest: dict[str, Any] | None) -> dict[str, Any]:
 
 @router.get("/jobs/{job_id}")
 def job_page(job_id: str, request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
-    job = job_detail(services_, job_id)
+    job = job_detail(services_, caller, job_id)
     return _page(request, "job.html", caller, job=job, may_cancel=caller.may(Scope.CANCEL))
 
 
 @router.get("/fleet")
 def fleet_page(request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
+    every_team(caller)
     fleet = fleet_view(services_)
     now = services_.clock.now()
     gone = services_.store.gone_between(now - timedelta(hours=24), now + timedelta(seconds=1))
@@ -201,6 +205,7 @@ def costs_page(
     services_: Services,
     period: Literal["day", "week", "month"] = "day",
 ) -> HTMLResponse:
+    every_team(caller)
     since, until = period_bounds(services_, period, None, None)
     summary, incomplete = services_.period_costs(since, until)
     view = costs_view(summary, incomplete)

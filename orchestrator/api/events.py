@@ -72,19 +72,34 @@ class FleetWatch:
         return events
 
 
-async def stream(services: ApiServices, after: int | None) -> AsyncIterator[ServerSentEvent]:
+def seen_by(services: ApiServices, caller: Caller, moves: list[tuple[int, JobEvent]]) -> set[str]:
+    """The jobs among these moves that are the caller's teams' to see."""
+    if caller.teams is None:
+        return {event.job_id for _, event in moves}
+    jobs = services.store.find_many(list({event.job_id for _, event in moves}))
+    return {job_id for job_id, job in jobs.items() if caller.sees(job.spec.tags.team)}
+
+
+async def stream(
+    services: ApiServices, caller: Caller, after: int | None
+) -> AsyncIterator[ServerSentEvent]:
+    """Job moves of the caller's teams' jobs; instances' launches and ends only for a token of
+    every team (the fleet is everyone's)."""
     store = services.store
     last = after if after is not None else await run_in_threadpool(store.last_job_event_id)
-    fleet = FleetWatch(services)
-    await run_in_threadpool(fleet.look)
+    fleet = FleetWatch(services) if caller.teams is None else None
+    if fleet is not None:
+        await run_in_threadpool(fleet.look)
     yield ServerSentEvent(comment="connected", retry=2000)
     quiet = 0.0
     while True:
         moves = await run_in_threadpool(store.job_events_after, last, BACKLOG)
+        shown = await run_in_threadpool(seen_by, services, caller, moves) if moves else set()
         for event_id, event in moves:
-            yield job_event(event_id, event)
+            if event.job_id in shown:
+                yield job_event(event_id, event)
             last = event_id
-        changes = await run_in_threadpool(fleet.look)
+        changes = await run_in_threadpool(fleet.look) if fleet is not None else []
         for change in changes:
             yield change
         quiet = 0.0 if moves or changes else quiet + services.settings.event_poll_seconds
@@ -124,7 +139,8 @@ async def events(
     open_streams: Counter[str] = request.app.state.open_streams
     open_streams[caller.token_id] += 1
     try:
-        async for event in stream(services, after if after is not None else last_event_id):
+        resume = after if after is not None else last_event_id
+        async for event in stream(services, caller, resume):
             yield event
     finally:
         open_streams[caller.token_id] -= 1

@@ -12,7 +12,7 @@ from pydantic import AwareDatetime
 from orchestrator.api.jobs_routes import ERRORS
 from orchestrator.api.models import CostsView, FleetView
 from orchestrator.api.ports import ApiServices, ApiStore
-from orchestrator.api.security import Reader, Services
+from orchestrator.api.security import Operator, Services
 from orchestrator.api.views import costs_view, fleet_instances, fleet_usd_per_hour
 from orchestrator.costs.report import period_containing
 from orchestrator.store.cost_facts import InstanceLife
@@ -41,7 +41,7 @@ def fleet_view(services: ApiServices) -> FleetView:
 
 
 @router.get("/fleet", response_model=FleetView, responses=ERRORS, summary="The fleet now")
-def fleet(_: Reader, services: Services) -> FleetView:
+def fleet(_: Operator, services: Services) -> FleetView:
     return fleet_view(services)
 
 
@@ -69,7 +69,7 @@ def period_bounds(
     "or since/until)",
 )
 def costs(
-    _: Reader,
+    _: Operator,
     services: Services,
     period: Literal["day", "week", "month"] = "day",
     since: AwareDatetime | None = None,

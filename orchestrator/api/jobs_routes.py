@@ -16,9 +16,10 @@ from kernel.errors import JobNotFound, JobValidationError
 from kernel.job_record import AcceptOutcome, JobRecord, Submission
 from kernel.job_spec import JOB_ID_PATTERN, parse_job
 from kernel.job_state import ACTIVE_STATES, JobState
+from orchestrator.api.auth import Caller
 from orchestrator.api.models import JobDetail, JobPage, JobSummary, OutputLink, Problem
 from orchestrator.api.ports import ApiServices
-from orchestrator.api.security import Canceller, Reader, Services, Submitter
+from orchestrator.api.security import Canceller, Reader, Services, Submitter, visible_job
 from orchestrator.api.views import (
     deadline_risk,
     decode_cursor,
@@ -112,6 +113,9 @@ async def submit(
         spec = parse_job(body, now=services.clock.now(), outputs=services.settings.output_prefixes)
     except JobValidationError as error:
         raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
+    if not caller.sees(spec.tags.team):
+        teams = ", ".join(caller.team_list() or ())
+        raise HTTPException(403, f"this token submits for its teams only ({teams}): set tags.team")
     request_id = f"{caller.token_id}-{uuid.uuid4().hex[:16]}"
     store = services.store
     actor = f"api:{caller.name}"[:128]
@@ -132,7 +136,7 @@ TagFilter = Annotated[str | None, Query(max_length=128, pattern=r"^[^\x00-\x1f\x
 
 @router.get("", response_model=JobPage, responses=ERRORS, summary="Jobs, newest first")
 def list_jobs(
-    _: Reader,
+    caller: Reader,
     services: Services,
     state: Annotated[list[JobState], Query()] = [],  # noqa: B006 (FastAPI copies defaults)
     team: TagFilter = None,
@@ -151,7 +155,7 @@ def list_jobs(
         for k, v in (("team", team), ("customer", customer), ("project", project))
         if v is not None
     )
-    where = JobFilter(tuple(state), tags, created_since, created_until)
+    where = JobFilter(tuple(state), tags, created_since, created_until, caller.team_list())
     jobs = services.store.job_page(where, after, limit + 1)
     shown = jobs[:limit]
     more = encode_cursor(shown[-1]) if len(jobs) > limit else None
@@ -159,15 +163,13 @@ def list_jobs(
 
 
 @router.get("/{job_id}", response_model=JobDetail, responses=ERRORS, summary="One job")
-def read_job(job_id: JobId, _: Reader, services: Services) -> JobDetail:
-    return job_detail(services, job_id)
+def read_job(job_id: JobId, caller: Reader, services: Services) -> JobDetail:
+    return job_detail(services, caller, job_id)
 
 
-def job_detail(services: ApiServices, job_id: str) -> JobDetail:
+def job_detail(services: ApiServices, caller: Caller, job_id: str) -> JobDetail:
     store = services.store
-    job = store.find(job_id)
-    if job is None:
-        raise HTTPException(404, f"no job {job_id!r}")
+    job = visible_job(services, caller, job_id)
     return detail(
         job,
         store.history(job_id),
@@ -191,7 +193,7 @@ def cancel(
     store = services.store
     reason = (body or CancelRequest()).reason
     try:
-        before = store.get(job_id)
+        before = visible_job(services, caller, job_id)
         after = cancel_job(store, job_id, reason, actor=f"api:{caller.name}"[:128])
     except JobNotFound:
         raise HTTPException(404, f"no job {job_id!r}") from None
@@ -207,10 +209,8 @@ def cancel(
     responses=ERRORS,
     summary="A presigned S3 link to the finished MP4",
 )
-def output(job_id: JobId, _: Reader, services: Services) -> OutputLink:
-    job = services.store.find(job_id)
-    if job is None:
-        raise HTTPException(404, f"no job {job_id!r}")
+def output(job_id: JobId, caller: Reader, services: Services) -> OutputLink:
+    job = visible_job(services, caller, job_id)
     if job.state is not JobState.SUCCEEDED:
         raise HTTPException(409, f"job {job_id!r} has no video: it is {job.state.value}")
     spec, seconds = job.spec, services.settings.output_link_seconds

@@ -21,6 +21,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from limits import RateLimitItemPerMinute, storage, strategies
 
+from kernel.job_record import JobRecord
 from orchestrator.api.auth import Caller, Scope, caller_of
 from orchestrator.api.ports import ApiServices
 
@@ -92,7 +93,8 @@ def check_token(request: Request, token: str | None, from_cookie: bool) -> Calle
             headers={"WWW-Authenticate": "Bearer"},
         )
     refuse_if_failing(request)
-    caller = caller_of(services(request).store, token)
+    found = services(request)
+    caller = caller_of(found.store, token, found.clock.now())
     if caller is None:
         count_failure(request)
         challenge = 'Bearer error="invalid_token"'
@@ -123,7 +125,24 @@ def needs(scope: Scope) -> Callable[[Caller], Caller]:
     return check
 
 
+def every_team(caller: Annotated[Caller, Depends(needs(Scope.READ))]) -> Caller:
+    """The fleet and the whole bill are every team's at once: an operator's token only."""
+    if caller.teams is not None:
+        raise HTTPException(403, "the fleet and the fleet's costs need a token of every team")
+    return caller
+
+
+def visible_job(services: ApiServices, caller: Caller, job_id: str) -> JobRecord:
+    """The job, if it is the caller's team's; else 404, as if there were none (a team's token
+    does not learn which job ids other teams use)."""
+    job = services.store.find(job_id)
+    if job is None or not caller.sees(job.spec.tags.team):
+        raise HTTPException(404, f"no job {job_id!r}")
+    return job
+
+
 Reader = Annotated[Caller, Depends(needs(Scope.READ))]
+Operator = Annotated[Caller, Depends(every_team)]
 Submitter = Annotated[Caller, Depends(needs(Scope.SUBMIT))]
 Canceller = Annotated[Caller, Depends(needs(Scope.CANCEL))]
 Services = Annotated[ApiServices, Depends(services)]

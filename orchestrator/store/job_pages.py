@@ -28,6 +28,7 @@ class JobFilter:
     tags: tuple[tuple[str, str], ...] = ()  # (team | customer | project, value)
     created_since: datetime | None = None
     created_until: datetime | None = None
+    teams: tuple[str, ...] | None = None  # only these teams' jobs (None: every team's)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ class JobPageBook(StoreBase):
             query = query.where(col(JobRow.state).in_([s.value for s in where.states]))
         for tag, value in where.tags:
             query = query.where(col(TAG_COLUMNS[tag]) == value)
+        if where.teams is not None:
+            query = query.where(col(JobRow.team).in_(where.teams))
         if where.created_since is not None:
             query = query.where(col(JobRow.created_at) >= where.created_since)
         if where.created_until is not None:

@@ -154,9 +154,11 @@ class JobQueries(StoreBase):
         with self._session() as session:
             return session.exec(select(func.count()).select_from(JobRow)).one()
 
-    def count_by_state(self) -> dict[JobState, int]:
+    def count_by_state(self, teams: Sequence[str] | None = None) -> dict[JobState, int]:
+        """`teams`: only those teams' jobs (None: every job)."""
+        query = select(JobRow.state, func.count()).group_by(col(JobRow.state))
+        if teams is not None:
+            query = query.where(col(JobRow.team).in_(list(teams)))
         with self._session() as session:
-            rows = session.exec(
-                select(JobRow.state, func.count()).group_by(col(JobRow.state))
-            ).all()
+            rows = session.exec(query).all()
         return {JobState(state): count for state, count in rows}

@@ -222,7 +222,7 @@ class ReportSendRow(SQLModel, table=True):
 
 class ApiTokenRow(SQLModel, table=True):
     """An API token: its SHA-256 only (a token is 32 random bytes, so a fast digest is as safe
-    as a slow hash), its scopes, and when it was revoked."""
+    as a slow hash), its scopes and teams, when it expires and when it was revoked."""
 
     __tablename__ = "api_tokens"
 
@@ -232,6 +232,10 @@ class ApiTokenRow(SQLModel, table=True):
     sha256: str = Field(max_length=64, unique=True, index=True)
     created_at: datetime = Field(sa_column=_utc_column())
     revoked_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    # The teams whose jobs it may see and submit, comma-separated; None: every team (an
+    # operator's token).
+    teams: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    expires_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
 
 
 class JobProgressRow(SQLModel, table=True):

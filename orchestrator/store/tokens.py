@@ -19,6 +19,8 @@ class StoredToken:
     scopes: tuple[str, ...]
     created_at: datetime
     revoked_at: datetime | None
+    teams: tuple[str, ...] | None = None  # None: every team
+    expires_at: datetime | None = None  # None: never
 
 
 def _token(row: ApiTokenRow) -> StoredToken:
@@ -28,11 +30,21 @@ def _token(row: ApiTokenRow) -> StoredToken:
         tuple(scope for scope in row.scopes.split(",") if scope),
         utc(row.created_at),
         utc(row.revoked_at) if row.revoked_at else None,
+        tuple(team for team in row.teams.split(",") if team) if row.teams is not None else None,
+        utc(row.expires_at) if row.expires_at else None,
     )
 
 
 class TokenBook(StoreBase):
-    def add_token(self, token_id: str, name: str, scopes: tuple[str, ...], sha256: str) -> None:
+    def add_token(
+        self,
+        token_id: str,
+        name: str,
+        scopes: tuple[str, ...],
+        sha256: str,
+        teams: tuple[str, ...] | None = None,
+        expires_at: datetime | None = None,
+    ) -> None:
         with self._session() as session:
             session.add(
                 ApiTokenRow(
@@ -41,6 +53,8 @@ class TokenBook(StoreBase):
                     scopes=",".join(scopes),
                     sha256=sha256,
                     created_at=self._clock.now(),
+                    teams=",".join(teams) if teams is not None else None,
+                    expires_at=expires_at,
                 )
             )
             session.commit()

@@ -230,7 +230,7 @@ def test_the_api_token_check_is_total(token: str) -> None:
             assert len(sha256) == 64
             return
 
-    assert caller_of(NoTokens(), token) is None
+    assert caller_of(NoTokens(), token, datetime.now(UTC)) is None
 
 
 @FUZZ
