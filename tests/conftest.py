@@ -6,6 +6,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,9 +102,9 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'framefleet.db'}"
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A schema of its own per test, so runs never see each other's rows."""
+@contextmanager
+def own_postgres_schema() -> Iterator[str]:
+    """A database URL whose schema is its own, dropped afterwards."""
     schema = f"ff_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
@@ -112,6 +113,13 @@ def postgres_url() -> Iterator[str]:
     with admin.connect() as connection:
         connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
     admin.dispose()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A schema of its own per test, so runs never see each other's rows."""
+    with own_postgres_schema() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

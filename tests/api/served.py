@@ -93,12 +93,17 @@ MAX_STREAMS = 2
 MAX_CONNECTIONS = 32
 
 
-def serve_api(moto_endpoint: str, folder: Path) -> Iterator[ServedApi]:
+def serve_api(
+    moto_endpoint: str,
+    folder: Path,
+    database_url: str | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[ServedApi]:
     sqs = boto3.client("sqs", region_name=REGION, endpoint_url=moto_endpoint)
     suffix = uuid.uuid4().hex[:10]
     jobs_url = sqs.create_queue(QueueName=f"api-jobs-{suffix}")["QueueUrl"]
     dead_url = sqs.create_queue(QueueName=f"api-dlq-{suffix}")["QueueUrl"]
-    database_url = f"sqlite:///{folder / 'api.db'}"
+    database_url = database_url or f"sqlite:///{folder / 'api.db'}"
     engine = make_engine(database_url)
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())
@@ -120,6 +125,7 @@ def serve_api(moto_endpoint: str, folder: Path) -> Iterator[ServedApi]:
         "FRAMEFLEET_MAX_MESSAGE_BYTES": "4096",
         # Where the workers may write: job_dict's output, and no other bucket.
         "FRAMEFLEET_OUTPUT_PREFIXES": '["s3://framefleet-output/videos/"]',
+        **(extra_env or {}),
     }
     log = folder / "serve.log"
     with log.open("ab") as out:
