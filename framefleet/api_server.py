@@ -39,8 +39,12 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
     def cost_of(job_id: str) -> JobCostParts | None:
         return job_cost(store, ledger, job_id, clock.now())
 
-    def period_costs(since: datetime, until: datetime) -> tuple[CostSummary, list[str]]:
+    def period_costs(
+        since: datetime, until: datetime, teams: tuple[str, ...] | None
+    ) -> tuple[CostSummary, list[str]]:
         period = ledger.period(since, until)
+        if teams is not None:
+            period = period.of_teams(teams)
         return summarize(period, ledger.s3_usd(period.attempts)), period.incomplete
 
     def presign(bucket: str, key: str, seconds: int) -> str:

@@ -205,9 +205,8 @@ def costs_page(
     services_: Services,
     period: Literal["day", "week", "month"] = "day",
 ) -> HTMLResponse:
-    every_team(caller)
     since, until = period_bounds(services_, period, None, None)
-    summary, incomplete = services_.period_costs(since, until)
+    summary, incomplete = services_.period_costs(since, until, caller.team_list())
     view = costs_view(summary, incomplete)
     peak = max([1.0, *(float(v) for v in view.by_category.values())])
     return _page(request, "costs.html", caller, costs=view, period=period, peak=peak)

@@ -12,7 +12,7 @@ from pydantic import AwareDatetime
 from orchestrator.api.jobs_routes import ERRORS
 from orchestrator.api.models import CostsView, FleetView
 from orchestrator.api.ports import ApiServices, ApiStore
-from orchestrator.api.security import Operator, Services
+from orchestrator.api.security import Operator, Reader, Services
 from orchestrator.api.views import costs_view, fleet_instances, fleet_usd_per_hour
 from orchestrator.costs.report import period_containing
 from orchestrator.store.cost_facts import InstanceLife
@@ -69,7 +69,7 @@ def period_bounds(
     "or since/until)",
 )
 def costs(
-    _: Operator,
+    caller: Reader,
     services: Services,
     period: Literal["day", "week", "month"] = "day",
     since: AwareDatetime | None = None,
@@ -77,7 +77,7 @@ def costs(
     tag: Annotated[Literal["team", "customer", "project"] | None, Query()] = None,
 ) -> CostsView:
     start, end = period_bounds(services, period, since, until)
-    summary, incomplete = services.period_costs(start, end)
+    summary, incomplete = services.period_costs(start, end, caller.team_list())
     view = costs_view(summary, incomplete)
     if tag is not None:
         view = view.model_copy(update={"by_tag": [t for t in view.by_tag if t.tag == tag]})

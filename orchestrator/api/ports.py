@@ -97,8 +97,11 @@ class ApiServices:
     store: ApiStore
     clock: Clock
     job_cost: Callable[[str], JobCostParts | None]
-    # (since, until) -> the summary, and why its numbers may be short
-    period_costs: Callable[[datetime, datetime], tuple[CostSummary, list[str]]]
+    # (since, until, teams) -> the summary (of those teams' jobs only; None: the whole fleet),
+    # and why its numbers may be short
+    period_costs: Callable[
+        [datetime, datetime, tuple[str, ...] | None], tuple[CostSummary, list[str]]
+    ]
     # (bucket, key, seconds) -> a presigned GET URL
     presign: Callable[[str, str, int], str]
     settings: ApiSettings = ApiSettings()

@@ -4,8 +4,8 @@ reads the same money as the one before it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Protocol
@@ -55,6 +55,19 @@ class LedgerPeriod:
     @property
     def total(self) -> Decimal:
         return sum((line.usd for line in self.lines), ZERO)
+
+    def of_teams(self, teams: Collection[str]) -> LedgerPeriod:
+        """What these teams' jobs cost: their lines, waste on them included; the fleet's idle
+        and boot time is no team's, so it stays out (a team's token sees no other team's)."""
+        lines = [line for line in self.lines if line.tags is not None and line.tags.team in teams]
+        used = {line.instance_id for line in lines}
+        return replace(
+            self,
+            lines=lines,
+            lives=[life for life in self.lives if life.instance_id in used],
+            attempts=[span for span in self.attempts if span.tags.team in teams],
+            usd_per_hour_now=ZERO,
+        )
 
 
 class CostLedger:
