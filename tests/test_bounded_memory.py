@@ -73,12 +73,12 @@ class Fleet:
         assert isinstance(message, Hello | Heartbeat | WorkerEvent | Status)
         await self.plane.on_message(topic(worker_id, channel), message.model_dump_json().encode())
 
-    def hello(self, worker_id: str, instance: int) -> Hello:
+    def hello(self, worker_id: str) -> Hello:
         gpus = tuple(GpuInfo(index=i, family="l4", vram_gib=24) for i in range(GPUS))
         return Hello(
             worker_id=worker_id,
             sent_at=self.clock.now(),
-            instance_id=f"i-{instance:017x}",
+            instance_id=worker_id,  # on EC2 a worker is its instance
             instance_type="g6.12xlarge",
             availability_zone="us-east-1a",
             market=Market.SPOT,
@@ -119,9 +119,9 @@ async def test_a_long_run_through_the_control_plane_keeps_its_maps_bounded(
     fleet = Fleet(plane, link, clock)
     sizes = []
     for generation in range(GENERATIONS):
-        workers = [f"w{generation}-{n}" for n in range(WORKERS)]
-        for n, worker_id in enumerate(workers):
-            await fleet.send(Channel.HELLO, worker_id, fleet.hello(worker_id, generation * 10 + n))
+        workers = [f"i-{generation * 10 + n:017x}" for n in range(WORKERS)]
+        for worker_id in workers:
+            await fleet.send(Channel.HELLO, worker_id, fleet.hello(worker_id))
         ids = [f"g{generation}-j{n}" for n in range(JOBS)]
         store.accept_batch([Submission(parse_job(job_dict(i), now=None), f"m-{i}") for i in ids])
         while store.count_by_state().get(JobState.SUCCEEDED, 0) < (generation + 1) * JOBS:

@@ -144,3 +144,18 @@ def test_budgets_memory_is_bounded(senders: int, monkeypatch: pytest.MonkeyPatch
     for n in range(senders):
         budgets.take(f"w-{n}")
     assert budgets.remembered() == min(senders, 100)
+
+
+def test_a_quiet_senders_bucket_is_forgotten_once_full_again() -> None:
+    clock = FakeClock(NOW)
+    budgets = SenderBudgets(clock, BUDGET)
+    for _ in range(5):
+        budgets.take(MINE)
+    for _ in range(20 + 100):
+        budgets.take(OTHERS)  # floods: quarantined for 60 s
+    clock.advance(10)  # both buckets full again
+    budgets.forget_idle()
+    assert budgets.remembered() == 1  # the quarantine is remembered, the quiet sender is not
+    clock.advance(60)
+    budgets.forget_idle()
+    assert budgets.remembered() == 0

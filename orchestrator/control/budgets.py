@@ -4,7 +4,8 @@ The sender is the worker id in the topic, the one level the broker's ACL ties to
 account, so a worker spends only its own budget. A message past the bucket is dropped (the
 worker repeats its outcomes in every heartbeat, so a healthy worker that bursts loses nothing
 for long); a sender that keeps going past it is flooding, and is quarantined for a while.
-Memory is bounded: the buckets of the least recent senders are forgotten past `MAX_SENDERS`.
+Memory is the fleet's: a quiet sender's full bucket is forgotten (`forget_idle`, each tick),
+and past `MAX_SENDERS` the least recent sender's bucket goes first.
 """
 
 from __future__ import annotations
@@ -73,6 +74,23 @@ class SenderBudgets:
             bucket.quarantined_until = now + budget.quarantine_seconds
             return Verdict.FLOODING
         return Verdict.OVER_BUDGET
+
+    def forget_idle(self) -> None:
+        """Drop the buckets of senders quiet long enough to be full again and past any
+        quarantine or count of drops: they hold nothing a fresh bucket would not (the least
+        recent come first, so the scan stops at the first one still needed)."""
+        now, budget = self._clock.monotonic(), self._budget
+        refill = budget.burst / budget.per_second
+        while self._buckets:
+            sender, bucket = next(iter(self._buckets.items()))
+            quiet = now - bucket.at
+            if (
+                quiet < refill
+                or now < bucket.quarantined_until
+                or (bucket.dropped and now - bucket.window_start < budget.quarantine_seconds)
+            ):
+                return
+            del self._buckets[sender]
 
     def quarantined(self) -> list[str]:
         now = self._clock.monotonic()

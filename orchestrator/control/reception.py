@@ -73,6 +73,9 @@ class Reception:
     def remembered(self) -> int:
         return self._budgets.remembered()
 
+    def forget_idle(self) -> None:
+        self._budgets.forget_idle()
+
     def quarantined(self) -> list[str]:
         return self._budgets.quarantined()
 

@@ -327,6 +327,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             held = list(self._held)
             self._held.clear()
             await self._apply(held)
+        self.reception.forget_idle()
         async with self._lock:
             for change in self.registry.sweep():
                 if change.after is WorkerHealth.LOST:
