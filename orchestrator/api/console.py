@@ -92,7 +92,9 @@ def _same_origin(request: Request, form: dict[str, list[str]]) -> bool:
     that page set (a page elsewhere can read neither), and the Origin, if sent, is ours."""
     origin = request.headers.get("origin")
     # The host only: behind a TLS load balancer the browser's scheme is not the server's.
-    if origin is not None and urlsplit(origin).netloc != request.url.netloc:
+    # "null": what browsers send under the console's Referrer-Policy: no-referrer; the
+    # SameSite=Strict cookie below is what no other site can send.
+    if origin not in (None, "null") and urlsplit(origin).netloc != request.url.netloc:
         return False
     expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     sent = form.get("csrf", [""])[0]
