@@ -23,6 +23,7 @@ from worker_ami.agent.service import WorkerService, mqtt_agent_link
 from worker_ami.agent.telemetry import GpuTelemetry
 
 GIB = 1024**3
+SICK, WELL = "i-0000000000000000a", "i-0000000000000000b"
 
 
 class FakeNvml:
@@ -47,10 +48,13 @@ class FakeNvml:
 
 @asynccontextmanager
 async def worker(
-    system: LocalSystem, worker_id: str, instance_id: str, nvml: FakeNvml
+    system: LocalSystem, worker_id: str, nvml: FakeNvml
 ) -> AsyncIterator[WorkerService]:
+    """A worker on the instance of that id (on EC2 a worker is its instance): a g5.xlarge, as
+    its one A10G says."""
     clock = SystemClock()
-    emulator = ImdsEmulator(clock, InstanceIdentity(instance_id=instance_id, lifecycle="spot"))
+    identity = InstanceIdentity(instance_id=worker_id, instance_type="g5.xlarge", lifecycle="spot")
+    emulator = ImdsEmulator(clock, identity)
     url = await emulator.start()
     settings = system.worker_settings.model_copy(
         update={
@@ -93,16 +97,16 @@ async def test_a_gpu_with_uncorrected_ecc_errors_is_quarantined_and_its_job_move
     stop = asyncio.Event()
     async with (
         control_plane(settings, SystemClock()) as plane,
-        worker(system, "n-a", "i-0000000000000000a", sick),
+        worker(system, SICK, sick),
     ):
         store = plane.store
         task = asyncio.create_task(plane.run(stop))
         try:
-            await async_wait_until(lambda: where_running(store, spec.job_id) == "n-a", 120)
+            await async_wait_until(lambda: where_running(store, spec.job_id) == SICK, 120)
             await async_wait_until(lambda: store.get(spec.job_id).last_checkpoint is not None, 60)
-            async with worker(system, "n-b", "i-0000000000000000b", well):
+            async with worker(system, WELL, well):
                 sick.ecc_uncorrected = 2
-                await async_wait_until(lambda: store.quarantined_gpus() == {("n-a", 0)}, 30)
+                await async_wait_until(lambda: store.quarantined_gpus() == {(SICK, 0)}, 30)
                 await async_wait_until(
                     lambda: store.get(spec.job_id).state is JobState.SUCCEEDED, 120
                 )
@@ -111,12 +115,12 @@ async def test_a_gpu_with_uncorrected_ecc_errors_is_quarantined_and_its_job_move
             await task
         history = store.history(spec.job_id)
         drains = store.drain_requests()
-        faults = store.gpu_faults("n-a")
+        faults = store.gpu_faults(SICK)
     said = " | ".join(e.reason for e in history)
-    assert "GPU 0 of n-a quarantined: 2 uncorrected ECC errors" in said
-    assert "finished on n-b" in history[-1].reason
+    assert f"GPU 0 of {SICK} quarantined: 2 uncorrected ECC errors" in said
+    assert f"finished on {WELL}" in history[-1].reason
     assert [e.to_state for e in history].count(JobState.SUCCEEDED) == 1
-    assert drains["i-0000000000000000a"].kind is DrainKind.REBALANCE
-    assert "quarantined" in drains["i-0000000000000000a"].reason
+    assert drains[SICK].kind is DrainKind.REBALANCE
+    assert "quarantined" in drains[SICK].reason
     assert "i-0000000000000000b" not in drains
     assert [f.kind.value for f in faults] == ["errors", "quarantine"]
