@@ -56,28 +56,29 @@ def own_schema(database: str) -> str:
     return f"{database}{'&' if '?' in database else '?'}options=-csearch_path%3D{schema}"
 
 
+# The benchmarks' job: small, and no pipeline runs it (the simulated workers "run" it).
+BENCH_JOB = {
+    "schema": "framefleet.job/v1",
+    "model": "wan/bench",
+    "prompt": "bench",
+    "width": 64,
+    "height": 64,
+    "num_frames": 9,
+    "steps": 10,
+    "output": OUTPUT_PREFIX,
+}
+
+
+def bench_submission(n: int, **fields: object) -> Submission:
+    """The n-th job (its id and seed from n) as the intake would accept it."""
+    spec = parse_job({**BENCH_JOB, "job_id": f"j{n:06d}", "seed": n, **fields}, now=None)
+    return Submission(spec, f"m{n}")
+
+
 def queue_jobs(store: JobStore, jobs: int) -> None:
-    template = {
-        "schema": "framefleet.job/v1",
-        "model": "wan/bench",
-        "prompt": "bench",
-        "width": 64,
-        "height": 64,
-        "num_frames": 9,
-        "steps": 10,
-        "output": OUTPUT_PREFIX,
-    }
     for start in range(0, jobs, 1000):
         store.accept_batch(
-            [
-                Submission(
-                    parse_job(
-                        {**template, "job_id": f"j{i:06d}", "seed": i, "priority": i % 10}, now=None
-                    ),
-                    f"m{i}",
-                )
-                for i in range(start, min(start + 1000, jobs))
-            ]
+            [bench_submission(i, priority=i % 10) for i in range(start, min(start + 1000, jobs))]
         )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.heap import settle_heap
 from kernel.mqtt_link import LinkSettings, MqttLink
-from orchestrator.control.budgets import MessageBudget
+from orchestrator.control.budgets import MessageBudget, Verdict
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.reception import WORKER_TOPICS
 from orchestrator.control.refusals import RefusedMessages
@@ -29,7 +29,12 @@ from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 
 # Why worker messages were refused or dropped (orchestrator.control.reception).
-REASONS = ("over_budget", "flooding", "quarantined", "inbox_full", "malformed", "unknown_worker")
+REASONS = (
+    *(verdict.value for verdict in Verdict if verdict is not Verdict.ALLOWED),
+    "inbox_full",
+    "malformed",
+    "unknown_worker",
+)
 
 
 async def serve(args: argparse.Namespace) -> dict[str, object]:

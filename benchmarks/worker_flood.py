@@ -30,10 +30,8 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.common import free_port, write_result
-from benchmarks.control_plane import OUTPUT_PREFIX
+from benchmarks.control_plane import bench_submission
 from kernel.clock import SystemClock
-from kernel.job_record import Submission
-from kernel.job_spec import parse_job
 from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
@@ -62,20 +60,9 @@ async def started(*command: str) -> asyncio.subprocess.Process:
 
 async def arrivals(store: JobStore, per_second: float, until: float) -> None:
     """Jobs at a steady pace, as producers send them."""
-    template = {
-        "schema": "framefleet.job/v1",
-        "model": "wan/bench",
-        "prompt": "bench",
-        "width": 64,
-        "height": 64,
-        "num_frames": 9,
-        "steps": 10,
-        "output": OUTPUT_PREFIX,
-    }
     n = 0
     while time.time() < until:
-        job = parse_job({**template, "job_id": f"j{n:06d}", "seed": n}, now=None)
-        await asyncio.to_thread(store.accept_batch, [Submission(job, f"m{n}")])
+        await asyncio.to_thread(store.accept_batch, [bench_submission(n)])
         n += 1
         await asyncio.sleep(1 / per_second)  # the producers' pace
 

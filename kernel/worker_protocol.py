@@ -44,6 +44,10 @@ class Channel(StrEnum):
     STATUS = "status"
 
 
+# What workers publish (the control plane subscribes to these; a worker reads only `cmd`).
+WORKER_PUBLISHES = (Channel.HELLO, Channel.HEARTBEAT, Channel.EVENTS, Channel.STATUS)
+
+
 def topic(worker_id: str, channel: Channel) -> str:
     if not re.match(WORKER_ID_PATTERN, worker_id):
         raise ProtocolError(f"invalid worker id {worker_id!r}")

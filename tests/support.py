@@ -6,7 +6,11 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
+
+from kernel.job_spec import JobSpec
+from kernel.worker_protocol import Channel, Command, CommandKind, topic
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -58,3 +62,21 @@ def job_dict(job_id: str | None = None, /, **overrides: Any) -> dict[str, Any]:
     }
     job.update(overrides)
     return job
+
+
+def assignment(
+    worker_id: str, spec: JobSpec, at: datetime, command_id: str = "assign-1"
+) -> tuple[str, bytes]:
+    """The control plane's `assign` of the job's first attempt to the worker's GPU 0: its
+    topic and payload, for a worker's command handler."""
+    command = Command(
+        worker_id=worker_id,
+        sent_at=at,
+        command_id=command_id,
+        kind=CommandKind.ASSIGN,
+        job_id=spec.job_id,
+        attempt=1,
+        gpu_index=0,
+        spec=spec,
+    )
+    return topic(worker_id, Channel.CMD), command.model_dump_json().encode()

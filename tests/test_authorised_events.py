@@ -31,18 +31,16 @@ from simulator.fakes import KeptDeadLetters, MemoryLink
 from tests.support import job_dict
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
-# On EC2 a worker is its instance (orchestrator.control.identity).
-INSTANCES = {
-    "i-0000000000000aaaa": "i-0000000000000aaaa",
-    "i-0000000000000bbbb": "i-0000000000000bbbb",
-}
+# On EC2 a worker is its instance (orchestrator.control.identity): named by its instance id.
+OWNER, OTHER = "i-0000000000000aaaa", "i-0000000000000bbbb"
+WORKERS = (OWNER, OTHER)
 
 
 def hello(worker_id: str, clock: FakeClock) -> bytes:
     message = Hello(
         worker_id=worker_id,
         sent_at=clock.now(),
-        instance_id=INSTANCES[worker_id],
+        instance_id=worker_id,
         instance_type="g6.xlarge",
         availability_zone="us-east-1a",
         market="spot",
@@ -87,12 +85,12 @@ def service(store: JobStore, clock: FakeClock, dead: KeptDeadLetters) -> Control
 
 async def placed(store: JobStore, clock: FakeClock, plane: ControlPlaneService) -> str:
     """Both workers say hello; the job goes to one of them. Returns its worker."""
-    for worker_id in INSTANCES:
+    for worker_id in WORKERS:
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
     store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
     await plane.tick()
     owner = store.get("victim").worker_id
-    assert owner in INSTANCES
+    assert owner in WORKERS
     return owner
 
 
@@ -115,7 +113,7 @@ async def test_another_worker_cannot_move_a_job_by_event_or_heartbeat(
     dead = KeptDeadLetters()
     plane = service(store, clock, dead)
     owner = await placed(store, clock, plane)
-    other = next(w for w in INSTANCES if w != owner)
+    other = next(w for w in WORKERS if w != owner)
     before = store.get("victim")
 
     forged = event(other, kind, "victim", before.attempt, **fields)
@@ -204,7 +202,7 @@ async def test_a_gone_instance_stays_gone_across_a_restart(
 ) -> None:
     plane = service(store, clock, KeptDeadLetters())
     owner = await placed(store, clock, plane)
-    await plane.instance_gone(INSTANCES[owner], "EventBridge: terminated")
+    await plane.instance_gone(owner, "EventBridge: terminated")
     assert store.get("victim").state is JobState.QUEUED
 
     # A new control plane on the same database gets the retained hello again.

@@ -23,7 +23,6 @@ from kernel.market import Market
 from kernel.mqtt_link import MessageHandler
 from kernel.worker_protocol import (
     Channel,
-    Command,
     CommandKind,
     EventKind,
     GpuInfo,
@@ -39,7 +38,7 @@ from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from simulator.fakes import MemoryLink
 from tests.autoscaler.test_loop import TRACES, autoscaler
-from tests.support import job_dict
+from tests.support import assignment, job_dict
 from tests.test_authorised_events import plane_in_memory
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.parts import WorkerParts
@@ -264,18 +263,8 @@ async def test_a_long_run_through_the_worker_service_keeps_its_maps_bounded(
     spec = parse_job(job_dict("template"), now=None)
     for n in range(5000):
         job = spec.model_copy(update={"job_id": f"job-{n}"})
-        command = Command(
-            worker_id="w-long",
-            sent_at=clock.now(),
-            command_id=f"assign-{n:08d}",
-            kind=CommandKind.ASSIGN,
-            job_id=job.job_id,
-            attempt=1,
-            gpu_index=0,
-            spec=job,
-        )
         link.finished.clear()
-        await handlers[0](topic("w-long", Channel.CMD), command.model_dump_json().encode())
+        await handlers[0](*assignment("w-long", job, clock.now(), f"assign-{n:08d}"))
         await asyncio.wait_for(link.finished.wait(), 5)
     sizes = service.memory_sizes()
     assert sizes["seen_assignments"] == SEEN_ASSIGNMENTS < 5000

@@ -14,7 +14,7 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.support import job_dict
-from tests.test_authorised_events import event, hello, plane_in_memory
+from tests.test_authorised_events import OWNER, event, hello, plane_in_memory
 from tests.test_cli import framefleet
 
 
@@ -44,15 +44,13 @@ async def test_a_running_job_is_stopped_on_its_worker_and_its_gpu_freed(
     store: JobStore, clock: FakeClock
 ) -> None:
     plane, link = plane_in_memory(store, clock)
-    await plane.on_message(
-        topic("i-0000000000000aaaa", Channel.HELLO), hello("i-0000000000000aaaa", clock)
-    )
+    await plane.on_message(topic(OWNER, Channel.HELLO), hello(OWNER, clock))
     store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
     await plane.tick()
     attempt = store.get("victim").attempt
     await plane.on_message(
-        topic("i-0000000000000aaaa", Channel.EVENTS),
-        event("i-0000000000000aaaa", EventKind.STARTED, "victim", attempt),
+        topic(OWNER, Channel.EVENTS),
+        event(OWNER, EventKind.STARTED, "victim", attempt),
     )
     await plane.apply_pending()
     await plane.tick()
@@ -63,12 +61,8 @@ async def test_a_running_job_is_stopped_on_its_worker_and_its_gpu_freed(
     await plane.tick()  # the control plane's next round no longer counts the job as running
     # The worker's next heartbeat still reports it: the control plane tells the worker to stop.
     progress = JobProgress(job_id="victim", attempt=attempt, gpu_index=0, step=3, total_steps=4)
-    beat = Heartbeat(
-        worker_id="i-0000000000000aaaa", sent_at=clock.now(), sequence=1, jobs=(progress,)
-    )
-    await plane.on_message(
-        topic("i-0000000000000aaaa", Channel.HEARTBEAT), beat.model_dump_json().encode()
-    )
+    beat = Heartbeat(worker_id=OWNER, sent_at=clock.now(), sequence=1, jobs=(progress,))
+    await plane.on_message(topic(OWNER, Channel.HEARTBEAT), beat.model_dump_json().encode())
     await plane.apply_pending()
     assert [(c.kind, c.job_id, c.attempt) for c in link.commands] == [
         (CommandKind.CANCEL, "victim", attempt)

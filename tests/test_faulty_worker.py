@@ -18,8 +18,6 @@ from kernel.job_state import JobState
 from kernel.mqtt_link import MessageHandler
 from kernel.worker_protocol import (
     Channel,
-    Command,
-    CommandKind,
     EventKind,
     Heartbeat,
     WorkerEvent,
@@ -29,8 +27,8 @@ from orchestrator.control.service import ControlPlaneService
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
-from tests.test_authorised_events import INSTANCES, NOW, event, placed, plane_in_memory
+from tests.support import assignment, job_dict
+from tests.test_authorised_events import NOW, WORKERS, event, placed, plane_in_memory
 from tests.test_bounded_memory import InstantRunner, NoNvml
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.parts import WorkerParts
@@ -52,7 +50,7 @@ def test_the_scheduler_keeps_a_job_off_the_workers_it_must_avoid() -> None:
 
 
 async def heartbeats(plane: ControlPlaneService, clock: FakeClock) -> None:
-    for worker_id in INSTANCES:
+    for worker_id in WORKERS:
         beat = Heartbeat(worker_id=worker_id, sent_at=clock.now(), sequence=2)
         await plane.on_message(topic(worker_id, Channel.HEARTBEAT), beat.model_dump_json().encode())
 
@@ -153,17 +151,7 @@ async def test_a_worker_that_fails_its_preflight_refuses_the_job_with_every_reas
     )
     WorkerService("w-sick", parts, clock, connect)
     spec = parse_job(job_dict("needs-a-gpu"), now=None)
-    command = Command(
-        worker_id="w-sick",
-        sent_at=clock.now(),
-        command_id="assign-1",
-        kind=CommandKind.ASSIGN,
-        job_id=spec.job_id,
-        attempt=1,
-        gpu_index=0,
-        spec=spec,
-    )
-    await handlers[0](topic("w-sick", Channel.CMD), command.model_dump_json().encode())
+    await handlers[0](*assignment("w-sick", spec, clock.now()))
     async with asyncio.timeout(10):
         while not any('"failed"' in p for p in link.payloads):
             link.sent.clear()

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiomqtt
 import pytest
 
-from kernel.clock import SystemClock
 from kernel.fleet_facts import InstanceSeen
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.market import Market
-from kernel.mosquitto import LocalMosquitto
-from kernel.mqtt_link import LinkSettings, MqttLink
+from kernel.mqtt_link import MqttLink
 from kernel.worker_protocol import (
     Channel,
     EventKind,
@@ -34,46 +31,24 @@ from kernel.worker_protocol import (
     topic,
 )
 from orchestrator.control.budgets import MessageBudget
-from orchestrator.control.reception import WORKER_TOPICS
-from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.scheduling.worker_health import WorkerHealth
 from orchestrator.store.engine import make_engine
-from orchestrator.store.instances import InstanceLedger
-from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.conftest import free_port
+from tests.acl_broker import CONTROL_PLANE, acl_broker, as_worker, plane_on_broker
 from tests.support import async_wait_until, job_dict
 from tests.test_authorised_events import event
-from tests.test_worker_protocol import ACL
 
 HEALTHY, HOSTILE = "i-0aaaaaaaaaaaaaaa1", "i-0bbbbbbbbbbbbbbb2"
-CONTROL_PLANE = "framefleet-control-plane"
 PASSWORDS = {CONTROL_PLANE: "cp-secret", HEALTHY: "healthy-secret", HOSTILE: "hostile-secret"}
 FLOOD = 20_000
+FLOOD_QUEUE = {"max_queued_outgoing_messages": FLOOD * 2}  # room for the whole flood
 
 
 @pytest.fixture
 def secured_broker(tmp_path: Path) -> Iterator[int]:
-    broker = LocalMosquitto(tmp_path, free_port(), acl_file=ACL, passwords=PASSWORDS)
-    broker.start()
-    yield broker.port
-    broker.stop()
-
-
-@asynccontextmanager
-async def as_worker(port: int, worker_id: str) -> AsyncIterator[aiomqtt.Client]:
-    async with aiomqtt.Client(
-        "127.0.0.1",
-        port,
-        identifier=worker_id,
-        username=worker_id,
-        password=PASSWORDS[worker_id],
-        protocol=aiomqtt.ProtocolVersion.V311,
-        max_queued_outgoing_messages=FLOOD * 2,
-    ) as client:
-        yield client
+    with acl_broker(tmp_path, PASSWORDS) as port:
+        yield port
 
 
 def hello(worker_id: str, instance_id: str, gpus: int = 1, vram_gib: float = 24) -> str:
@@ -105,41 +80,25 @@ async def test_a_hostile_worker_is_refused_and_counted_and_the_healthy_one_untou
 ) -> None:
     engine = make_engine(sqlite_url)
     upgrade_to_head(engine)
-    clock = SystemClock()
-    store = JobStore(engine, clock)
-    launched = clock.now()
+    settings = ControlSettings(
+        tick_seconds=0.1,
+        resend_after=timedelta(seconds=30),
+        budget=MessageBudget(per_second=50, burst=100, flood_after=1000),
+    )
+    plane, store = plane_on_broker(engine, secured_broker, PASSWORDS[CONTROL_PLANE], settings)
+    launched = datetime.now(UTC)
     store.record_instances_seen(
         [
             InstanceSeen(iid, "g5.xlarge", "us-east-1a", Market.SPOT, launched, 1, "a10g")
             for iid in (HEALTHY, HOSTILE)
         ]
     )
-    link = LinkSettings(
-        host="127.0.0.1",
-        port=secured_broker,
-        client_id="cp",
-        username=CONTROL_PLANE,
-        password=PASSWORDS[CONTROL_PLANE],
-    )
-    settings = ControlSettings(
-        tick_seconds=0.1,
-        resend_after=timedelta(seconds=30),
-        budget=MessageBudget(per_second=50, burst=100, flood_after=1000),
-    )
-    plane = ControlPlaneService(
-        store,
-        clock,
-        settings,
-        connect=lambda deliver, admit: MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit),
-        refusals=RefusedMessages(clock),
-        instances=InstanceLedger(engine, clock),
-    )
     stop, beats_stop = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(plane.run(stop))
     try:
         async with (
-            as_worker(secured_broker, HEALTHY) as healthy,
-            as_worker(secured_broker, HOSTILE) as hostile,
+            as_worker(secured_broker, HEALTHY, PASSWORDS[HEALTHY], **FLOOD_QUEUE) as healthy,
+            as_worker(secured_broker, HOSTILE, PASSWORDS[HOSTILE], **FLOOD_QUEUE) as hostile,
         ):
             assert isinstance(plane.link, MqttLink)
             await async_wait_until(plane.link.connected.is_set)

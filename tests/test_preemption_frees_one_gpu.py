@@ -11,7 +11,7 @@ from kernel.worker_protocol import Channel, CommandKind, EventKind, topic
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.store.job_store import JobStore
 from tests.support import job_dict
-from tests.test_authorised_events import event, hello, plane_in_memory
+from tests.test_authorised_events import OTHER, OWNER, event, hello, plane_in_memory
 
 
 async def start(plane: ControlPlaneService, store: JobStore, job_id: str) -> str:
@@ -27,7 +27,7 @@ async def test_one_urgent_job_evicts_one_victim_and_takes_its_gpu(
     store: JobStore, clock: FakeClock
 ) -> None:
     plane, link = plane_in_memory(store, clock)
-    for worker_id in ("i-0000000000000aaaa", "i-0000000000000bbbb"):
+    for worker_id in (OWNER, OTHER):
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
     store.accept_batch(
         [

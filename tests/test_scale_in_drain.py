@@ -19,7 +19,15 @@ from orchestrator.control.service import ControlPlaneService
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import MemoryLink
 from tests.support import job_dict
-from tests.test_authorised_events import INSTANCES, event, hello, placed, plane_in_memory
+from tests.test_authorised_events import (
+    OTHER,
+    OWNER,
+    WORKERS,
+    event,
+    hello,
+    placed,
+    plane_in_memory,
+)
 from tests.test_faulty_worker import heartbeats
 
 
@@ -27,17 +35,17 @@ async def test_an_idle_instance_is_drained_at_once_and_takes_no_new_job(
     store: JobStore, clock: FakeClock
 ) -> None:
     plane, _ = plane_in_memory(store, clock)
-    for worker_id in INSTANCES:
+    for worker_id in WORKERS:
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
-    store.ask_to_drain([INSTANCES["i-0000000000000aaaa"]], "idle 11 min")
+    store.ask_to_drain([OWNER], "idle 11 min")
     await plane.tick()
-    assert store.drain_requests()[INSTANCES["i-0000000000000aaaa"]].drained_at == clock.now()
+    assert store.drain_requests()[OWNER].drained_at == clock.now()
     # A job arriving after the request never lands on the instance on its way out.
     for n in range(3):
         store.accept_batch([Submission(parse_job(job_dict(f"after-{n}"), now=None), f"m{n}")])
         await plane.tick()
     workers = {store.get(f"after-{n}").worker_id for n in range(3)}
-    assert workers == {"i-0000000000000bbbb", None}  # one GPU there; the others wait
+    assert workers == {OTHER, None}  # one GPU there; the others wait
 
 
 async def test_a_busy_instance_is_drained_once_its_job_has_moved(
@@ -45,17 +53,17 @@ async def test_a_busy_instance_is_drained_once_its_job_has_moved(
 ) -> None:
     plane, link = plane_in_memory(store, clock)
     owner = await placed(store, clock, plane)
-    other = next(w for w in INSTANCES if w != owner)
+    other = next(w for w in WORKERS if w != owner)
     await plane.on_message(
         topic(owner, Channel.EVENTS), event(owner, EventKind.STARTED, "victim", 1)
     )
     await plane.apply_pending()
     assert store.get("victim").state is JobState.RUNNING
 
-    store.ask_to_drain([INSTANCES[owner]], "scale-in: idle")
+    store.ask_to_drain([owner], "scale-in: idle")
     await plane.tick()
     # Not empty yet: the job checkpoints first, and its worker is told to.
-    assert store.drain_requests()[INSTANCES[owner]].drained_at is None
+    assert store.drain_requests()[owner].drained_at is None
     assert store.get("victim").state is JobState.CHECKPOINTING
     told = [c for c in link.commands if c.kind is CommandKind.CHECKPOINT_NOW]
     assert [(c.worker_id, c.job_id) for c in told] == [(owner, "victim")]
@@ -67,7 +75,7 @@ async def test_a_busy_instance_is_drained_once_its_job_has_moved(
     clock.advance(timedelta(minutes=1).total_seconds())
     await heartbeats(plane, clock)
     await plane.tick()
-    assert store.drain_requests()[INSTANCES[owner]].drained_at is not None
+    assert store.drain_requests()[owner].drained_at is not None
     moved = store.get("victim")
     assert moved.state is JobState.ASSIGNED
     assert moved.worker_id == other  # resumes on the other instance, from its checkpoint
@@ -94,7 +102,7 @@ async def test_a_rebalance_recommendation_stops_assignments_and_lets_the_job_fin
     job is not interrupted, and the instance is reported empty once it finishes (the
     autoscaler then terminates it; meanwhile it buys capacity elsewhere)."""
     plane, link, owner = await _running(store, clock)
-    instance = INSTANCES[owner]
+    instance = owner
     if source == "eventbridge":
         await plane.stop_assigning(instance, "EC2 Instance Rebalance Recommendation")
     else:

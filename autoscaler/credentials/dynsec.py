@@ -22,7 +22,7 @@ from autoscaler.credentials.ports import CredentialError
 from kernel.instance_types import INSTANCE_ID_PATTERN
 from kernel.mqtt_link import LinkSettings, tls_context
 from kernel.outside_text import printable
-from kernel.worker_protocol import TOPIC_PREFIX, Channel, topic
+from kernel.worker_protocol import TOPIC_PREFIX, WORKER_PUBLISHES, Channel, topic
 
 CONTROL = "$CONTROL/dynamic-security/v1"
 ROLE_PREFIX = "framefleet-worker-"
@@ -31,14 +31,13 @@ CONTROL_PLANE = "framefleet-control-plane"
 WORKER_ACCOUNT = re.compile(INSTANCE_ID_PATTERN)
 # Errors that mean the wanted state is already there (a grant or revoke repeated).
 SETTLED = ("already exists", "not found")
-PUBLISHES = (Channel.HELLO, Channel.HEARTBEAT, Channel.EVENTS, Channel.STATUS)
 
 
 def worker_acls(worker_id: str) -> list[dict[str, Any]]:
     """The worker's own topics, as dynamic-security ACLs (everything else is denied)."""
     acls: list[dict[str, Any]] = [
         {"acltype": "publishClientSend", "topic": topic(worker_id, c), "allow": True}
-        for c in PUBLISHES
+        for c in WORKER_PUBLISHES
     ]
     acls.append(
         {"acltype": "subscribePattern", "topic": topic(worker_id, Channel.CMD), "allow": True}
@@ -51,7 +50,7 @@ def control_plane_acls() -> list[dict[str, Any]]:
     every = f"{TOPIC_PREFIX}/+"
     acls: list[dict[str, Any]] = [
         {"acltype": "subscribePattern", "topic": f"{every}/{c.value}", "allow": True}
-        for c in PUBLISHES
+        for c in WORKER_PUBLISHES
     ]
     acls.append(
         {"acltype": "publishClientSend", "topic": f"{every}/{Channel.CMD.value}", "allow": True}

@@ -31,7 +31,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class RateLimit:
-    """Each token's requests per minute, in this process (a replica limits on its own)."""
+    """Requests (or failures) per minute of each key (a token, an address), in this process
+    (a replica limits on its own)."""
 
     def __init__(self, per_minute: int) -> None:
         self._item = RateLimitItemPerMinute(per_minute)
@@ -47,6 +48,9 @@ class RateLimit:
     def exhausted(self, key: str) -> bool:
         """Over its rate now (without counting this as a request)."""
         return not self._limiter.test(self._item, key)
+
+    def count(self, key: str) -> None:
+        self._limiter.hit(self._item, key)
 
 
 def source_of(request: Request) -> str:
@@ -66,7 +70,7 @@ def refuse_if_failing(request: Request) -> None:
 
 def count_failure(request: Request) -> None:
     failures: RateLimit = request.app.state.failed_auth
-    failures.retry_after(source_of(request))
+    failures.count(source_of(request))
 
 
 def services(request: Request) -> ApiServices:

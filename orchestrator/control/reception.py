@@ -17,6 +17,8 @@ from typing import Any
 
 from kernel.clock import Clock
 from kernel.worker_protocol import (
+    TOPIC_PREFIX,
+    WORKER_PUBLISHES,
     Channel,
     Hello,
     ProtocolError,
@@ -35,10 +37,7 @@ log = logging.getLogger(__name__)
 INBOX_BOUND = 50_000  # job events waiting to be written (a few seconds of a large fleet)
 UNKNOWN_SENDER = "?"  # a topic with no worker id: one budget for all of them
 
-WORKER_TOPICS = [
-    f"ff/v1/workers/+/{channel.value}"
-    for channel in (Channel.HELLO, Channel.HEARTBEAT, Channel.EVENTS, Channel.STATUS)
-]
+WORKER_TOPICS = [f"{TOPIC_PREFIX}/+/{channel.value}" for channel in WORKER_PUBLISHES]
 
 Quarantine = Callable[[str], Coroutine[Any, Any, None]]
 
@@ -105,9 +104,6 @@ class Reception:
 
     async def deliver(self, topic_name: str, payload: bytes) -> None:
         """A message within its sender's budget: the protocol, identity and admission."""
-        await self._believe(topic_name, payload)
-
-    async def _believe(self, topic_name: str, payload: bytes) -> None:
         try:
             message = decode_worker_message(topic_name, payload)
         except ProtocolError as error:

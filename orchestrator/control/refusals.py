@@ -54,10 +54,7 @@ class RefusedMessages:
     def refuse(self, reason: str, source: str, error: str, payload: bytes, key: str = "") -> None:
         """Count and log at once; dead-letter in the background. `key` names a message that
         may come again (an event id), so it is dead-lettered once."""
-        self.total += 1
-        self._counter.labels(reason=reason).inc()
-        # One line per sender and reason a minute: a flood of garbage is a count, not 60 MB.
-        held = self._lines.allow(f"{source}|{reason}")
+        held = self._count(reason, source)
         if held is not None:
             where, why = printable(source, 200), printable(error)
             log.warning("refused %s on %s: %s%s", reason, where, why, held_back(held))
@@ -73,11 +70,16 @@ class RefusedMessages:
     def drop(self, reason: str, sender: str) -> None:
         """A message not even read (a sender past its budget, a full inbox): counted, and a
         line per sender and reason a minute; its body is not kept, a flood is not evidence."""
-        self.total += 1
-        self._counter.labels(reason=reason).inc()
-        held = self._lines.allow(f"{sender}|{reason}")
+        held = self._count(reason, sender)
         if held is not None:
             log.warning("dropped %s from %s%s", reason, printable(sender, 80), held_back(held))
+
+    def _count(self, reason: str, source: str) -> int | None:
+        """Counted, always; logged once per source and reason a minute (a flood of garbage is
+        a count, not 60 MB of log): the lines held back since, or None for no line now."""
+        self.total += 1
+        self._counter.labels(reason=reason).inc()
+        return self._lines.allow(f"{source}|{reason}")
 
     def refuse_event(self, event: WorkerEvent, why: str) -> None:
         """An event its sender may not send (see `authorise`). Heartbeats repeat events (and

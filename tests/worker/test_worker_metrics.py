@@ -15,8 +15,7 @@ from framefleet.worker_cli import worker_checks
 from kernel.clock import FakeClock
 from kernel.health_server import HealthServer
 from kernel.job_spec import parse_job
-from kernel.worker_protocol import Channel, Command, CommandKind, topic
-from tests.support import async_wait_until, job_dict
+from tests.support import assignment, async_wait_until, job_dict
 from tests.test_bounded_memory import InstantRunner, NoNvml
 from tests.test_faulty_worker import without_broker
 from tests.test_health_and_metrics import get, samples
@@ -77,19 +76,9 @@ async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
         assert (await get(f"{base}/readyz"))[0] == 200
 
         spec = parse_job(job_dict("metered"), now=None)
-        command = Command(
-            worker_id="w-metered",
-            sent_at=clock.now(),
-            command_id="assign-1",
-            kind=CommandKind.ASSIGN,
-            job_id=spec.job_id,
-            attempt=1,
-            gpu_index=0,
-            spec=spec,
-        )
         before = await samples(f"{base}/metrics")
         assert ("framefleet_worker_jobs_total", (("outcome", "succeeded"),)) not in before
-        await handlers[0](topic("w-metered", Channel.CMD), command.model_dump_json().encode())
+        await handlers[0](*assignment("w-metered", spec, clock.now()))
         await async_wait_until(lambda: any('"finished"' in p for p in link.payloads))
 
         after = await samples(f"{base}/metrics")
