@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from orchestrator.control.scheduling_view import queue_window
+from orchestrator.control.scheduling_view import QueueReads
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import (
     GpuSlot,
@@ -198,7 +198,13 @@ def test_a_deadline_past_its_spot_until_takes_on_demand_gpus_only() -> None:
 
 
 def test_a_tick_reads_four_queued_jobs_per_free_gpu_within_bounds() -> None:
-    assert [queue_window(free) for free in (0, 10, 100, 499, 5000)] == [200, 200, 400, 1996, 2000]
+    assert [QueueReads().window(free) for free in (0, 10, 100, 499, 5000)] == [
+        200,
+        200,
+        400,
+        1996,
+        2000,
+    ]
 
 
 def warm(worker_id: str, model: str | None, spot: bool = False, vram: float = 48) -> WorkerSnapshot:

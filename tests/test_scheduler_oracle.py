@@ -1,5 +1,6 @@
-"""The scheduler against the plain statement of its rules: the whole queue sorted, every job
-tried in turn, each preemption the least urgent of all the running jobs that may give way.
+"""The scheduler against the plain statement of its rules: the whole queue sorted by aged
+priority (exact arithmetic), then least slack, then arrival; every job tried in turn; each
+preemption the least urgent of all the running jobs that may give way.
 
 The scheduler takes the queue from a heap, stops once no GPU is free and nothing may be
 preempted, and scans the victims in order: it must decide exactly what the plain one does.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +21,6 @@ from orchestrator.scheduling.policy import (
     _seconds,
     _victim_order,
     fits,
-    queue_order,
     schedule,
 )
 from orchestrator.scheduling.snapshots import (
@@ -46,7 +47,7 @@ def plain_schedule(
     preemptible = [g for g in busy if g.running is not None and g.running.preemptible]
     weakest = min((g.running.priority for g in preemptible if g.running), default=math.inf)
     assignments, preemptions = [], []
-    ordered = queue_order(pending, now, RULES)
+    ordered = sorted(pending, key=lambda job: plain_rank(job, now))
     placed: set[str] = set()
     for job in ordered:
         if job.reserved_on and job.job_id not in waiting_for_gpu:
@@ -90,7 +91,17 @@ def plain_schedule(
     return Decisions(tuple(assignments), tuple(preemptions))
 
 
-hours = st.floats(min_value=0, max_value=6, allow_nan=False)
+def plain_rank(job: PendingJob, now: datetime) -> tuple[Fraction, float, datetime, str]:
+    waited = Fraction(max(0, int((now - job.queued_since).total_seconds())), 3600)
+    aged = job.priority + Fraction(RULES.aging_per_hour) * waited
+    latest = job.start_by or job.deadline
+    slack = math.inf if latest is None else (latest - now).total_seconds()
+    return (-aged, slack, job.queued_since, job.job_id)
+
+
+# Whole minutes: equal aged priorities (5 after an hour is 6 at once) and equal slacks happen,
+# and the order between them is what the property holds the scheduler to.
+hours = st.integers(min_value=0, max_value=360).map(lambda minutes: minutes / 60)
 maybe_hours = st.one_of(st.none(), hours)
 
 
@@ -142,12 +153,15 @@ def fleets(draw: st.DrawFn) -> tuple[list[PendingJob], list[WorkerSnapshot]]:
                 avoid=frozenset(draw(st.sets(st.sampled_from(worker_ids or ["-"]), max_size=1))),
                 capacity_coming=draw(st.booleans()),
                 spot_until=draw(st.sampled_from([None, NOW - timedelta(hours=1)])),
+                start_by=None
+                if deadline is None
+                else NOW + timedelta(hours=deadline) - timedelta(hours=draw(hours)),
             )
         )
     return pending, workers
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(fleets())
 def test_the_scheduler_decides_what_the_plain_rules_decide(
     fleet: tuple[list[PendingJob], list[WorkerSnapshot]],

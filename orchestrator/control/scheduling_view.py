@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+from kernel.deadline_risk import start_by
 from kernel.job_record import JobRecord, Placement, Reservation
 from kernel.job_state import JobState
 from orchestrator.scheduling.registry import WorkerRegistry
@@ -24,17 +26,25 @@ def can_restart(job: JobRecord, reservation: Reservation | None, now: datetime) 
     return until is None or now <= until
 
 
-# How much of the queue a tick reads: the most urgent and the oldest jobs (see
-# `JobStore.schedulable`), four for each free GPU, so that jobs that do not fit one still
-# leave others that do; never fewer than QUEUE_WINDOW_LEAST (preemption and aging look at the
-# queue's head when nothing is free) nor more than QUEUE_WINDOW_MOST.
-QUEUE_WINDOW_LEAST, QUEUE_WINDOW_MOST = 200, 2000
+@dataclass(frozen=True)
+class QueueReads:
+    """How much of the queue a tick reads: the most urgent and the oldest jobs (see
+    `JobStore.schedulable`), `per_free_gpu` for each free GPU, so that jobs that do not fit
+    one still leave others that do; never fewer than `least` (preemption and aging look at
+    the queue's head when nothing is free) nor more than `most`. Every reserved job and every
+    job whose deadline is at risk (its latest start within `startup`, at most `at_risk_most`)
+    come besides, whatever the window."""
 
+    least: int = 200
+    most: int = 2000
+    per_free_gpu: int = 4
+    at_risk_most: int = 10_000
+    startup: timedelta = timedelta(seconds=210)  # a new instance's boot and model load
 
-def queue_window(free_gpus: int) -> int:
-    """The queue's jobs a tick reads, by the GPUs free: a full fleet with a queue of 10,000
-    reads 200 of them, not 2,000, five times a second."""
-    return min(QUEUE_WINDOW_MOST, max(QUEUE_WINDOW_LEAST, 4 * free_gpus))
+    def window(self, free_gpus: int) -> int:
+        """A full fleet with a queue of 10,000 reads 200 of them, not 2,000, five times a
+        second."""
+        return min(self.most, max(self.least, self.per_free_gpu * free_gpus))
 
 
 def pending_jobs(
@@ -70,6 +80,12 @@ def pending_jobs(
                 if reservation
                 else None,
                 model=job.spec.model,
+                start_by=start_by(
+                    job.spec,
+                    steps_left(job),
+                    reservation.seconds_per_step if reservation else None,
+                    job.families(),
+                ),
             )
         )
     return pending

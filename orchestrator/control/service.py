@@ -40,7 +40,6 @@ from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.scheduling_view import (
     freeing_now,
     pending_jobs,
-    queue_window,
     running_jobs,
 )
 from orchestrator.control.settings import (
@@ -357,8 +356,14 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         # waits for the next one (the read was sized for these workers' free GPUs).
         accepting = self.registry.accepting()
         busy = {(p.worker_id, p.gpu_index) for p in placements}
-        window = queue_window(self.registry.free_gpus(busy, accepting))
-        queued = await asyncio.to_thread(self._store.schedulable, now, window)
+        reads = self._settings.queue_reads
+        queued = await asyncio.to_thread(
+            self._store.schedulable,
+            now,
+            reads.window(self.registry.free_gpus(busy, accepting)),
+            reads.startup,
+            reads.at_risk_most,
+        )
         if not queued:
             return
         reserved = await asyncio.to_thread(self._store.live_reservations)

@@ -24,6 +24,7 @@ from kernel.market import Market
 from orchestrator.control.budgets import MessageBudget
 from orchestrator.control.gpu_watch import WatchSettings
 from orchestrator.control.job_events import RetryPolicy
+from orchestrator.control.scheduling_view import QueueReads
 from orchestrator.scheduling.snapshots import SchedulerSettings
 from orchestrator.store.leases import Fence
 
@@ -38,6 +39,7 @@ class ControlSettings:
     suspect_after: timedelta = timedelta(seconds=10)
     lost_after: timedelta = timedelta(seconds=30)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    queue_reads: QueueReads = field(default_factory=QueueReads)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_batch: int = 500  # worker messages written in one transaction
     watch: WatchSettings = field(default_factory=WatchSettings)  # stalls and sick GPUs
@@ -96,7 +98,9 @@ class ControlStore(Protocol):
 
     def placements(self) -> list[Placement]: ...
 
-    def schedulable(self, now: datetime, limit: int = ...) -> list[JobRecord]: ...
+    def schedulable(
+        self, now: datetime, limit: int, risk_horizon: timedelta, at_risk_most: int
+    ) -> list[JobRecord]: ...
 
     def live_reservations(self) -> dict[str, Reservation]: ...
 

@@ -1,9 +1,9 @@
-"""The scheduler: priority (aged), then earliest deadline, then arrival; GPU fit by VRAM and
-family; among GPUs equally good for a job (the same size and market), one that holds its model
-loaded (cache-aware placement: it costs no priority or deadline, and saves the load); one job
-per GPU; a much more urgent job may preempt a less urgent one when nothing fits,
-but never one due before it, nor for a job whose own instance is on its way. The GPU the
-autoscaler bought for a job goes to that job first.
+"""The scheduler: priority (aged), then least slack (the latest start that still meets the
+deadline), then arrival; GPU fit by VRAM and family; among GPUs equally good for a job (the
+same size and market), one that holds its model loaded (cache-aware placement: it costs no
+priority or deadline, and saves the load); one job per GPU; a much more urgent job may
+preempt a less urgent one when nothing fits, but never one due before it, nor for a job whose
+own instance is on its way. The GPU the autoscaler bought for a job goes to that job first.
 
 Pure: the same snapshots and `now` always give the same decisions.
 """
@@ -39,14 +39,16 @@ def _seconds(moment: datetime | None) -> float:
 def _queue_keys(
     now: datetime, settings: SchedulerSettings
 ) -> Callable[[PendingJob], tuple[float, float, float, str]]:
-    # What `effective_priority` computes, on timestamps taken once: a tick keys thousands.
-    now_s, per_second = now.timestamp(), settings.aging_per_hour / 3600
+    # What `effective_priority` computes, in priority-seconds (no division: two jobs whose aged
+    # priorities are equal compare equal, and the least slack decides), on timestamps taken
+    # once: a tick keys thousands.
+    now_s, aging = now.timestamp(), settings.aging_per_hour
 
     def key(job: PendingJob) -> tuple[float, float, float, str]:
         queued_s = job.queued_since.timestamp()
-        aged = job.priority + per_second * max(0.0, now_s - queued_s)
-        deadline_s = math.inf if job.deadline is None else job.deadline.timestamp()
-        return (-aged, deadline_s, queued_s, job.job_id)
+        aged = job.priority * 3600 + aging * max(0.0, now_s - queued_s)
+        latest = job.latest_start
+        return (-aged, math.inf if latest is None else latest.timestamp(), queued_s, job.job_id)
 
     return key
 

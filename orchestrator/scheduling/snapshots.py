@@ -30,6 +30,13 @@ class PendingJob:
     spot_until: datetime | None = None
     # Its model: among GPUs equally good for it, one that holds the model loaded wins.
     model: str = ""
+    # The latest moment it can start and meet its deadline (its deadline less its remaining
+    # steps at its pace): among jobs of equal aged priority the least slack goes first.
+    start_by: datetime | None = None
+
+    @property
+    def latest_start(self) -> datetime | None:
+        return self.start_by or self.deadline
 
 
 @dataclass(frozen=True)

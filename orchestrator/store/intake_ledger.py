@@ -11,6 +11,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
+from kernel.deadline_risk import start_by
 from kernel.job_record import AcceptOutcome, Rejection, Submission
 from kernel.job_state import JobState
 from orchestrator.store.base import StoreBase
@@ -84,6 +85,7 @@ class IntakeLedger(StoreBase):
             attempt=0,
             priority=spec.priority,
             deadline=spec.deadline,
+            start_by=start_by(spec),
             model=spec.model,
             spec_json=spec.canonical_json(),
             spec_sha256=fingerprint,

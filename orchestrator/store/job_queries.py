@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import func
 from sqlalchemy import select as select_columns
@@ -17,11 +17,16 @@ from orchestrator.store.base import (
     CURRENT_ATTEMPT,
     JOB_COLUMNS,
     JOBS,
+    RESERVATIONS,
     StoreBase,
     utc,
 )
 from orchestrator.store.job_moves import WORKER_FAULT
 from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow
+
+# At-risk deadline jobs one read takes at most: more than a fleet has GPUs, so the bound is
+# reached only where most of them will miss anyway.
+AT_RISK_MOST = 10_000
 
 
 class JobQueries(StoreBase):
@@ -39,19 +44,37 @@ class JobQueries(StoreBase):
         with self._session() as session:
             return self._records(session, job_ids)
 
-    def schedulable(self, now: datetime, limit: int = 2000) -> list[JobRecord]:
-        """Queued jobs past their backoff for the scheduler: the most urgent `limit` by base
-        priority and the oldest `limit` (which aging may have made urgent), without repeats."""
+    def schedulable(
+        self,
+        now: datetime,
+        limit: int = 2000,
+        risk_horizon: timedelta = timedelta(0),
+        at_risk_most: int = AT_RISK_MOST,
+    ) -> list[JobRecord]:
+        """Queued jobs past their backoff for the scheduler, without repeats: the most urgent
+        `limit` by base priority, the oldest `limit` (which aging may have made urgent), and
+        however long the backlog every job holding a reservation and every job whose deadline
+        is at risk (its `start_by` before `now + risk_horizon`, a start-up; at most
+        `at_risk_most` of these, the nearest first)."""
         base = select_columns(*JOB_COLUMNS).where(
             JOBS.c.state == JobState.QUEUED.value,
             JOBS.c.not_before.is_(None) | (JOBS.c.not_before <= now),
+        )
+        claimed = select_columns(RESERVATIONS.c.job_id).where(
+            RESERVATIONS.c.instance_id != "", RESERVATIONS.c.expires_at > now
         )
         with self._session() as session:
             urgent = session.execute(
                 base.order_by(JOBS.c.priority.desc(), JOBS.c.created_at).limit(limit)
             ).all()
             oldest = session.execute(base.order_by(JOBS.c.created_at).limit(limit)).all()
-            rows = {row.job_id: row for row in [*urgent, *oldest]}
+            at_risk = session.execute(
+                base.where(JOBS.c.start_by <= now + risk_horizon)
+                .order_by(JOBS.c.start_by)
+                .limit(at_risk_most)
+            ).all()
+            reserved = session.execute(base.where(JOBS.c.job_id.in_(claimed))).all()
+            rows = {row.job_id: row for row in [*urgent, *oldest, *at_risk, *reserved]}
             return self._light_records(session, rows.values(), worker_of=None)
 
     def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[JobRecord]:

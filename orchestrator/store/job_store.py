@@ -30,6 +30,7 @@ from orchestrator.store.base import (
     CURRENT_ATTEMPT,
     JOB_COLUMNS,
     JOBS,
+    RESERVATIONS,
     in_chunks,
     table_of,
 )
@@ -51,10 +52,10 @@ from orchestrator.store.pool_marks import PoolMarkBook
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.report_sends import ReportSendBook
 from orchestrator.store.reservations import ReservationBook
-from orchestrator.store.tables import JobEventRow, ReservationRow
+from orchestrator.store.tables import JobEventRow
 from orchestrator.store.tokens import TokenBook
 
-_EVENTS, _RESERVATIONS = table_of(JobEventRow), table_of(ReservationRow)
+_EVENTS = table_of(JobEventRow)
 # The current attempt's columns a batch reads, labelled apart from the job's.
 _ATTEMPT_READ = tuple(
     ATTEMPTS.c[name].label(f"a_{name}")
@@ -213,11 +214,9 @@ class JobStore(
             # The instance reserved for a job is used up once the job is placed: if it comes
             # back to the queue it has no claim on that GPU (the market choice stays).
             connection.execute(
-                update(_RESERVATIONS)
-                .where(_RESERVATIONS.c.job_id.in_(writes.assigned))
+                update(RESERVATIONS)
+                .where(RESERVATIONS.c.job_id.in_(writes.assigned))
                 .values(instance_id="")
             )
         if writes.ended:
-            connection.execute(
-                delete(_RESERVATIONS).where(_RESERVATIONS.c.job_id.in_(writes.ended))
-            )
+            connection.execute(delete(RESERVATIONS).where(RESERVATIONS.c.job_id.in_(writes.ended)))

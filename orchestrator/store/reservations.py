@@ -9,7 +9,7 @@ from sqlalchemy import Row, select
 
 from kernel.job_record import Reservation
 from kernel.job_state import ACTIVE_STATES, JobState
-from orchestrator.store.base import JOBS, StoreBase, in_chunks, table_of, utc
+from orchestrator.store.base import JOBS, RESERVATIONS, StoreBase, in_chunks, utc
 from orchestrator.store.tables import ReservationRow
 
 
@@ -34,23 +34,20 @@ class ReservationBook(StoreBase):
         rows: list[Row[Any]] = []
         with self._session() as session:
             for chunk in in_chunks(job_ids):
-                rows.extend(session.execute(select(_RESERVATIONS).where(_JOB.in_(chunk))))
+                rows.extend(session.execute(select(RESERVATIONS).where(_JOB.in_(chunk))))
         return _by_job(rows)
 
     def live_reservations(self) -> dict[str, Reservation]:
         """The reservations of every job queued or on a GPU: what the scheduler reads each
         tick, in one query whatever the queue's length (a job that ended has none)."""
         live = [JobState.QUEUED.value, *(state.value for state in ACTIVE_STATES)]
-        query = (
-            select(_RESERVATIONS).join(JOBS, JOBS.c.job_id == _JOB).where(JOBS.c.state.in_(live))
-        )
+        query = select(RESERVATIONS).join(JOBS, JOBS.c.job_id == _JOB).where(JOBS.c.state.in_(live))
         with self._session() as session:
             return _by_job(session.execute(query).all())
 
 
 # Columns, not objects: the scheduler reads them every tick.
-_RESERVATIONS = table_of(ReservationRow)
-_JOB = _RESERVATIONS.c.job_id
+_JOB = RESERVATIONS.c.job_id
 
 
 def _by_job(rows: Sequence[Row[Any]]) -> dict[str, Reservation]:

@@ -22,6 +22,11 @@ class JobRow(SQLModel, table=True):
     attempt: int = Field(default=0)
     priority: int
     deadline: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    # The deadline less the whole run on the slowest GPU the job may use
+    # (`kernel.deadline_risk`): past it, less a start-up, every read of the queue includes it.
+    start_by: datetime | None = Field(
+        default=None, sa_column=_utc_column(nullable=True, index=True)
+    )
     model: str = Field(max_length=130)
     spec_json: str = Field(sa_column=Column(Text, nullable=False))
     spec_sha256: str = Field(max_length=64)
