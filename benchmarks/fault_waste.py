@@ -1,6 +1,7 @@
 """Wasted GPU-hours from injected faults over a simulated week, with detection (the stall
 watchdog and the GPU quarantine) off, with a per-attempt timeout (the baseline a user would
-otherwise set), and on; then the same week without faults, for the false positives.
+otherwise set), and on; then the same week without faults, for the false positives. Each on an
+on-demand fleet and on a spot fleet, each checkpointing at the product's interval for its market.
 
     python -m benchmarks.fault_waste [--gpus 256] [--seeds 3] [--fleet]
 
@@ -23,6 +24,7 @@ from typing import Any
 
 from autoscaler.market.trace import load_trace
 from benchmarks.common import write_result
+from kernel.market import Market
 from simulator.fault_study import WEEK_S, Detection, FaultRates, FleetShape, StudyResult, study
 from simulator.fleet import FleetSimulation
 from simulator.fleet_faults import FleetFaults
@@ -103,6 +105,15 @@ def fleet_table(jobs_per_day: int) -> dict[str, dict[str, Any]]:
     return table
 
 
+def _market_table(shape: FleetShape, rates: FaultRates, seeds: int) -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = {}
+    for name, injected in (("faults", rates), ("no faults", FaultRates.none())):
+        for detection in Detection:
+            runs = [study(injected, shape, detection, seed) for seed in range(seeds)]
+            table[f"{name}, detection {detection.value}"] = _row(runs, shape)
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--gpus", type=int, default=256)
@@ -110,34 +121,41 @@ def main() -> None:
     parser.add_argument("--fleet", action="store_true")
     parser.add_argument("--fleet-jobs-per-day", type=int, default=100)
     args = parser.parse_args()
-    shape = FleetShape(gpus=args.gpus)
     rates = FaultRates()
     started = time.perf_counter()
     table: dict[str, dict[str, Any]] = {}
-    for name, injected in (("faults", rates), ("no faults", FaultRates.none())):
-        for detection in Detection:
-            runs = [study(injected, shape, detection, seed) for seed in range(args.seeds)]
-            table[f"{name}, detection {detection.value}"] = _row(runs, shape)
-    off = table["faults, detection off"]["wasted_gpu_hours"]
-    timeout = table["faults, detection timeout"]["wasted_gpu_hours"]
-    on = table["faults, detection on"]["wasted_gpu_hours"]
+    cuts: dict[str, dict[str, float]] = {}
+    for market in (Market.ON_DEMAND, Market.SPOT):
+        shape = FleetShape(gpus=args.gpus, market=market)
+        rows = _market_table(shape, rates, args.seeds)
+        table |= {f"{market.value}, {name}": row for name, row in rows.items()}
+        off = rows["faults, detection off"]["wasted_gpu_hours"]
+        timeout = rows["faults, detection timeout"]["wasted_gpu_hours"]
+        on = rows["faults, detection on"]["wasted_gpu_hours"]
+        cuts[market.value] = {
+            "checkpoint_every_s": round(shape.checkpoint_every_s, 1),
+            "cut_vs_off": round(1 - on / off, 4),
+            "cut_vs_timeout": round(1 - on / timeout, 4),
+        }
     print(f"{args.gpus} GPUs, {WEEK_S / 86400:.0f} days, {args.seeds} seeds (means per week)")
     print(f"rates: {dataclasses.asdict(rates)}")
     print(
-        f"{'run':<30} {'wasted GPU-h':>12} {'USD':>10} {'kills':>6} {'quar.':>6} "
+        f"{'run':<40} {'wasted GPU-h':>12} {'USD':>10} {'kills':>6} {'quar.':>6} "
         f"{'healthy killed':>14} {'healthy quar.':>13}"
     )
     for key, row in table.items():
         print(
-            f"{key:<30} {row['wasted_gpu_hours']:>12.1f} {row['wasted_usd']:>10.2f} "
+            f"{key:<40} {row['wasted_gpu_hours']:>12.1f} {row['wasted_usd']:>10.2f} "
             f"{row['stall_kills']:>6.1f} {row['quarantines']:>6.1f} "
             f"{row['healthy_jobs_killed']:>14d} "
             f"{row['healthy_gpus_quarantined']:>13d}"
         )
-    print(
-        f"waste cut: {1 - on / off:.1%} against detection off, "
-        f"{1 - on / timeout:.1%} against a {shape.timeout_factor:.0f}x timeout"
-    )
+    for market_name, cut in cuts.items():
+        print(
+            f"{market_name}: checkpoints every {cut['checkpoint_every_s']:.0f} s; waste cut "
+            f"{cut['cut_vs_off']:.1%} against detection off, {cut['cut_vs_timeout']:.1%} "
+            f"against a {FleetShape().timeout_factor:.0f}x timeout"
+        )
     fleet = fleet_table(args.fleet_jobs_per_day) if args.fleet else {}
     write_result(
         "fault_waste",
@@ -148,10 +166,9 @@ def main() -> None:
             "machine": platform.node(),
             "seconds": round(time.perf_counter() - started, 1),
             "rates": dataclasses.asdict(rates),
-            "shape": dataclasses.asdict(shape),
+            "shape": dataclasses.asdict(FleetShape(gpus=args.gpus)),
             "runs": table,
-            "cut_vs_off": round(1 - on / off, 4),
-            "cut_vs_timeout": round(1 - on / timeout, 4),
+            "by_market": cuts,
             "fleet": fleet,
             "fleet_faults": dataclasses.asdict(FLEET_FAULTS) if fleet else None,
         },

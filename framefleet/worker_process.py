@@ -4,6 +4,7 @@ object store, IMDS, the model cache, checkpoints, a runner per GPU)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import AsyncIterator
@@ -133,7 +134,10 @@ async def worker_parts(
                 compiled=settings.render_compile and on_device.startswith("cuda"),
                 mean_time_between_interruptions_s=settings.mtbi_seconds(lifecycle),
                 initial_checkpoint_write_s=settings.initial_checkpoint_write_s,
-                max_checkpoint_interval_s=settings.max_checkpoint_interval_s,
+                # The ceiling is the autoscaler's spot deadline rule's; elsewhere Young/Daly.
+                max_checkpoint_interval_s=settings.max_checkpoint_interval_s
+                if lifecycle == "spot"
+                else math.inf,
                 stall=StallRule(
                     settings.stall_factor, settings.stall_floor_s, settings.stall_startup_s
                 ),

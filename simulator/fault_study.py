@@ -2,7 +2,9 @@
 off: a week of a saturated fleet, simulated attempt by attempt on an injected clock.
 
 The fleet's GPUs take jobs from one queue (FIFO; a job that failed on a GPU goes to another).
-Each attempt loads its model, then steps, checkpointing every `checkpoint_every_s`. Faults are
+Each attempt loads its model, then steps, checkpointing at the interval the worker agent uses by
+default on the fleet's market (`product_checkpoint_interval`: Young/Daly of the spot pool's
+interruptions under the 10-minute ceiling, or of the host's failures on on-demand). Faults are
 drawn from the rates (`FaultRates`) with a seeded generator:
 - hangs: a step that never ends (a hung kernel or decode), per job-hour;
 - sick GPUs, per GPU-week: half of them slow down (`slow_factor`, thermal or power throttling),
@@ -37,9 +39,12 @@ from enum import StrEnum
 
 import numpy as np
 
+from kernel.market import Market
 from kernel.stall import StallRule
 from orchestrator.scheduling.gpu_health import SickRule, too_slow
 from simulator.fleet_faults import FaultWaste
+from worker_ami.agent.checkpoint_policy import checkpoint_interval
+from worker_ami.agent.settings import WorkerSettings
 
 WEEK_S = 7 * 24 * 3600.0
 HOUR = 3600.0
@@ -72,7 +77,7 @@ class FleetShape:
     step_jitter: float = 0.1  # lognormal sigma of a step's time
     slow_step_chance: float = 0.002  # a step that takes 3x (I/O, a neighbour): not a fault
     load_s: float = 90.0
-    checkpoint_every_s: float = 300.0
+    market: Market = Market.ON_DEMAND  # sets the checkpoint interval, as on the product
     checkpoint_write_s: float = 2.0
     heartbeat_s: float = 2.0
     lost_after_s: float = 30.0  # the control plane's heartbeat timeout
@@ -80,6 +85,19 @@ class FleetShape:
     timeout_factor: float = 3.0
     usd_per_gpu_hour: float = 1.006  # g5.xlarge on demand, us-east-1
     max_job_faults: int = 2
+
+    @property
+    def checkpoint_every_s(self) -> float:
+        return product_checkpoint_interval(self.market, self.checkpoint_write_s)
+
+
+def product_checkpoint_interval(market: Market, write_s: float) -> float:
+    """The worker agent's interval with its default settings (worker_ami/agent/settings.py)."""
+    defaults = WorkerSettings.model_fields
+    lifecycle = "spot" if market is Market.SPOT else "on-demand"
+    hours = defaults[f"{lifecycle.replace('-', '_')}_mtbi_hours"].default
+    ceiling = defaults["max_checkpoint_interval_s"].default if market is Market.SPOT else math.inf
+    return checkpoint_interval(write_s, float(hours) * 3600, float(ceiling))
 
 
 @dataclass

@@ -60,6 +60,7 @@ from simulator.results import FleetResult, start_delays
 from simulator.worker_model import WorkerModel
 from simulator.workers import SimulatedWorker
 from simulator.workload import MAX_STEPS, SimJob, job_spec
+from worker_ami.agent.checkpoint_policy import ON_DEMAND_MTBI_HOURS
 
 FLEET_ID = "simulated"
 MIN_SPOT_INTERRUPTIONS_PER_HOUR = 1 / 24  # a pool with none seen yet is not assumed safe
@@ -324,7 +325,7 @@ class FleetSimulation:
 
     def _mtbi(self, zone: str, market: Market) -> float:
         if market is Market.ON_DEMAND:
-            return math.inf
+            return ON_DEMAND_MTBI_HOURS * 3600  # the worker's default: its host's failures
         rate = self.market.interruptions_per_hour(zone, self.trace.tick(self.clock.now()))
         return 3600 / max(rate, MIN_SPOT_INTERRUPTIONS_PER_HOUR)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from kernel.market import Market
 from kernel.worker_protocol import (
     Channel,
     Command,
@@ -63,10 +64,12 @@ class SimulatedWorker:
 
     def __post_init__(self) -> None:
         # Its pool's rate and the write time are fixed for the worker's life.
+        spot = self.instance.pool.market is Market.SPOT
         self.interval = checkpoint_interval(
             self.model.checkpoint_write_seconds,
             self.mtbi_seconds,
-            self.model.max_checkpoint_interval_seconds,
+            # The ceiling is the autoscaler's spot deadline rule's; elsewhere Young/Daly.
+            self.model.max_checkpoint_interval_seconds if spot else math.inf,
         )
 
     @property

@@ -78,15 +78,17 @@ async def fleet(
     system: LocalSystem,
     worker_ids: tuple[str, ...] = WORKERS,
     extra_env: dict[str, str] | None = None,
+    lifecycle: str = "spot",
 ) -> AsyncIterator[Fleet]:
-    """`framefleet-worker serve` processes, each with an IMDS emulator of its own."""
+    """`framefleet-worker serve` processes, each with an IMDS emulator of its own saying the
+    instance is on `lifecycle` ("spot" or "on-demand")."""
     settings, tmp_path, broker_port = system.worker_settings, system.tmp_path, system.broker.port
     workers = Fleet()
     async with AsyncExitStack() as stack:
         for worker_id in worker_ids:
             emulator = ImdsEmulator(
                 SystemClock(),
-                InstanceIdentity(instance_id=worker_id, lifecycle="spot"),
+                InstanceIdentity(instance_id=worker_id, lifecycle=lifecycle),
             )
             url = await emulator.start()
             stack.push_async_callback(emulator.stop)

@@ -27,9 +27,10 @@ if TYPE_CHECKING:
     pass
 
 # Periodic checkpoints every few steps: the Young/Daly interval with a tiny mean time between
-# interruptions.
+# interruptions (of the spot pool, or of the host on on-demand capacity).
 FREQUENT_CHECKPOINTS = {
     "FRAMEFLEET_WORKER_SPOT_MTBI_HOURS": "0.00002",
+    "FRAMEFLEET_WORKER_ON_DEMAND_MTBI_HOURS": "0.00002",
     "FRAMEFLEET_WORKER_INITIAL_CHECKPOINT_WRITE_S": "0.01",
 }
 
@@ -50,9 +51,11 @@ FAST_CONTROL = ControlConfig(
 )
 
 
-async def test_a_worker_killed_without_notice_resumes_from_its_last_periodic_checkpoint(
+async def test_an_on_demand_worker_killed_without_notice_resumes_from_its_last_checkpoint(
     system: LocalSystem,
 ) -> None:
+    # On-demand capacity checkpoints too, at the Young/Daly interval of its host's failures:
+    # a host failure (here a SIGKILL) costs the work since the last checkpoint, not the job.
     settings = system.plane_settings(FAST_CONTROL)
     spec = video_job(system.buckets, "no-notice", steps=400)
     system.submit(spec)
@@ -63,6 +66,7 @@ async def test_a_worker_killed_without_notice_resumes_from_its_last_periodic_che
             system,
             ("i-000000000000001a1", "i-000000000000001b2"),
             FREQUENT_CHECKPOINTS,
+            lifecycle="on-demand",
         ) as workers,
     ):
         store = plane.store
@@ -71,6 +75,7 @@ async def test_a_worker_killed_without_notice_resumes_from_its_last_periodic_che
             await async_wait_until(lambda: checkpointed(store, spec.job_id), 120)
             victim = where_running(store, spec.job_id)
             assert victim is not None
+            saved = store.get(spec.job_id).checkpoint_step
             workers.processes[victim].send_signal(signal.SIGKILL)  # no notice at all
             await async_wait_until(lambda: store.get(spec.job_id).state is JobState.SUCCEEDED, 120)
         finally:
@@ -83,6 +88,7 @@ async def test_a_worker_killed_without_notice_resumes_from_its_last_periodic_che
     assert [e.to_state for e in history].count(JobState.SUCCEEDED) == 1
     resumed = [e for e in history if e.to_state is JobState.QUEUED and e.from_state]
     assert resumed, "the job went back to the queue"
+    assert saved > 0  # its on-demand worker had checkpointed periodically before it died
 
 
 async def test_control_plane_crash_and_broker_restart_lose_nothing_and_duplicate_nothing(

@@ -9,12 +9,14 @@ import pytest
 from kernel.job_spec import parse_job
 from tests.support import job_dict
 from worker_ami.agent.checkpoint_policy import (
+    ON_DEMAND_MTBI_HOURS,
     CheckpointClock,
     checkpoint_interval,
     periodic_checkpoint_due,
     young_daly_interval,
 )
 from worker_ami.agent.preflight import GIB, PreflightFacts, preflight_problems
+from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.telemetry import GpuTelemetry, NvmlUnavailable, read_gpus
 
 
@@ -31,7 +33,6 @@ def test_spot_intervals_stop_at_the_ceiling_the_autoscaler_counts_on() -> None:
     assert young_daly_interval(20.0, 86400.0) > 1800
     assert checkpoint_interval(20.0, 86400.0, ceiling=600.0) == 600.0
     assert checkpoint_interval(2.0, 3600.0, ceiling=600.0) == pytest.approx(120.0)
-    assert math.isinf(checkpoint_interval(20.0, math.inf, ceiling=600.0))  # on-demand
 
 
 def test_young_daly_rejects_nonsense() -> None:
@@ -63,9 +64,17 @@ def test_a_job_shorter_than_the_interval_only_checkpoints_on_notice() -> None:
     )
 
 
-def test_on_demand_never_checkpoints_periodically() -> None:
-    view = CheckpointClock(math.inf, 1e9, 1e9, 1.0)
-    assert periodic_checkpoint_due(view) is False
+def test_on_demand_and_reserved_checkpoint_at_the_young_daly_interval_of_their_host() -> None:
+    settings = WorkerSettings()
+    assert settings.mtbi_seconds("on-demand") == ON_DEMAND_MTBI_HOURS * 3600
+    assert settings.mtbi_seconds("scheduled") == ON_DEMAND_MTBI_HOURS * 3600  # reserved
+    interval = checkpoint_interval(2.0, settings.mtbi_seconds("on-demand"))
+    assert interval == pytest.approx(math.sqrt(2 * 2.0 * 6000 * 3600))  # about 2.6 hours
+    # A 4-hour on-demand render checkpoints once on its way, not only on a notice.
+    elapsed = [float(t) for t in range(0, 4 * 3600, 60)]
+    due = [t for t in elapsed if periodic_checkpoint_due(CheckpointClock(interval, t, 1e9, 2.0))]
+    assert due
+    assert due[0] == pytest.approx(interval, abs=60)
 
 
 def gpu(free_gib: float, ecc: int | None = 0) -> GpuTelemetry:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -12,6 +11,7 @@ from pydantic_settings import SettingsConfigDict
 
 from kernel.errors import ConfigurationError
 from kernel.settings_support import EnvThenTomlSettings, load
+from worker_ami.agent.checkpoint_policy import ON_DEMAND_MTBI_HOURS
 
 CONFIG_FILE_ENV = "FRAMEFLEET_WORKER_CONFIG"
 GIB = 1024**3
@@ -37,6 +37,9 @@ class WorkerSettings(EnvThenTomlSettings):
     min_free_disk_gib: float = Field(default=20.0, ge=0)
     # Mean time between interruptions for spot pools (the autoscaler refines it per pool).
     spot_mtbi_hours: float = Field(default=6.0, gt=0)
+    # On on-demand and reserved capacity: the host's mean time between failures (the
+    # published rate in `checkpoint_policy`), so their jobs checkpoint too.
+    on_demand_mtbi_hours: float = Field(default=ON_DEMAND_MTBI_HOURS, gt=0)
     initial_checkpoint_write_s: float = Field(default=2.0, gt=0)
     # On spot, at most this long between checkpoints: the autoscaler's deadline rule counts
     # on no interruption losing more (its `checkpoint_interval_seconds`).
@@ -94,7 +97,10 @@ class WorkerSettings(EnvThenTomlSettings):
         return self.checkpoint_bucket
 
     def mtbi_seconds(self, lifecycle: str) -> float:
-        return self.spot_mtbi_hours * 3600.0 if lifecycle == "spot" else math.inf
+        """What the Young/Daly interval is computed for: the spot pool's interruptions, or on
+        any other market (on-demand, reserved) the host's failures."""
+        hours = self.spot_mtbi_hours if lifecycle == "spot" else self.on_demand_mtbi_hours
+        return hours * 3600.0
 
 
 def load_worker_settings() -> WorkerSettings:
