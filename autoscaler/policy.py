@@ -10,8 +10,9 @@ each with its reason; never past the dollar budget.
    per job, and one job alone never pays for GPUs nobody will use. Spot is spread so that no
    pool holds more than `max_pool_share` of the spot fleet; pools unavailable (capacity
    errors, recent interruptions, no capacity in the trace) are skipped.
-3. A launch that would pass $/hour or $/day stops all launching; that job and the less urgent
-   ones wait with the reason.
+3. Each launch is judged against $/hour and $/day on its own: a job whose launch would pass a
+   limit waits with the reason, and the cheaper jobs after it are still bought while they fit
+   (one dear job does not stop the cheap ones).
 4. Spot GPUs are pre-warmed for the jobs the forecast expects when the waiting they save is
    worth their idle time (`prewarm.py`; off unless a value of waiting is set).
 5. Idle instances past the idle timeout are terminated down to the warm minimum and the
@@ -147,7 +148,7 @@ def plan(
 @dataclass
 class _Round:
     """One plan's bookkeeping: the free GPUs left, what is bought so far and what it costs
-    per hour, and the first budget limit reached (after which nothing more is bought)."""
+    per hour (each further launch must fit the budget left)."""
 
     state: PlanInput
     settings: PurchaseSettings
@@ -165,7 +166,6 @@ class _Round:
     later: Counter[_Need] = field(default_factory=Counter)
     waits: list[Wait] = field(default_factory=list)
     placed: list[tuple[str, str]] = field(default_factory=list)
-    budget_block: str | None = None
 
     def keep_reserved(self, queue: list[JobDemand]) -> set[str]:
         """Jobs keep what earlier rounds bought or picked for them (the control plane's
@@ -193,9 +193,6 @@ class _Round:
             opening.jobs.append(job)
             if opening.free == 0:
                 self.partial.remove(opening)
-            return
-        if self.budget_block is not None:
-            self.waits.append(Wait(job.job_id, self.budget_block))
             return
         if len(self.openings) >= self.settings.max_launches:
             limit = self.settings.max_launches
@@ -226,9 +223,9 @@ class _Round:
             )
             return
         quote = picked.quote
-        self.budget_block = self._over_budget(quote)
-        if self.budget_block is not None:
-            self.waits.append(Wait(job.job_id, self.budget_block))
+        over = self._over_budget(quote)
+        if over is not None:
+            self.waits.append(Wait(job.job_id, over))
             return
         self.hourly += quote.price_per_hour
         if quote.pool.market is Market.SPOT:
@@ -268,8 +265,7 @@ class _Round:
         for number in range(free + 1, wanted + 1, kind.gpus):
             if len(self.openings) >= settings.max_launches:
                 break
-            self.budget_block = self.budget_block or self._over_budget(picked.quote)
-            if self.budget_block is not None:
+            if self._over_budget(picked.quote) is not None:
                 break
             self.hourly += picked.quote.price_per_hour
             self.spot_pools[picked.quote.pool] += 1

@@ -51,11 +51,28 @@ class InstanceView:
     unsaved_work: bool = False
 
 
+DEFAULT_CANDIDATE_TYPES = (
+    "g6e.xlarge",
+    "g6e.12xlarge",
+    "g6.xlarge",
+    "g6.12xlarge",
+    "g5.xlarge",
+    "g5.12xlarge",
+    "g4dn.xlarge",
+    "g4dn.12xlarge",
+    "p4d.24xlarge",
+    "p5.48xlarge",
+)
+
+
 @dataclass(frozen=True)
 class PurchaseSettings:
-    candidate_types: tuple[str, ...] = ("g6e.xlarge", "g6.xlarge", "g5.xlarge", "g4dn.xlarge")
-    budget_per_hour: float = 50.0  # USD, the whole fleet
-    budget_per_day: float = 800.0  # USD, today's spend plus the next hour at the new rate
+    # One-GPU and multi-GPU sizes of each family, so queued jobs can be packed, and the 40 GB
+    # and 80 GB GPUs that large models need.
+    candidate_types: tuple[str, ...] = DEFAULT_CANDIDATE_TYPES
+    # USD, the whole fleet: room for a p5.48xlarge on demand ($98.32/h) beside smaller ones.
+    budget_per_hour: float = 250.0
+    budget_per_day: float = 4000.0  # USD, today's spend plus the next hour at the new rate
     boot_seconds: float = 150.0  # launch to agent ready
     model_load_seconds: float = 60.0
     checkpoint_interval_seconds: float = 600.0  # work an interruption may lose, at most

@@ -90,6 +90,10 @@ def purchase_settings(config: AutoscalerConfig) -> PurchaseSettings:
         reaction_seconds=config.interval_seconds,
         boot_seconds=config.boot_seconds,
         model_load_seconds=config.model_load_seconds,
+        prewarm_wait_value_per_job_hour=config.prewarm_wait_value_per_job_hour,
+        return_to_spot=config.return_to_spot,
+        return_to_spot_margin_hours=config.return_to_spot_margin_hours,
+        checkpoint_interval_seconds=config.checkpoint_interval_seconds,
     )
 
 

@@ -114,9 +114,7 @@ def build_control_service(
         tls=mqtt.tls,
         ca_file=str(mqtt.ca_file) if mqtt.ca_file else None,
     )
-    return ControlPlaneService(
-        store,
-        clock,
+    plane_settings = control.scheduling.apply(
         ControlSettings(
             tick_seconds=control.tick_seconds,
             resend_after=timedelta(seconds=control.resend_after_seconds),
@@ -130,7 +128,12 @@ def build_control_service(
                 per_second=control.worker_messages_per_second,
                 burst=control.worker_message_burst,
             ),
-        ),
+        )
+    )
+    return ControlPlaneService(
+        store,
+        clock,
+        plane_settings,
         connect=lambda deliver, admit: MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit),
         refusals=refusals,
         instances=InstanceLedger(store.engine, clock),

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from autoscaler.snapshot import DEFAULT_CANDIDATE_TYPES, PurchaseSettings
+from framefleet.scheduling_settings import SchedulingConfig
 from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
@@ -81,6 +83,7 @@ class ControlConfig(BaseModel):
     # worker that keeps flooding is quarantined (no new work, its instance drained).
     worker_messages_per_second: float = Field(default=50.0, gt=0, le=100_000)
     worker_message_burst: float = Field(default=200.0, ge=1, le=1_000_000)
+    scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
 
 
 class InterruptionsConfig(BaseModel):
@@ -134,11 +137,9 @@ class AutoscalerConfig(BaseModel):
     launch_templates: dict[str, str] = Field(default_factory=dict)
     image_id: str | None = Field(default=None, description="worker AMI, for a new template")
     zones: list[str] = Field(default_factory=lambda: ["us-east-1a", "us-east-1b", "us-east-1c"])
-    candidate_types: list[str] = Field(
-        default_factory=lambda: ["g6e.xlarge", "g6.xlarge", "g5.xlarge", "g4dn.xlarge"]
-    )
-    budget_per_hour: float = Field(default=50.0, ge=0)
-    budget_per_day: float = Field(default=800.0, ge=0)
+    candidate_types: list[str] = Field(default_factory=lambda: list(DEFAULT_CANDIDATE_TYPES))
+    budget_per_hour: float = Field(default=PurchaseSettings.budget_per_hour, ge=0)
+    budget_per_day: float = Field(default=PurchaseSettings.budget_per_day, ge=0)
     idle_timeout_seconds: float = Field(default=600.0, ge=0)
     warm_minimum: int = Field(default=0, ge=0)
     interval_seconds: float = Field(default=30.0, gt=0)
@@ -149,6 +150,16 @@ class AutoscalerConfig(BaseModel):
     # What the policy assumes a new instance takes to say hello, and a job to load its model.
     boot_seconds: float = Field(default=150.0, ge=0)
     model_load_seconds: float = Field(default=60.0, ge=0)
+    # What an hour of a job's waiting for a boot is worth (USD): pre-warming buys or keeps idle
+    # spot GPUs for the forecast's arrivals when the waiting saved is worth more (0: off).
+    prewarm_wait_value_per_job_hour: float = Field(default=0.0, ge=0, le=10_000)
+    # A job alone on on-demand moves back to spot when the move saves more than this many hours
+    # of its on-demand GPU (and its deadline allows).
+    return_to_spot: bool = True
+    return_to_spot_margin_hours: float = Field(default=0.5, ge=0, le=100)
+    # The most work one interruption may lose, which the deadline rule counts on: the
+    # workers' `max_checkpoint_interval_s` on spot.
+    checkpoint_interval_seconds: float = Field(default=600.0, gt=0, le=86_400)
     # Model name -> its transformer's size, for the step-time model's first guess of a step
     # (Wan 2.1 1.3B and 14B are built in; others are read from the size in their name).
     models: dict[str, ModelArchitectureConfig] = Field(default_factory=dict, max_length=256)

@@ -214,7 +214,6 @@ class CommandKind(StrEnum):
     ASSIGN = "assign"
     CHECKPOINT_NOW = "checkpoint_now"
     CANCEL = "cancel"
-    DRAIN = "drain"
 
 
 class Command(_Message):

@@ -158,8 +158,6 @@ class SimulatedWorker:
                 self._stop_with_checkpoint(current, now)
         elif command.kind is CommandKind.CANCEL and current is not None:
             del self.jobs[current.gpu]
-        elif command.kind is CommandKind.DRAIN:
-            self.accepting = False
 
     def on_notice(self, now: datetime) -> None:
         """The spot notice on IMDS: no new work, checkpoint now, report."""

@@ -9,8 +9,13 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
+from kernel.errors import FrameFleetError
+from kernel.job_record import JobRecord
 from kernel.job_spec import JobSpec
 from kernel.worker_protocol import Channel, Command, CommandKind, topic
+from orchestrator.control.apply import as_move
+from orchestrator.control.job_events import Decision
+from orchestrator.store.job_store import JobStore
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -80,3 +85,15 @@ def assignment(
         spec=spec,
     )
     return topic(worker_id, Channel.CMD), command.model_dump_json().encode()
+
+
+def apply_decision(store: JobStore, job: JobRecord, decision: Decision, actor: str) -> JobRecord:
+    """One decision written on its own, as the control plane writes a batch of them; a
+    concurrent writer makes this raise (ConcurrentModification)."""
+    move = as_move(job, decision)
+    if move is None:
+        return job
+    (outcome,) = store.apply_moves([move], actor)
+    if isinstance(outcome, FrameFleetError):
+        raise outcome
+    return outcome

@@ -14,7 +14,6 @@ from kernel.job_record import JobRecord, Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.worker_protocol import EventKind, WorkerEvent
-from orchestrator.control.apply import apply_decision
 from orchestrator.control.job_events import (
     Decision,
     Ignore,
@@ -27,7 +26,7 @@ from orchestrator.control.job_events import (
 from orchestrator.control.scheduling_view import pending_jobs
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
+from tests.support import apply_decision, job_dict
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 CHECKPOINT = "checkpoints/j/1/000005/manifest.json"

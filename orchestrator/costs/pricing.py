@@ -7,7 +7,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -67,14 +66,3 @@ def billed_end(launched_at: datetime, ended_at: datetime | None, now: datetime) 
 
 def ebs_per_hour(gib: int, usd_per_gib_month: Decimal) -> Decimal:
     return Decimal(gib) * usd_per_gib_month / HOURS_PER_MONTH
-
-
-def schedule_from(
-    changes: Sequence[tuple[datetime, Decimal]], fallback: Decimal | None, since: datetime
-) -> PriceSchedule:
-    """The recorded changes, or the list price if none were recorded (on-demand pools)."""
-    if changes:
-        return PriceSchedule(tuple(changes))
-    if fallback is None:
-        raise MissingPrice("no price recorded and no list price")
-    return PriceSchedule.fixed(fallback, since)

@@ -124,11 +124,6 @@ class JobStore(
         )
         return self._one(move, actor)
 
-    def note_checkpoint(self, job_id: str, expected_version: int, checkpoint: str) -> JobRecord:
-        """Remember the newest durable checkpoint without a state change (still versioned)."""
-        move = JobMove(job_id, expected_version, (), "checkpoint", JobChanges(checkpoint))
-        return self._one(move, "worker")
-
     def _one(self, move: JobMove, actor: str) -> JobRecord:
         (outcome,) = self.apply_moves([move], actor)
         if isinstance(outcome, FrameFleetError):

@@ -185,6 +185,17 @@ def test_budget_lets_the_urgent_job_in_and_holds_the_rest() -> None:
     assert [w.job_id for w in decided.waits] == ["low"]
 
 
+def test_a_dear_job_over_budget_does_not_stop_the_cheap_ones_after_it() -> None:
+    # The urgent job needs on-demand ($1.86/h), more than the budget; the spot job behind it
+    # ($0.70/h) fits, and is bought.
+    settings = replace(SETTINGS, budget_per_hour=1.0)
+    dear = job("dear", priority=9, deadline_in=timedelta(hours=1))
+    state = PlanInput(NOW, (dear, job("cheap", priority=1)), (), MARKET)
+    decided = plan(state, settings, linear_pace())
+    assert [launch.job_ids for launch in decided.launches] == [("cheap",)]
+    assert [(w.job_id, "budget" in w.reason) for w in decided.waits] == [("dear", True)]
+
+
 def test_free_gpus_are_used_before_buying() -> None:
     idle = InstanceView("i-idle", SPOT_B.pool, 0.75, NOW, 1, idle_since=NOW)
     decided = decide(job("a"), job("b"), instances=[idle])

@@ -16,10 +16,9 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.market import Market
 from kernel.worker_protocol import EventKind, WorkerEvent
-from orchestrator.control.apply import apply_decision
 from orchestrator.control.job_events import apply_event
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
+from tests.support import apply_decision, job_dict
 
 SPOT = Decimal("0.918")
 ON_DEMAND = Decimal("3.06")

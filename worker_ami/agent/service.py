@@ -275,8 +275,6 @@ class WorkerService:
             for slot in self._slots:
                 if (slot.job_id, slot.attempt) == (command.job_id, command.attempt):
                     slot.runner.request_checkpoint(f"{command.kind.value} from the control plane")
-        elif command.kind is CommandKind.DRAIN:
-            self.drain("drain from the control plane")
 
     async def _assign(self, command: Command) -> None:
         key = (command.job_id or "", command.attempt or 0)
