@@ -4,13 +4,14 @@ progress, and how many GPUs each instance has busy (a worker's id is its instanc
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from autoscaler.snapshot import JobDemand, RunningJob
 from autoscaler.throughput import WorkShape
+from kernel.instance_state import InstanceChange, InstanceState, InstanceStatus
 from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
 
@@ -42,6 +43,19 @@ def demand_of(
     )
 
 
+def moving_off(
+    running: Sequence[RunningJob], instances: set[str], queued: Sequence[JobDemand]
+) -> list[JobDemand]:
+    """The jobs running on these instances (spot-warned: checkpointing to move), not queued
+    yet: demand to buy for now."""
+    waiting = {job.job_id for job in queued}
+    return [
+        job.demand
+        for job in running
+        if job.instance_id in instances and job.demand.job_id not in waiting
+    ]
+
+
 def job_demand(job: JobRecord) -> JobDemand:
     return demand_of(job.spec, job.created_at, job.deadline, job.checkpoint_step, job.families())
 
@@ -63,7 +77,13 @@ class DemandSource(Protocol):
 
     def drains(self) -> dict[str, DrainRequest]: ...
 
-    def forget_drains(self, instance_ids: Sequence[str]) -> None: ...
+    def instance_statuses(self, states: Iterable[InstanceState]) -> dict[str, InstanceStatus]:
+        """The instances whose one record (shared with the control plane) is in `states`."""
+        ...
+
+    def record_moves(self, moves: Sequence[InstanceChange]) -> None:
+        """The autoscaler's moves of instances (launched, working, terminating, gone)."""
+        ...
 
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
         """(instance type, zone) -> interruptions per hour of its spot pool."""
@@ -107,7 +127,13 @@ class JobSource(Protocol):
 
     def drain_requests(self) -> dict[str, DrainRequest]: ...
 
-    def forget_drains(self, instance_ids: Sequence[str]) -> None: ...
+    def instance_statuses(
+        self, states: Iterable[InstanceState] | None = ...
+    ) -> dict[str, InstanceStatus]: ...
+
+    def move_instances(
+        self, instance_ids: Sequence[str], after: InstanceState, reason: str, actor: str
+    ) -> list[str]: ...
 
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None: ...
 
@@ -139,8 +165,12 @@ class StoreDemand:
     def drains(self) -> dict[str, DrainRequest]:
         return self._store.drain_requests()
 
-    def forget_drains(self, instance_ids: Sequence[str]) -> None:
-        self._store.forget_drains(instance_ids)
+    def instance_statuses(self, states: Iterable[InstanceState]) -> dict[str, InstanceStatus]:
+        return self._store.instance_statuses(states)
+
+    def record_moves(self, moves: Sequence[InstanceChange]) -> None:
+        for move in moves:
+            self._store.move_instances([move.instance_id], move.after, move.reason, move.actor)
 
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
         self._store.record_pool_rates(rates)

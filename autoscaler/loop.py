@@ -18,10 +18,10 @@ from autoscaler.deadline import (
     choose_market,
     new_instance_startup,
 )
-from autoscaler.demand import DemandSource
+from autoscaler.demand import DemandSource, moving_off
 from autoscaler.fleet_record import FleetRecord, PriceTape, seen
 from autoscaler.fleet_views import instance_views
-from autoscaler.instances import InstanceBook, InstanceState
+from autoscaler.instances import InstanceBook
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
@@ -45,6 +45,7 @@ from autoscaler.spot_return import ready_to_move, spot_launches
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
+from kernel.instance_state import GONE, LEAVING, InstanceState
 from kernel.instance_types import CATALOG
 from kernel.job_record import DrainKind
 from kernel.market import Market
@@ -77,7 +78,10 @@ class AutoscalerLoop:
     # A drain the control plane has not finished by then is cut short (its jobs resume
     # elsewhere from their checkpoints, as after an interruption).
     drain_timeout: timedelta = timedelta(minutes=10)
-    leaving: set[str] = field(default_factory=set)  # asked to drain, not yet terminated
+    # The instances whose record (the store's, shared with the control plane) says they are
+    # leaving (draining, drained, warned, terminating), as read this round: no capacity.
+    leaving: set[str] = field(default_factory=set)
+    warned: set[str] = field(default_factory=set)  # of those, the spot-warned ones
     # Spot pools' interruption rates last shared with the control plane, and when.
     shared_rates: dict[tuple[str, str], float] = field(default_factory=dict)
     shared_at: datetime | None = None
@@ -104,6 +108,9 @@ class AutoscalerLoop:
         await asyncio.to_thread(self.learn)
         now = self.clock.now()
         queued = await asyncio.to_thread(self.demand.queued, now)
+        if self.warned:  # their jobs need GPUs within two minutes: bought in this round
+            running = await asyncio.to_thread(self.demand.running)
+            queued = [*queued, *moving_off(running, self.warned, queued)]
         if queued:
             self.latest_job = max(queued, key=lambda j: (j.submitted_at, j.job_id))
         running, moving = await self._moving_to_spot(now)
@@ -145,6 +152,7 @@ class AutoscalerLoop:
             self.reconciler.ledger[instance.instance_id] = instance
             # Its GPUs are spoken for by the jobs it was bought for (left out above).
             busy[instance.instance_id] += len(launch.job_ids)
+        await self._record_moves()
         jobs = [*state.queued, *(r.demand for r in state.running)]
         chosen = reservations_for(
             decided, done, jobs, self.reconciler.ledger, self.settings, self.model, now
@@ -202,9 +210,13 @@ class AutoscalerLoop:
         # Instances this process bought are the idle timeout's business; an adopted one
         # that never ran a job within the grace period is an orphan.
         known = dict(self.reconciler.ledger)
+        live = await asyncio.to_thread(self.demand.instance_statuses, set(InstanceState) - GONE)
+        states = {instance_id: status.state for instance_id, status in live.items()}
+        self.leaving = {i for i, state in states.items() if state in LEAVING}
+        self.warned = {i for i, state in states.items() if state is InstanceState.WARNED}
         synced = await self.reconciler.reconcile(workers_seen=set(busy) | self.book.spoken_for())
         now = self.clock.now()
-        self.book.listed(self.reconciler.ledger.values(), now)
+        self.book.listed(self.reconciler.ledger.values(), now, states)
         self.book.worked(busy, now)
         orphan = "orphan: no worker came up on it within the grace period"
         self.book.asked_to_end(synced.orphans_terminated, now, orphan)
@@ -223,6 +235,7 @@ class AutoscalerLoop:
             adopted = seen(self.reconciler.ledger[i] for i in synced.adopted)
             await asyncio.to_thread(self.record.record_instances_seen, adopted)
             await self._record_ended(ended, now)
+        await self._record_moves()
         self.book.forget_long_gone(now)
         if self.metrics is not None:
             self.metrics.fleet(self.book.records.values())
@@ -240,19 +253,22 @@ class AutoscalerLoop:
             )
             self.leaving.add(termination.instance_id)
 
+    async def _record_moves(self) -> None:
+        """The book's moves go to the instance's one record in the store."""
+        moves = self.book.take_moves()
+        if moves:
+            await asyncio.to_thread(self.demand.record_moves, moves)
+
     async def _finish_drains(self) -> None:
         """Terminate the instances the control plane has emptied (or left alone past the drain
-        timeout); forget the requests of instances already gone."""
+        timeout)."""
         requests = await asyncio.to_thread(self.demand.drains)
         now = self.clock.now()
-        ready, gone = [], []
+        ready = []
         for instance_id, request in requests.items():
-            record = self.book.records.get(instance_id)
             if instance_id not in self.reconciler.ledger:
-                gone.append(instance_id)  # its request is done with
-            elif record is not None and record.state is InstanceState.TERMINATING:
-                continue  # terminated already; EC2 will stop listing it
-            elif request.drained_at is not None:
+                continue  # gone already: its record says so once the book sees it
+            if request.drained_at is not None:
                 ready.append(Terminate(instance_id, f"drained: {request.reason}"))
             elif (
                 request.kind is DrainKind.SCALE_IN and now - request.asked_at >= self.drain_timeout
@@ -263,12 +279,10 @@ class AutoscalerLoop:
             for termination in ready:
                 if termination.instance_id in done.terminated:
                     self.book.asked_to_end([termination.instance_id], now, termination.reason)
+            await self._record_moves()
             await self._record_ended(
                 [(t.instance_id, t.reason) for t in ready if t.instance_id in done.terminated], now
             )
-        if gone:
-            await asyncio.to_thread(self.demand.forget_drains, gone)
-        self.leaving = set(requests) - set(gone)
 
     async def _record_ended(self, ended: Sequence[tuple[str, str]], now: datetime) -> None:
         """The ledger keeps the earliest end reported (EventBridge's, when it came first)."""

@@ -22,6 +22,7 @@ from kernel.worker_protocol import (
     topic,
 )
 from orchestrator.control import job_events
+from orchestrator.control.leadership import Leadership
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
@@ -64,9 +65,13 @@ def event(worker_id: str, kind: EventKind, job_id: str, attempt: int, **fields: 
 
 
 def plane_in_memory(
-    store: JobStore, clock: FakeClock, dead: KeptDeadLetters | None = None
+    store: JobStore,
+    clock: FakeClock,
+    dead: KeptDeadLetters | None = None,
+    leadership: Leadership | None = None,
 ) -> tuple[ControlPlaneService, MemoryLink]:
-    """The real control plane on the fake clock, its commands kept in memory (no broker)."""
+    """The real control plane on the fake clock, its commands kept in memory (no broker); a
+    replica of several with `leadership`."""
     link = MemoryLink()
     plane = ControlPlaneService(
         store,
@@ -75,6 +80,7 @@ def plane_in_memory(
         connect=lambda _deliver, _admit: link,
         refusals=RefusedMessages(clock, dead),
         instances=InstanceLedger(store.engine, clock),
+        leadership=leadership,
     )
     return plane, link
 

@@ -1,5 +1,5 @@
-"""Scale-in without a race: the autoscaler asks for an instance to be emptied (a drain
-request in the store), the control plane assigns nothing more there, moves what runs there
+"""Scale-in without a race: the autoscaler asks for an instance to be emptied (its record in
+the store says draining), the control plane assigns nothing more there, moves what runs there
 off it (checkpoint now, then the queue), and says when nothing is left; only then does the
 autoscaler terminate it. Both sides read the same rows, so no assignment can land on an
 instance between the decision and the termination."""
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
+from kernel.instance_state import InstanceState, InstanceStatus
 from kernel.job_record import DrainKind, DrainRequest, Placement
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
@@ -18,10 +19,16 @@ from orchestrator.scheduling.worker_health import WorkerHealth
 log = logging.getLogger(__name__)
 # Workers that could still be given work (the others take none anyway).
 _ASSIGNABLE = {WorkerHealth.ALIVE, WorkerHealth.SUSPECT}
+# Workers whose jobs a spot warning still has to move (a lost one's jobs moved already).
+_MAY_BE_WARNED = {*_ASSIGNABLE, WorkerHealth.DRAINING}
 
 
 class DrainStore(Protocol):
     def drain_requests(self) -> dict[str, DrainRequest]: ...
+
+    def instance_statuses(
+        self, states: Iterable[InstanceState] | None = ...
+    ) -> dict[str, InstanceStatus]: ...
 
     def mark_drained(self, instance_ids: list[str]) -> None: ...
 
@@ -37,8 +44,16 @@ class Drains:
         self._moving: set[str] = set()  # workers whose jobs were told to move
 
     async def step(self, placements: list[Placement]) -> None:
-        """Before scheduling: drained instances take no work; empty ones are reported."""
+        """Before scheduling: drained instances take no work; empty ones are reported; jobs on
+        a spot-warned instance (whichever replica heard the warning) move off it."""
         requests = await asyncio.to_thread(self._store.drain_requests)
+        warned = await asyncio.to_thread(self._store.instance_statuses, [InstanceState.WARNED])
+        for status in warned.values():
+            self._registry.instance_gone(status.instance_id)  # no new hello from it
+            for worker_id in self._registry.by_instance(status.instance_id):
+                if self._registry.health(worker_id) in _MAY_BE_WARNED:
+                    self._registry.mark(worker_id, WorkerHealth.INTERRUPTED, status.reason)
+                    await self._move_jobs_off(worker_id, f"spot warning: {status.reason}")
         pending = [r for r in requests.values() if r.drained_at is None]
         empty: list[str] = []
         asked_workers: set[str] = set()

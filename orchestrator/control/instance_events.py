@@ -1,8 +1,9 @@
 """What EventBridge says about instances, as the control plane acts on it.
 
-Every replica reads the interruptions queue. The leader acts at once. A standby records what
-it learned durably instead (the instance is gone; for a spot warning, a request to empty the
-instance), so the SQS message is settled and the leader acts on it at its next tick.
+Every replica reads the interruptions queue and records what it learned in the instance's one
+record (warned, drained, gone), so the SQS message is settled and every replica and the
+autoscaler see it. The leader acts at once; a standby's leader acts on the record at its next
+tick (`drains`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from orchestrator.control.admission import Inbound
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.job_events import Decision, requeue
 from orchestrator.control.leadership import Leadership
-from orchestrator.control.settings import ControlStore, InstanceBook
+from orchestrator.control.settings import ACTOR, ControlStore, InstanceBook
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
 
@@ -81,12 +82,12 @@ class InstanceEvents:
         return self._leadership is None or self._leadership.leading()
 
     async def interrupt_instance(self, instance_id: str, reason: str) -> list[str]:
-        """A spot warning: checkpoint-and-move its workers' jobs; returns those workers. (The
-        autoscaler learns of the interruption on its own, from the instance that vanishes.)"""
+        """A spot warning: the instance's record says so at once, on any replica (its GPUs are
+        no capacity for the autoscaler, which buys the replacement in its next round); the
+        leader checkpoints and moves its workers' jobs now (a standby's leader does at its
+        next tick, from the record). Returns the workers moved."""
         await self._record_gone(instance_id, reason)
         if not self.leads():
-            why = f"spot interruption warning: {reason}"
-            await asyncio.to_thread(self._store.ask_to_drain, [instance_id], why)
             return []
         async with self._lock:
             workers = self.registry.by_instance(instance_id)
@@ -103,7 +104,9 @@ class InstanceEvents:
         """A rebalance recommendation (EventBridge, or a worker's IMDS): no new work there, its
         jobs run on, and the autoscaler replaces it now and terminates it once it is empty."""
         why = f"rebalance recommendation: {reason}"
-        await asyncio.to_thread(self._store.ask_to_drain, [instance_id], why, DrainKind.REBALANCE)
+        await asyncio.to_thread(
+            self._store.ask_to_drain, [instance_id], why, DrainKind.REBALANCE, ACTOR
+        )
 
     async def instance_gone(self, instance_id: str, reason: str) -> None:
         """Terminated: its jobs resume elsewhere (on a standby: once the leader's heartbeat

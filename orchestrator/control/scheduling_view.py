@@ -41,6 +41,10 @@ class QueueReads:
     at_risk_most: int = 10_000
     startup: timedelta = timedelta(seconds=210)  # a new instance's boot and model load
 
+    def read(self, free_gpus: int) -> tuple[int, timedelta, int]:
+        """What `schedulable` is asked for: the window, the start-up, the at-risk bound."""
+        return self.window(free_gpus), self.startup, self.at_risk_most
+
     def window(self, free_gpus: int) -> int:
         """A full fleet with a queue of 10,000 reads 200 of them, not 2,000, five times a
         second."""

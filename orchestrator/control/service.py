@@ -92,8 +92,6 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         self._lock = asyncio.Lock()  # one writer at a time inside this replica
         # job -> attempt known to be running, from the last tick: heartbeats repeat it.
         self._running: dict[str, int] = {}
-        # (worker, GPU) a preemption is freeing -> the job it is freed for, until it is placed.
-        self._freeing: dict[tuple[str, int], str] = {}
         self.reception = Reception(
             self.registry,
             refusals,
@@ -147,7 +145,6 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             "commands": self._commands.remembered(),
             "refusals": self.refusals.remembered(),
             "running": len(self._running),
-            "freeing": len(self._freeing),
             "watch": self.watch.remembered(),
             "planned": len(self._planned),
             "inbox": self._inbox.qsize(),
@@ -356,20 +353,15 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         # waits for the next one (the read was sized for these workers' free GPUs).
         accepting = self.registry.accepting()
         busy = {(p.worker_id, p.gpu_index) for p in placements}
-        reads = self._settings.queue_reads
-        queued = await asyncio.to_thread(
-            self._store.schedulable,
-            now,
-            reads.window(self.registry.free_gpus(busy, accepting)),
-            reads.startup,
-            reads.at_risk_most,
-        )
+        read = self._settings.queue_reads.read(self.registry.free_gpus(busy, accepting))
+        queued = await asyncio.to_thread(self._store.schedulable, now, *read)
         if not queued:
             return
         reserved = await asyncio.to_thread(self._store.live_reservations)
         self._planned = {j: r.seconds_per_step for j, r in reserved.items() if r.seconds_per_step}
         faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
-        self._freeing, held, freed_for = freeing_now(self._freeing, queued, placements)
+        holds = await asyncio.to_thread(self._store.preemption_holds)
+        freeing, held, freed_for = freeing_now(holds, queued, placements)
         pending = pending_jobs(queued, reserved, self.registry, now, freed_for, faulted)
         running = running_jobs(placements, reserved, now)
         started = time.perf_counter()
@@ -395,9 +387,12 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         for p in placed:
             self.stats.observe_assignment((now - by_id[p.job.job_id].updated_at).total_seconds())
         placed_ids = {p.job.job_id for p in placed}
-        self._freeing = {slot: j for slot, j in self._freeing.items() if j not in placed_ids}
+        freeing = {slot: j for slot, j in freeing.items() if j not in placed_ids}
+        for preemption in decisions.preemptions:
+            freeing[(preemption.worker_id, preemption.gpu_index)] = preemption.for_job_id
+        if freeing != holds:  # durable before the victims are told, so a failover keeps it
+            await asyncio.to_thread(self._store.keep_preemption_holds, freeing, fence)
         await self._commands.send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)
         for preemption in decisions.preemptions:
-            self._freeing[(preemption.worker_id, preemption.gpu_index)] = preemption.for_job_id
             victim = next(p for p in placements if p.job.job_id == preemption.victim_job_id)
             await self._checkpoint_now(victim, preemption.reason)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from kernel.errors import FrameFleetError
 from kernel.fleet_facts import GpuFault
+from kernel.instance_state import InstanceState, InstanceStatus
 from kernel.job_record import (
     DrainKind,
     DrainRequest,
@@ -104,12 +105,22 @@ class ControlStore(Protocol):
 
     def live_reservations(self) -> dict[str, Reservation]: ...
 
+    def preemption_holds(self) -> dict[tuple[str, int], str]: ...
+
+    def keep_preemption_holds(
+        self, holds: Mapping[tuple[str, int], str], fence: Fence | None = ...
+    ) -> None: ...
+
+    def instance_statuses(
+        self, states: Iterable[InstanceState] | None = ...
+    ) -> dict[str, InstanceStatus]: ...
+
     def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]: ...
 
     def drain_requests(self) -> dict[str, DrainRequest]: ...
 
     def ask_to_drain(
-        self, instance_ids: Sequence[str], reason: str, kind: DrainKind = ...
+        self, instance_ids: Sequence[str], reason: str, kind: DrainKind = ..., actor: str = ...
     ) -> None: ...
 
     def mark_drained(self, instance_ids: list[str]) -> None: ...

@@ -18,7 +18,7 @@ from orchestrator.control.admission import Inbound
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.gpu_watch import GpuWatch, Quarantine
 from orchestrator.control.job_events import Decision, Move
-from orchestrator.control.settings import ControlStats, ControlStore
+from orchestrator.control.settings import ACTOR, ControlStats, ControlStore
 from orchestrator.scheduling.registry import WorkerRegistry
 
 log = logging.getLogger(__name__)
@@ -91,5 +91,5 @@ class WatchActions:
                     elif p.job.state is JobState.ASSIGNED:
                         await self._commands.send(p, CommandKind.CHECKPOINT_NOW, force=True)
             await asyncio.to_thread(
-                self._store.ask_to_drain, [q.instance_id], why, DrainKind.REBALANCE
+                self._store.ask_to_drain, [q.instance_id], why, DrainKind.REBALANCE, ACTOR
             )

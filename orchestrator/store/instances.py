@@ -1,6 +1,7 @@
-"""The ledger of gone instances (terminated or interrupted), so they stay gone across
-control-plane restarts and replicas, and what EC2 said of each instance the autoscaler saw
-(what a worker's hello is checked against)."""
+"""What the control plane records and reads of instances outside the job store: warnings and
+ends into each instance's one record (`instance_records`), so a gone instance stays gone across
+restarts and replicas, and what EC2 said of each instance the autoscaler saw (what a worker's
+hello is checked against)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from sqlmodel import Session, col, select
 
 from kernel.clock import Clock
 from kernel.errors import StoreUnavailable
+from kernel.instance_state import NOT_WELCOME, InstanceState
 from kernel.market import Market
 from orchestrator.store.cost_facts import end_instance_life
-from orchestrator.store.tables import GoneInstanceRow, InstanceLifeRow
+from orchestrator.store.instance_records import move_instances
+from orchestrator.store.tables import InstanceLifeRow, InstanceRow
 
 
 class InstanceLedger:
@@ -23,16 +26,15 @@ class InstanceLedger:
         self._clock = clock
 
     def record_gone(self, instance_id: str, reason: str, ended: bool = False) -> None:
-        """Idempotent: the first report of an instance's end is the one kept. `ended`: EC2
-        says it stopped running now (a state change, not a warning), which the cost ledger
-        takes as the end of its bill unless an earlier end is known."""
+        """A spot warning (the instance is warned: its GPUs are no capacity, its hello is
+        refused), or with `ended` EC2's word that it stopped running, which the cost ledger
+        takes as the end of its bill unless an earlier end is known. The instance's one record
+        keeps the first end reported."""
         now = self._clock.now()
+        after = InstanceState.TERMINATED if ended else InstanceState.WARNED
         try:
             with Session(self._engine) as session:
-                if session.get(GoneInstanceRow, instance_id) is None:
-                    session.add(
-                        GoneInstanceRow(instance_id=instance_id, gone_at=now, reason=reason)
-                    )
+                move_instances(session, [instance_id], after, reason, "control-plane", now)
                 if ended:
                     end_instance_life(session, instance_id, now, reason)
                 session.commit()
@@ -42,10 +44,12 @@ class InstanceLedger:
             raise StoreUnavailable(f"database error: {error.orig}") from error
 
     def gone_since(self, since: datetime) -> list[str]:
+        """The instances warned or gone since `since`, whose hellos are refused."""
         try:
             with Session(self._engine) as session:
-                query = select(GoneInstanceRow.instance_id).where(
-                    col(GoneInstanceRow.gone_at) >= since
+                query = select(InstanceRow.instance_id).where(
+                    col(InstanceRow.since) >= since,
+                    col(InstanceRow.state).in_([s.value for s in NOT_WELCOME]),
                 )
                 return list(session.exec(query))
         except OperationalError as error:

@@ -10,11 +10,12 @@ from datetime import datetime
 from sqlalchemy import and_, or_
 from sqlmodel import col, select
 
+from kernel.instance_state import GONE, InstanceState
 from kernel.job_record import JobEvent, JobRecord
 from kernel.job_state import JobState
 from orchestrator.store.base import StoreBase, in_chunks, utc
 from orchestrator.store.tables import (
-    GoneInstanceRow,
+    InstanceChangeRow,
     JobAttemptRow,
     JobEventRow,
     JobProgressRow,
@@ -227,13 +228,20 @@ class JobPageBook(StoreBase):
         return row or 0
 
     def gone_between(self, since: datetime, until: datetime) -> list[GoneInstance]:
-        """Instances EventBridge reported interrupted or terminated in [since, until)."""
+        """Instances warned of an interruption or ended in [since, until): the first such move
+        of each."""
+        ends = [InstanceState.WARNED.value, *(state.value for state in GONE)]
         with self._session() as session:
             rows = session.exec(
-                select(GoneInstanceRow)
-                .where(col(GoneInstanceRow.gone_at) >= since)
-                .where(col(GoneInstanceRow.gone_at) < until)
-                .order_by(col(GoneInstanceRow.gone_at))
+                select(InstanceChangeRow)
+                .where(col(InstanceChangeRow.at) >= since)
+                .where(col(InstanceChangeRow.at) < until)
+                .where(col(InstanceChangeRow.to_state).in_(ends))
+                .order_by(col(InstanceChangeRow.at), col(InstanceChangeRow.id))
                 .limit(10_000)
             ).all()
-        return [GoneInstance(r.instance_id, utc(r.gone_at), r.reason) for r in rows]
+        first = {r.instance_id: r for r in reversed(rows)}
+        return [
+            GoneInstance(r.instance_id, utc(r.at), r.reason)
+            for r in sorted(first.values(), key=lambda r: (r.at, r.id or 0))
+        ]

@@ -35,9 +35,9 @@ from orchestrator.store.base import (
     table_of,
 )
 from orchestrator.store.cost_facts import CostFactBook
-from orchestrator.store.drains import DrainBook
 from orchestrator.store.fleet_view import FleetViewBook
 from orchestrator.store.gpu_faults import GpuFaultBook
+from orchestrator.store.instance_records import InstanceRecordBook
 from orchestrator.store.intake_ledger import IntakeLedger
 from orchestrator.store.job_moves import (
     ATTEMPT_FIELDS_CHANGED,
@@ -50,6 +50,7 @@ from orchestrator.store.job_queries import JobQueries
 from orchestrator.store.leases import Fence, LeaseBook, check_fence
 from orchestrator.store.pool_marks import PoolMarkBook
 from orchestrator.store.pool_rates import PoolRateBook
+from orchestrator.store.preemption_holds import PreemptionHoldBook
 from orchestrator.store.report_sends import ReportSendBook
 from orchestrator.store.reservations import ReservationBook
 from orchestrator.store.tables import JobEventRow
@@ -87,7 +88,7 @@ class JobStore(
     LeaseBook,
     IntakeLedger,
     ReservationBook,
-    DrainBook,
+    InstanceRecordBook,
     PoolRateBook,
     PoolMarkBook,
     CostFactBook,
@@ -96,6 +97,7 @@ class JobStore(
     JobPageBook,
     TokenBook,
     GpuFaultBook,
+    PreemptionHoldBook,
 ):
     # -- the state machine ------------------------------------------------------------------
 

@@ -128,15 +128,50 @@ class ReservationRow(SQLModel, table=True):
     margin_seconds: float = Field(default=0.0)
 
 
-class GoneInstanceRow(SQLModel, table=True):
-    """An instance EventBridge reported terminated or interrupted. Instance ids are never
-    reused, so a hello from one of these (a retained message, a zombie) is refused."""
+class InstanceRow(SQLModel, table=True):
+    """Each instance of the fleet, in one state machine (`kernel.instance_state`) that the
+    autoscaler and every control-plane replica write and read: scale-in drains, rebalance,
+    spot warnings and ends alike. Instance ids are never reused, so a hello from an instance
+    that is gone or warned (a retained message, a zombie) is refused."""
 
-    __tablename__ = "gone_instances"
+    __tablename__ = "instances"
 
     instance_id: str = Field(primary_key=True, max_length=64)
-    gone_at: datetime = Field(sa_column=_utc_column(index=True))
+    state: str = Field(max_length=16, index=True)
+    reason: str = Field(sa_column=Column(Text, nullable=False))  # of the last move
+    since: datetime = Field(sa_column=_utc_column(index=True))  # of the last move
+    # A drain: why it was asked (DrainKind), when, and when nothing ran there any more.
+    drain_kind: str | None = Field(default=None, max_length=16)
+    drain_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    drain_asked_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+    drained_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+
+
+class InstanceChangeRow(SQLModel, table=True):
+    """Append-only: each move of an instance, who made it and why."""
+
+    __tablename__ = "instance_changes"
+
+    id: int | None = Field(default=None, primary_key=True)
+    instance_id: str = Field(max_length=64, index=True)
+    at: datetime = Field(sa_column=_utc_column())
+    from_state: str | None = Field(default=None, max_length=16)
+    to_state: str = Field(max_length=16)
+    actor: str = Field(max_length=32)
     reason: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class PreemptionHoldRow(SQLModel, table=True):
+    """A GPU a preemption is freeing for one job: while its victim checkpoints no second
+    victim is evicted for that job, and once it is free the job takes it first. Durable, so a
+    new leader keeps the hold."""
+
+    __tablename__ = "preemption_holds"
+
+    worker_id: str = Field(primary_key=True, max_length=64)
+    gpu_index: int = Field(primary_key=True)
+    job_id: str = Field(max_length=128)
+    since: datetime = Field(sa_column=_utc_column())
 
 
 class GpuFaultRow(SQLModel, table=True):
@@ -153,19 +188,6 @@ class GpuFaultRow(SQLModel, table=True):
     detail: str = Field(sa_column=Column(Text, nullable=False))
     job_id: str | None = Field(default=None, max_length=128)
     at: datetime = Field(sa_column=_utc_column())
-
-
-class DrainRequestRow(SQLModel, table=True):
-    """The autoscaler wants this instance empty before it terminates it (scale-in). The
-    control plane assigns nothing more there, and sets `drained_at` once nothing runs there."""
-
-    __tablename__ = "drain_requests"
-
-    instance_id: str = Field(primary_key=True, max_length=64)
-    reason: str = Field(sa_column=Column(Text, nullable=False))
-    asked_at: datetime = Field(sa_column=_utc_column())
-    drained_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
-    kind: str = Field(default="scale-in", max_length=16)  # DrainKind
 
 
 class PoolRateRow(SQLModel, table=True):

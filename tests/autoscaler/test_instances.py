@@ -10,11 +10,11 @@ from autoscaler.ec2.ports import ObservedInstance
 from autoscaler.instances import (
     InstanceBook,
     InstanceRecord,
-    InstanceState,
     InvalidInstanceTransition,
     transition,
 )
 from autoscaler.pools import Pool
+from kernel.instance_state import InstanceState
 from kernel.market import Market
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -1,0 +1,159 @@
+"""The one record of each instance (`kernel.instance_state`), which the autoscaler and every
+control-plane replica write through the same moves: drains, spot warnings, terminations and
+ends. A move that the state machine does not allow from where the instance is (a late drain of
+an instance already gone) changes nothing; the first report of an end is the one kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from kernel.instance_state import (
+    InstanceChange,
+    InstanceState,
+    InstanceStatus,
+    may_move,
+)
+from kernel.job_record import DrainKind, DrainRequest
+from orchestrator.store.base import StoreBase, utc
+from orchestrator.store.tables import InstanceChangeRow, InstanceLifeRow, InstanceRow
+
+_DRAINS = (InstanceState.DRAINING.value, InstanceState.DRAINED.value)
+
+
+def move_instances(
+    session: Session,
+    instance_ids: Iterable[str],
+    after: InstanceState,
+    reason: str,
+    actor: str,
+    now: datetime,
+) -> list[InstanceRow]:
+    """Move each instance to `after` where the state machine allows it (an instance not
+    recorded yet starts there); returns the rows moved, for the caller to add to. The caller
+    commits."""
+    moved = []
+    for instance_id in dict.fromkeys(instance_ids):
+        row = session.get(InstanceRow, instance_id)
+        before = InstanceState(row.state) if row is not None else None
+        if before is after or not may_move(before, after):
+            continue
+        if row is None:
+            row = InstanceRow(instance_id=instance_id, state=after.value, reason="", since=now)
+        row.state, row.reason, row.since = after.value, reason[:500], now
+        session.add(row)
+        session.add(
+            InstanceChangeRow(
+                instance_id=instance_id,
+                at=now,
+                from_state=before.value if before else None,
+                to_state=after.value,
+                actor=actor,
+                reason=reason[:500],
+            )
+        )
+        moved.append(row)
+    return moved
+
+
+def status_of(row: InstanceRow) -> InstanceStatus:
+    return InstanceStatus(row.instance_id, InstanceState(row.state), row.reason, utc(row.since))
+
+
+class InstanceRecordBook(StoreBase):
+    def move_instances(
+        self, instance_ids: Sequence[str], after: InstanceState, reason: str, actor: str
+    ) -> list[str]:
+        """Returns the instances moved (the others were there already, or past it)."""
+        if not instance_ids:
+            return []
+        with self._session() as session:
+            moved = move_instances(session, instance_ids, after, reason, actor, self._clock.now())
+            session.commit()
+            return [row.instance_id for row in moved]
+
+    def instance_statuses(
+        self, states: Iterable[InstanceState] | None = None
+    ) -> dict[str, InstanceStatus]:
+        query = select(InstanceRow)
+        if states is not None:
+            query = query.where(col(InstanceRow.state).in_([s.value for s in states]))
+        with self._session() as session:
+            return {row.instance_id: status_of(row) for row in session.exec(query).all()}
+
+    def instance_history(self, instance_id: str) -> list[InstanceChange]:
+        with self._session() as session:
+            rows = session.exec(
+                select(InstanceChangeRow)
+                .where(col(InstanceChangeRow.instance_id) == instance_id)
+                .order_by(col(InstanceChangeRow.id))
+            ).all()
+        return [
+            InstanceChange(
+                r.instance_id,
+                utc(r.at),
+                InstanceState(r.from_state) if r.from_state else None,
+                InstanceState(r.to_state),
+                r.actor,
+                r.reason,
+            )
+            for r in rows
+        ]
+
+    # -- drains: how the autoscaler and the control plane agree an instance is empty before
+    # it is terminated, so that no job is assigned to a machine on its way out.
+
+    def ask_to_drain(
+        self,
+        instance_ids: Sequence[str],
+        reason: str,
+        kind: DrainKind = DrainKind.SCALE_IN,
+        actor: str = "autoscaler",
+    ) -> None:
+        """Idempotent: an instance asked twice keeps its first request."""
+        if not instance_ids:
+            return
+        now = self._clock.now()
+        with self._session() as session:
+            for row in move_instances(
+                session, instance_ids, InstanceState.DRAINING, reason, actor, now
+            ):
+                row.drain_kind, row.drain_reason, row.drain_asked_at = kind.value, reason, now
+            # The cost ledger counts an instance's empty time from here on as draining.
+            session.exec(
+                update(InstanceLifeRow)
+                .where(col(InstanceLifeRow.instance_id).in_(list(instance_ids)))
+                .where(col(InstanceLifeRow.draining_at).is_(None))
+                .values(draining_at=now)
+            )
+            session.commit()
+
+    def drain_requests(self) -> dict[str, DrainRequest]:
+        """The instances being drained or drained, not yet terminating or gone."""
+        with self._session() as session:
+            rows = session.exec(select(InstanceRow).where(col(InstanceRow.state).in_(_DRAINS)))
+            return {
+                r.instance_id: DrainRequest(
+                    r.instance_id,
+                    r.drain_reason or r.reason,
+                    utc(r.drain_asked_at or r.since),
+                    utc(r.drained_at) if r.drained_at else None,
+                    DrainKind(r.drain_kind or DrainKind.SCALE_IN.value),
+                )
+                for r in rows.all()
+            }
+
+    def mark_drained(self, instance_ids: Sequence[str]) -> None:
+        if not instance_ids:
+            return
+        now = self._clock.now()
+        with self._session() as session:
+            why = "nothing runs there any more"
+            for row in move_instances(
+                session, instance_ids, InstanceState.DRAINED, why, "control-plane", now
+            ):
+                row.drained_at = now
+            session.commit()
