@@ -31,6 +31,8 @@ from orchestrator.scheduling.registry import WorkerRegistry
 
 log = logging.getLogger(__name__)
 LEARNED_PACES = 50  # recent attempts' seconds per step kept per family and work shape
+_Slot = tuple[str, int]  # (worker, GPU index)
+RECENT = 20  # step reports a GPU's current pace is judged over
 
 
 class GpuFaultStore(Protocol):
@@ -75,11 +77,22 @@ class _Pace:
     changed_at: datetime
     # The pace is measured from the attempt's first step on (model load and warm-up apart).
     origin: tuple[int, datetime] | None = None
+    # The latest step reports: a GPU that turns slow in the middle of a long attempt shows it
+    # here within minutes, where the attempt's average would take hours.
+    recent: deque[tuple[int, datetime]] = field(default_factory=lambda: deque(maxlen=RECENT))
 
     def steps_and_seconds(self) -> tuple[int, float]:
+        """Since the attempt's first step: what the family's pace learns from."""
         if self.origin is None:
             return 0, 0.0
         return self.step - self.origin[0], (self.changed_at - self.origin[1]).total_seconds()
+
+    def recent_steps_and_seconds(self) -> tuple[int, float]:
+        """Over the latest reports: what the GPU is judged slow on."""
+        if len(self.recent) < 2:
+            return 0, 0.0
+        (first, since), (last, until) = self.recent[0], self.recent[-1]
+        return last - first, (until - since).total_seconds()
 
 
 def _shape(job: JobRecord, family: str) -> tuple[str, str, int, int, int]:
@@ -94,7 +107,10 @@ class GpuWatch:
         self._store, self._registry, self._clock = store, registry, clock
         self.settings = settings
         self._paces: dict[str, _Pace] = {}
-        self._learned: dict[tuple[str, str, int, int, int], deque[float]] = {}
+        # Per family and work shape, recent attempts' seconds per step with the GPU that ran
+        # each: a GPU is judged against the others only (its own slow attempts would drag
+        # its family's median up to it in a small fleet).
+        self._learned: dict[tuple[str, str, int, int, int], deque[tuple[_Slot, float]]] = {}
 
     def remembered(self) -> int:
         return len(self._paces) + len(self._learned)
@@ -104,7 +120,7 @@ class GpuWatch:
     ) -> float | None:
         """The throughput estimate for this job on this family: the autoscaler's plan, or
         what the fleet's recent attempts of the same work on that family took (the longer)."""
-        learned = self._learned.get(_shape(job, family or ""))
+        learned = [pace for _, pace in self._learned.get(_shape(job, family or ""), ())]
         return expected_step(planned, statistics.median(learned) if learned else None)
 
     async def look(self, placements: list[Placement], planned: dict[str, float]) -> Findings:
@@ -187,6 +203,7 @@ class GpuWatch:
         if step is not None and step != pace.step:
             pace.step, pace.changed_at = step, now
             pace.origin = pace.origin or (step, now)
+            pace.recent.append((step, now))
         hello = self._registry.hello(placement.worker_id)
         instance = hello.instance if hello else ""
         if reported is not None and pace.step >= job.spec.steps:
@@ -211,8 +228,9 @@ class GpuWatch:
                 now,
                 job.job_id,
             )
-        peers = list(self._learned.get(pace.shape, ()))
-        slow = too_slow(*pace.steps_and_seconds(), peers, self.settings.sick)
+        slot = (placement.worker_id, placement.gpu_index)
+        peers = [p for ran_on, p in self._learned.get(pace.shape, ()) if ran_on != slot]
+        slow = too_slow(*pace.recent_steps_and_seconds(), peers, self.settings.sick)
         if slow is not None and (placement.worker_id, placement.gpu_index) not in (
             self._registry.quarantined
         ):
@@ -235,4 +253,4 @@ class GpuWatch:
             quarantined = (pace.worker_id, pace.gpu_index) in self._registry.quarantined
             if steps >= self.settings.sick.slow_min_steps and seconds > 0 and not quarantined:
                 learned = self._learned.setdefault(pace.shape, deque(maxlen=LEARNED_PACES))
-                learned.append(seconds / steps)
+                learned.append(((pace.worker_id, pace.gpu_index), seconds / steps))
