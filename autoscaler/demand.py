@@ -145,7 +145,8 @@ class StoreDemand:
         self._store = store
 
     def queued(self, now: datetime) -> list[JobDemand]:
-        return [job_demand(job) for job in self._store.schedulable(now)]
+        # A job its team's quota holds back gets no GPU bought for it until the quota lets it.
+        return [job_demand(j) for j in self._store.schedulable(now) if not j.held_by_quota]
 
     def reserve(self, reservations: Sequence[Reservation]) -> None:
         if reservations:

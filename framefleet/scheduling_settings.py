@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,7 +15,22 @@ from kernel.stall import StallRule
 from orchestrator.control.scheduling_view import QueueReads
 from orchestrator.control.settings import ControlSettings
 from orchestrator.scheduling.gpu_health import SickRule
+from orchestrator.scheduling.quotas import TeamQuota
 from orchestrator.scheduling.snapshots import SchedulerSettings
+
+# A GPU family as jobs name them, or "*" for any family.
+QUOTA_KEY = r"^(\*|[a-z0-9]{1,16})$"
+
+
+class TeamQuotaConfig(BaseModel):
+    """A team's share (`orchestrator/scheduling/quotas.py`): GPUs at once per family, or for
+    any family with "*", and whether it may borrow what other teams leave idle."""
+
+    model_config = ConfigDict(extra="forbid")
+    gpus: dict[Annotated[str, Field(pattern=QUOTA_KEY)], Annotated[int, Field(ge=0)]] = Field(
+        min_length=1, max_length=32
+    )
+    borrow: bool = True
 
 
 class SchedulingConfig(BaseModel):
@@ -45,6 +61,8 @@ class SchedulingConfig(BaseModel):
     slow_min_steps: int = Field(default=10, ge=1)
     slow_min_seconds: float = Field(default=120.0, ge=0)
     slow_min_peers: int = Field(default=3, ge=1)
+    # Team (a job's `tags.team`) -> its share of GPUs; teams left out are not limited.
+    team_quotas: dict[str, TeamQuotaConfig] = Field(default_factory=dict, max_length=1000)
 
     def apply(self, settings: ControlSettings) -> ControlSettings:
         sick = SickRule(
@@ -57,7 +75,14 @@ class SchedulingConfig(BaseModel):
         stall = StallRule(self.stall_factor, self.stall_floor_seconds, self.stall_startup_seconds)
         return replace(
             settings,
-            scheduler=SchedulerSettings(self.aging_per_hour, self.preemption_margin),
+            scheduler=SchedulerSettings(
+                self.aging_per_hour,
+                self.preemption_margin,
+                {
+                    team: TeamQuota(dict(quota.gpus), quota.borrow)
+                    for team, quota in self.team_quotas.items()
+                },
+            ),
             queue_reads=QueueReads(
                 least=self.queue_read_least,
                 most=max(self.queue_read_most, self.queue_read_least),

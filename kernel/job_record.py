@@ -9,6 +9,8 @@ from enum import StrEnum
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 
+QUOTA_WAIT = "quota: "  # how a wait reason of a team's quota begins
+
 
 @dataclass(frozen=True)
 class JobRecord:
@@ -29,6 +31,13 @@ class JobRecord:
     # The worker the current attempt was given to: the only one whose events may move the job
     # (None before the first assignment, and where a query does not need it).
     worker_id: str | None = None
+    # Why a queued job waits, where the scheduler knows (its team's quota: QUOTA_WAIT ...).
+    wait_reason: str | None = None
+
+    @property
+    def held_by_quota(self) -> bool:
+        """Its team's quota holds it back: no GPU is worth buying for it now."""
+        return (self.wait_reason or "").startswith(QUOTA_WAIT)
 
     def families(self) -> frozenset[str]:
         """The GPU families it may run on: its spec's (empty: any), or, for a job that asked

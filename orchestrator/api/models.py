@@ -92,6 +92,9 @@ class JobDetail(_Out):
     history: list[HistoryLine]
     last_checkpoint: str | None
     checkpoint_step: int
+    waiting_for: str | None = Field(
+        default=None, description="why a queued job waits, where the scheduler knows (a quota)"
+    )
     progress: ProgressView | None
     estimated_finish: datetime | None
     deadline_risk: DeadlineRisk

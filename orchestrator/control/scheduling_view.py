@@ -90,6 +90,7 @@ def pending_jobs(
                     reservation.seconds_per_step if reservation else None,
                     job.families(),
                 ),
+                team=job.spec.tags.team,
             )
         )
     return pending
@@ -106,6 +107,7 @@ def running_jobs(
             p.since,
             preemptible=p.job.state is JobState.RUNNING
             and can_restart(p.job, reserved.get(p.job.job_id), now),
+            team=p.job.spec.tags.team,
         )
         for p in placements
     }

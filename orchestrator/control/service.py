@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import deque
 
 from kernel.clock import Clock, sleep_unless_stopped
@@ -26,7 +25,7 @@ from kernel.worker_protocol import (
     WorkerEvent,
 )
 from orchestrator.control.admission import Inbound
-from orchestrator.control.apply import as_move, assignment_move
+from orchestrator.control.apply import as_move
 from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.drains import Drains
@@ -37,11 +36,7 @@ from orchestrator.control.leadership import Leadership
 from orchestrator.control.readiness import Readiness
 from orchestrator.control.reception import Reception
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.scheduling_view import (
-    freeing_now,
-    pending_jobs,
-    running_jobs,
-)
+from orchestrator.control.scheduling_round import SchedulingRound
 from orchestrator.control.settings import (
     ACTOR,
     ConnectLink,
@@ -52,7 +47,6 @@ from orchestrator.control.settings import (
     WorkerLink,
 )
 from orchestrator.control.watch_actions import WatchActions
-from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
 from orchestrator.store.leases import Fence
@@ -107,12 +101,21 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         self.link: WorkerLink = connect(self.reception.deliver, self.reception.admit)
         pace = CheckpointPace(store, self.registry, clock)
         self.watch = GpuWatch(store, self.registry, clock, settings.watch)
-        self._planned: dict[str, float] = {}
         self._ignored_lines = LogThrottle(clock)
         self._commands = CommandSender(
             self.link, clock, settings, self.stats, pace, self.expected_step
         )
         self._drains = Drains(store, self.registry, self._move_jobs_off)
+        self._scheduling = SchedulingRound(
+            store,
+            self.registry,
+            clock,
+            settings,
+            self.stats,
+            self._commands,
+            self._checkpoint_now,
+            self._fence,
+        )
         self._readiness = Readiness(store, self.registry)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -146,7 +149,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             "refusals": self.refusals.remembered(),
             "running": len(self._running),
             "watch": self.watch.remembered(),
-            "planned": len(self._planned),
+            "planned": len(self._scheduling.planned),
             "inbox": self._inbox.qsize(),
             "budgets": self.reception.remembered(),
         }
@@ -345,54 +348,4 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             await self._readiness.step()
             await self._drains.step(placements)  # before anything is assigned
             await self._watch(placements)
-            await self._schedule(placements)
-
-    async def _schedule(self, placements: list[Placement]) -> None:
-        now = self._clock.now()
-        # The workers that take work now: a hello that arrives while this tick reads the queue
-        # waits for the next one (the read was sized for these workers' free GPUs).
-        accepting = self.registry.accepting()
-        busy = {(p.worker_id, p.gpu_index) for p in placements}
-        read = self._settings.queue_reads.read(self.registry.free_gpus(busy, accepting))
-        queued = await asyncio.to_thread(self._store.schedulable, now, *read)
-        if not queued:
-            return
-        reserved = await asyncio.to_thread(self._store.live_reservations)
-        self._planned = {j: r.seconds_per_step for j, r in reserved.items() if r.seconds_per_step}
-        faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
-        holds = await asyncio.to_thread(self._store.preemption_holds)
-        freeing, held, freed_for = freeing_now(holds, queued, placements)
-        pending = pending_jobs(queued, reserved, self.registry, now, freed_for, faulted)
-        running = running_jobs(placements, reserved, now)
-        started = time.perf_counter()
-        decisions = schedule(
-            pending,
-            self.registry.snapshot(running, held, accepting),
-            now,
-            self._settings.scheduler,
-        )
-        self.stats.schedule_seconds.append(time.perf_counter() - started)
-        by_id = {job.job_id: job for job in queued}
-        moves = [assignment_move(a, by_id[a.job_id]) for a in decisions.assignments]
-        fence = self._fence()
-        outcomes = (
-            await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, fence) if moves else []
-        )
-        placed = [
-            Placement(assigned, move.worker_id or "", move.gpu_index or 0, now)
-            for move, assigned in zip(moves, outcomes, strict=True)
-            if not isinstance(assigned, FrameFleetError)  # else moved meanwhile: next tick
-        ]
-        self.stats.assignments += len(placed)
-        for p in placed:
-            self.stats.observe_assignment((now - by_id[p.job.job_id].updated_at).total_seconds())
-        placed_ids = {p.job.job_id for p in placed}
-        freeing = {slot: j for slot, j in freeing.items() if j not in placed_ids}
-        for preemption in decisions.preemptions:
-            freeing[(preemption.worker_id, preemption.gpu_index)] = preemption.for_job_id
-        if freeing != holds:  # durable before the victims are told, so a failover keeps it
-            await asyncio.to_thread(self._store.keep_preemption_holds, freeing, fence)
-        await self._commands.send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)
-        for preemption in decisions.preemptions:
-            victim = next(p for p in placements if p.job.job_id == preemption.victim_job_id)
-            await self._checkpoint_now(victim, preemption.reason)
+            await self._scheduling.run(placements)

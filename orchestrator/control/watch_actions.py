@@ -18,6 +18,7 @@ from orchestrator.control.admission import Inbound
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.gpu_watch import GpuWatch, Quarantine
 from orchestrator.control.job_events import Decision, Move
+from orchestrator.control.scheduling_round import SchedulingRound
 from orchestrator.control.settings import ACTOR, ControlStats, ControlStore
 from orchestrator.scheduling.registry import WorkerRegistry
 
@@ -32,7 +33,7 @@ class WatchActions:
     registry: WorkerRegistry
     watch: GpuWatch
     # job -> the seconds per step the autoscaler planned with (its reservation)
-    _planned: dict[str, float]
+    _scheduling: SchedulingRound
     stats: ControlStats
 
     async def _commit(self, decided: list[tuple[JobRecord, Decision, Inbound | None]]) -> None:
@@ -44,10 +45,10 @@ class WatchActions:
     def expected_step(self, placement: Placement) -> float | None:
         family = self.registry.family_of(placement.worker_id, placement.gpu_index)
         job = placement.job
-        return self.watch.expected_step(job, family, self._planned.get(job.job_id))
+        return self.watch.expected_step(job, family, self._scheduling.planned.get(job.job_id))
 
     async def _watch(self, placements: list[Placement]) -> None:
-        findings = await self.watch.look(placements, self._planned)
+        findings = await self.watch.look(placements, self._scheduling.planned)
         for placement, why in findings.stalled:
             self.stats.on_gpu_fault(GpuFaultKind.STALL.value)
             move = Move(

@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
+from orchestrator.scheduling.quotas import ShareBook
 from orchestrator.scheduling.snapshots import (
     Assignment,
     Decisions,
@@ -23,6 +24,7 @@ from orchestrator.scheduling.snapshots import (
     Preemption,
     RunningJob,
     SchedulerSettings,
+    Wait,
     WorkerSnapshot,
 )
 
@@ -67,6 +69,13 @@ def fits(job: PendingJob, gpu: GpuSlot) -> bool:
     return fits_kind(job, gpu) and gpu.worker_id not in job.avoid
 
 
+Admits = Callable[[GpuSlot], bool]  # may the job's team take this GPU (its quota)?
+
+
+def _anywhere(_gpu: GpuSlot) -> bool:
+    return True
+
+
 class _FreeGpus:
     """Free GPUs grouped by (family, VRAM, market), each group in (worker, index) order:
     picking the best fit costs a pass over the few kinds of GPU, not over a thousand workers."""
@@ -83,27 +92,37 @@ class _FreeGpus:
     def __bool__(self) -> bool:
         return any(self._kinds.values())
 
-    def take_reserved(self, job: PendingJob) -> GpuSlot | None:
+    def take_reserved(self, job: PendingJob, admits: Admits = _anywhere) -> GpuSlot | None:
         """A free GPU that fits on one of the workers reserved for the job."""
         for kind in self._kinds.values():
             for position, gpu in enumerate(kind):
-                if gpu.worker_id in job.reserved_on and fits(job, gpu):
+                if gpu.worker_id in job.reserved_on and fits(job, gpu) and admits(gpu):
                     return kind.pop(position)
         return None
 
-    def take_best_fit(self, job: PendingJob, now: datetime) -> GpuSlot | None:
-        # The smallest GPU that fits keeps the large ones for the jobs that need them. Among
-        # equals, a job with a deadline takes on-demand capacity (the autoscaler may have
-        # bought it for exactly that), and one without takes spot.
+    def fits_any(self, job: PendingJob, now: datetime, admits: Admits) -> bool:
+        return bool(self._candidates(job, now, admits))
+
+    def _candidates(
+        self, job: PendingJob, now: datetime, admits: Admits
+    ) -> list[tuple[GpuSlot, int]]:
         spot_ok = not job.on_demand_only and (job.spot_until is None or now <= job.spot_until)
         warm_wanted = self._warm.get(job.model, 0) > 0
-        candidates = [
+        return [
             (gpu, position)
             for kind in self._kinds.values()
             if (found := _first_usable(kind, job, warm_wanted)) is not None
             for gpu, position in (found,)
-            if spot_ok or not gpu.spot
+            if (spot_ok or not gpu.spot) and admits(gpu)
         ]
+
+    def take_best_fit(
+        self, job: PendingJob, now: datetime, admits: Admits = _anywhere
+    ) -> GpuSlot | None:
+        # The smallest GPU that fits keeps the large ones for the jobs that need them. Among
+        # equals, a job with a deadline takes on-demand capacity (the autoscaler may have
+        # bought it for exactly that), and one without takes spot.
+        candidates = self._candidates(job, now, admits)
         if not candidates:
             return None
         wants_spot = job.deadline is None
@@ -176,21 +195,57 @@ class _Victims:
     def weakest(self) -> float:
         return min((_running(g).priority for g in self._slots), default=math.inf)
 
-    def preempt_for(self, job: PendingJob, settings: SchedulerSettings) -> Preemption | None:
-        """The running job that gives way to `job`, if any may; its GPU is taken."""
+    def _in_order(self) -> list[GpuSlot]:
         if not self._sorted:
             self._slots.sort(key=lambda g: _victim_order(_running(g)))
             self._sorted = True
-        for position, gpu in enumerate(self._slots):
+        return self._slots
+
+    def reclaim_for(self, job: PendingJob, shares: ShareBook) -> Preemption | None:
+        """A job of a team within its share takes back a GPU from a team running past its
+        own, whatever the borrower's priority; the least urgent borrower gives way."""
+        for position, gpu in enumerate(self._in_order()):
+            victim = _running(gpu)
+            if (
+                fits(job, gpu)
+                and shares.may_reclaim(job.team, gpu.family)
+                and shares.borrowing(victim.team, gpu.family)
+            ):
+                del self._slots[position]
+                shares.give_back(victim.team, gpu.family)
+                shares.take(job.team, gpu.family)
+                return Preemption(
+                    victim_job_id=victim.job_id,
+                    worker_id=gpu.worker_id,
+                    gpu_index=gpu.index,
+                    for_job_id=job.job_id,
+                    reason=f"team {job.team} reclaims its share of {gpu.family} GPUs from "
+                    f"team {victim.team}, which runs past its own",
+                )
+        return None
+
+    def preempt_for(
+        self, job: PendingJob, settings: SchedulerSettings, shares: ShareBook | None = None
+    ) -> Preemption | None:
+        """The running job that gives way to `job`, if any may; its GPU is taken."""
+        for position, gpu in enumerate(self._in_order()):
             victim = _running(gpu)
             if victim.priority + settings.preemption_margin > job.priority:
                 return None  # every one after it is at least as urgent
             # A deadline outranks priority: only a job due no later may take its GPU (in an
-            # autoscaled fleet the urgent job gets its own GPU minutes later anyway).
-            if fits(job, gpu) and (
-                victim.deadline is None or _seconds(job.deadline) <= _seconds(victim.deadline)
+            # autoscaled fleet the urgent job gets its own GPU minutes later anyway). Its
+            # team's quota must let it have that GPU (a swap within one team always does).
+            if (
+                fits(job, gpu)
+                and (victim.deadline is None or _seconds(job.deadline) <= _seconds(victim.deadline))
+                and (
+                    shares is None or victim.team == job.team or shares.admits(job.team, gpu.family)
+                )
             ):
                 del self._slots[position]
+                if shares is not None:
+                    shares.give_back(victim.team, gpu.family)
+                    shares.take(job.team, gpu.family)
                 return Preemption(
                     victim_job_id=victim.job_id,
                     worker_id=gpu.worker_id,
@@ -221,6 +276,19 @@ def schedule(
     weakest = victims.weakest()
     assignments: list[Assignment] = []
     preemptions: list[Preemption] = []
+    # Teams' shares (none configured: nobody is limited, and nothing below changes).
+    running = [(g.running.team, g.family) for w in workers for g in w.gpus if g.running]
+    shares = ShareBook(settings.quotas, running) if settings.quotas else None
+
+    def admits(job: PendingJob, borrow: bool = True) -> Admits:
+        if shares is None or job.team is None:
+            return _anywhere
+        return lambda gpu: shares.admits(job.team, gpu.family, borrow)
+
+    def assign(job: PendingJob, gpu: GpuSlot, why: str = "") -> None:
+        if shares is not None:
+            shares.take(job.team, gpu.family)
+        assignments.append(_assignment(job, gpu, now, settings, why))
 
     # First the capacity the autoscaler bought for a job goes to that job, so another job
     # cannot take the on-demand GPU a deadline needed and leave it to wait for the next one.
@@ -228,15 +296,26 @@ def schedule(
     for job in queue_order((j for j in pending if j.reserved_on), now, settings):
         if job.job_id in already_reserved:
             continue
-        gpu = free.take_reserved(job)
+        gpu = free.take_reserved(job, admits(job))
         if gpu is not None:
             on_reserved.add(job.job_id)
-            assignments.append(_assignment(job, gpu, now, settings, "reserved for it, "))
+            assign(job, gpu, "reserved for it, ")
 
     def may_preempt(job: PendingJob) -> bool:
         # Not when its own GPU is minutes away, nor when nothing running is enough less urgent
         # to give way: a preemption would cost the victim a whole start-up for little gain.
         return not job.capacity_coming and job.priority >= weakest + settings.preemption_margin
+
+    def may_reclaim(job: PendingJob) -> bool:
+        return shares is not None and shares.may_reclaim_any(job.team, job.families)
+
+    def without_gpu(job: PendingJob) -> None:
+        """No free GPU it may take: take back its team's share, else preempt by priority."""
+        reclaimed = shares is not None and may_reclaim(job) and victims.reclaim_for(job, shares)
+        if reclaimed:
+            preemptions.append(reclaimed)
+        elif may_preempt(job) and (preemption := victims.preempt_for(job, settings, shares)):
+            preemptions.append(preemption)
 
     # The queue as a heap, taken in order while GPUs are free: a tick that fills a few GPUs
     # from a long queue does not sort all of it. Left out: the jobs whose GPU is being freed
@@ -245,15 +324,42 @@ def schedule(
     key = _queue_keys(now, settings)
     heap = [(key(job), position) for position, job in enumerate(queue)]
     heapq.heapify(heap)
+    # Within their teams' shares first; a job that could only borrow waits for the end of the
+    # round, so a team's idle share goes to that team's own jobs before anyone borrows it.
+    borrowers: list[PendingJob] = []
     while heap and free:
         job = queue[heapq.heappop(heap)[1]]
-        gpu = free.take_best_fit(job, now)
+        gpu = free.take_best_fit(job, now, admits(job, borrow=False))
         if gpu is not None:
-            assignments.append(_assignment(job, gpu, now, settings))
-        elif may_preempt(job) and (preemption := victims.preempt_for(job, settings)):
-            preemptions.append(preemption)
+            assign(job, gpu)
+        elif shares is not None and free.fits_any(job, now, admits(job)):
+            borrowers.append(job)
+        else:
+            without_gpu(job)
+    for job in borrowers:
+        gpu = free.take_best_fit(job, now, admits(job))
+        if gpu is not None:
+            assign(job, gpu, "borrowing an idle share, ")
+        else:
+            without_gpu(job)
     # No GPU is free any more: the rest of the queue may only preempt, in queue order.
-    for _, position in sorted(entry for entry in heap if may_preempt(queue[entry[1]])):
-        if preemption := victims.preempt_for(queue[position], settings):
-            preemptions.append(preemption)
-    return Decisions(tuple(assignments), tuple(preemptions))
+    for _, position in sorted(
+        entry for entry in heap if may_preempt(queue[entry[1]]) or may_reclaim(queue[entry[1]])
+    ):
+        without_gpu(queue[position])
+    placed = {a.job_id for a in assignments} | {p.for_job_id for p in preemptions}
+    waits = () if shares is None else _quota_waits(queue, placed, shares)
+    return Decisions(tuple(assignments), tuple(preemptions), waits)
+
+
+def _quota_waits(
+    queue: Sequence[PendingJob], placed: set[str], shares: ShareBook
+) -> tuple[Wait, ...]:
+    """The jobs left waiting whose team's quota admits them to no GPU they may use."""
+    return tuple(
+        Wait(job.job_id, shares.why_waits(job.team, job.families))
+        for job in queue
+        if job.team is not None
+        and job.job_id not in placed
+        and shares.blocked(job.team, job.families)
+    )

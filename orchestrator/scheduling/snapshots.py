@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from orchestrator.scheduling.quotas import TeamQuota
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class PendingJob:
     # The latest moment it can start and meet its deadline (its deadline less its remaining
     # steps at its pace): among jobs of equal aged priority the least slack goes first.
     start_by: datetime | None = None
+    team: str | None = None  # its cost tag: what its team's quota counts it against
 
     @property
     def latest_start(self) -> datetime | None:
@@ -48,6 +52,7 @@ class RunningJob:
     # Preempting costs the work since the last checkpoint; a job in the middle of
     # checkpointing or finishing is not a candidate.
     preemptible: bool = True
+    team: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ class SchedulerSettings:
     aging_per_hour: float = 1.0
     # A job may preempt only one at least this many (base) priority points below it.
     preemption_margin: int = 2
+    # Team -> its share of GPUs (`quotas`); teams left out are not limited.
+    quotas: Mapping[str, TeamQuota] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,15 @@ class Preemption:
 
 
 @dataclass(frozen=True)
+class Wait:
+    """A job that a free GPU would have fitted, held back by its team's quota."""
+
+    job_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Decisions:
     assignments: tuple[Assignment, ...] = field(default_factory=tuple)
     preemptions: tuple[Preemption, ...] = field(default_factory=tuple)
+    waits: tuple[Wait, ...] = field(default_factory=tuple)

@@ -71,6 +71,9 @@ class JobColumns(Protocol):
     @property
     def spec_sha256(self) -> str: ...
 
+    @property
+    def wait_reason(self) -> str | None: ...
+
 
 def utc(value: datetime) -> datetime:
     # SQLite hands back naive datetimes; everything we store is UTC.
@@ -94,6 +97,7 @@ def _record(row: JobColumns, spec: JobSpec, worker_id: str | None) -> JobRecord:
         job_faults=row.job_faults,
         not_before=utc(row.not_before) if row.not_before else None,
         worker_id=worker_id,
+        wait_reason=row.wait_reason,
     )
 
 

@@ -9,7 +9,7 @@ state machine's writes and the queries.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Row, bindparam, delete, insert, update
@@ -100,6 +100,22 @@ class JobStore(
     PreemptionHoldBook,
 ):
     # -- the state machine ------------------------------------------------------------------
+
+    def note_waits(self, reasons: Mapping[str, str | None], fence: Fence | None = None) -> None:
+        """Why each of these jobs waits (None: it no longer waits for a reason the scheduler
+        knows). Not a move of the job: no version, no history."""
+        if not reasons:
+            return
+        with self._session() as session:
+            if fence is not None:
+                check_fence(session, fence)
+            for job_id, reason in reasons.items():
+                session.execute(
+                    update(JOBS)
+                    .where(JOBS.c.job_id == job_id)
+                    .values(wait_reason=reason[:500] if reason else None)
+                )
+            session.commit()
 
     def transition(
         self,

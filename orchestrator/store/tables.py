@@ -47,6 +47,8 @@ class JobRow(SQLModel, table=True):
     team: str | None = Field(default=None, max_length=128, index=True)
     customer: str | None = Field(default=None, max_length=128, index=True)
     project: str | None = Field(default=None, max_length=128, index=True)
+    # Why a queued job waits, where the scheduler knows (its team's quota); None otherwise.
+    wait_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class JobAttemptRow(SQLModel, table=True):

@@ -1,0 +1,104 @@
+"""One tick's scheduling: read the queue (a window, every reserved job, every job whose deadline
+is at risk), decide on snapshots (`orchestrator.scheduling.policy`, pure), write the
+assignments, the preemption holds and the reasons jobs wait, then tell the workers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from kernel.clock import Clock
+from kernel.errors import FrameFleetError
+from kernel.job_record import JobRecord, Placement
+from kernel.worker_protocol import CommandKind
+from orchestrator.control.apply import assignment_move
+from orchestrator.control.commands import CommandSender
+from orchestrator.control.scheduling_view import freeing_now, pending_jobs, running_jobs
+from orchestrator.control.settings import ACTOR, ControlSettings, ControlStats, ControlStore
+from orchestrator.scheduling.policy import schedule
+from orchestrator.scheduling.registry import WorkerRegistry
+from orchestrator.scheduling.snapshots import Wait
+from orchestrator.store.leases import Fence
+
+
+class SchedulingRound:
+    def __init__(
+        self,
+        store: ControlStore,
+        registry: WorkerRegistry,
+        clock: Clock,
+        settings: ControlSettings,
+        stats: ControlStats,
+        commands: CommandSender,
+        checkpoint_now: Callable[[Placement, str], Awaitable[None]],
+        fence: Callable[[], Fence | None],
+    ) -> None:
+        self._store, self._registry, self._clock = store, registry, clock
+        self._settings, self._stats, self._commands = settings, stats, commands
+        self._checkpoint_now, self._fence = checkpoint_now, fence
+        # job -> the seconds per step the autoscaler planned it at (the stall watch's pace).
+        self.planned: dict[str, float] = {}
+
+    async def run(self, placements: list[Placement]) -> None:
+        now = self._clock.now()
+        # The workers that take work now: a hello that arrives while this tick reads the queue
+        # waits for the next one (the read was sized for these workers' free GPUs).
+        accepting = self._registry.accepting()
+        busy = {(p.worker_id, p.gpu_index) for p in placements}
+        read = self._settings.queue_reads.read(self._registry.free_gpus(busy, accepting))
+        queued = await asyncio.to_thread(self._store.schedulable, now, *read)
+        if not queued:
+            return
+        reserved = await asyncio.to_thread(self._store.live_reservations)
+        self.planned = {j: r.seconds_per_step for j, r in reserved.items() if r.seconds_per_step}
+        faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
+        holds = await asyncio.to_thread(self._store.preemption_holds)
+        freeing, held, freed_for = freeing_now(holds, queued, placements)
+        pending = pending_jobs(queued, reserved, self._registry, now, freed_for, faulted)
+        running = running_jobs(placements, reserved, now)
+        started = time.perf_counter()
+        decisions = schedule(
+            pending,
+            self._registry.snapshot(running, held, accepting),
+            now,
+            self._settings.scheduler,
+        )
+        self._stats.schedule_seconds.append(time.perf_counter() - started)
+        by_id = {job.job_id: job for job in queued}
+        moves = [assignment_move(a, by_id[a.job_id]) for a in decisions.assignments]
+        fence = self._fence()
+        outcomes = (
+            await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, fence) if moves else []
+        )
+        placed = [
+            Placement(assigned, move.worker_id or "", move.gpu_index or 0, now)
+            for move, assigned in zip(moves, outcomes, strict=True)
+            if not isinstance(assigned, FrameFleetError)  # else moved meanwhile: next tick
+        ]
+        self._stats.assignments += len(placed)
+        for p in placed:
+            self._stats.observe_assignment((now - by_id[p.job.job_id].updated_at).total_seconds())
+        placed_ids = {p.job.job_id for p in placed}
+        freeing = {slot: j for slot, j in freeing.items() if j not in placed_ids}
+        for preemption in decisions.preemptions:
+            freeing[(preemption.worker_id, preemption.gpu_index)] = preemption.for_job_id
+        if freeing != holds:  # durable before the victims are told, so a failover keeps it
+            await asyncio.to_thread(self._store.keep_preemption_holds, freeing, fence)
+        await self._note_waits(queued, decisions.waits, fence)
+        await self._commands.send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)
+        for preemption in decisions.preemptions:
+            victim = next(p for p in placements if p.job.job_id == preemption.victim_job_id)
+            await self._checkpoint_now(victim, preemption.reason)
+
+    async def _note_waits(
+        self, queued: list[JobRecord], waits: Sequence[Wait], fence: Fence | None
+    ) -> None:
+        """Each read job's reason to wait, written when it changed (a placed job has none)."""
+        reasons = {wait.job_id: wait.reason for wait in waits}
+        changed = {
+            job.job_id: reasons.get(job.job_id)
+            for job in queued
+            if job.wait_reason != reasons.get(job.job_id)
+        }
+        await asyncio.to_thread(self._store.note_waits, changed, fence)
