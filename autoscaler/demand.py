@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from autoscaler.snapshot import JobDemand, RunningJob
@@ -14,6 +14,9 @@ from autoscaler.throughput import WorkShape
 from kernel.instance_state import InstanceChange, InstanceState, InstanceStatus
 from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
+
+# How far ahead of its latest start a deadline job is read, whatever the backlog before it.
+PLANNING_HORIZON = timedelta(hours=24)
 
 
 def shape_of(spec: JobSpec) -> WorkShape:
@@ -113,7 +116,9 @@ class JobSource(Protocol):
     """The part of the control plane's job store the autoscaler reads and writes (declared
     here so the autoscaler never imports the control plane; JobStore has these)."""
 
-    def schedulable(self, now: datetime, limit: int = ...) -> list[JobRecord]: ...
+    def schedulable(
+        self, now: datetime, limit: int = ..., risk_horizon: timedelta = ...
+    ) -> list[JobRecord]: ...
 
     def placements(self) -> list[Placement]: ...
 
@@ -145,8 +150,11 @@ class StoreDemand:
         self._store = store
 
     def queued(self, now: datetime) -> list[JobDemand]:
-        # A job its team's quota holds back gets no GPU bought for it until the quota lets it.
-        return [job_demand(j) for j in self._store.schedulable(now) if not j.held_by_quota]
+        # Every deadline job due to start within PLANNING_HORIZON is read, however long the
+        # backlog before it: its market is planned from its arrival on. A job its team's quota
+        # holds back gets no GPU bought for it until the quota lets it.
+        queued = self._store.schedulable(now, risk_horizon=PLANNING_HORIZON)
+        return [job_demand(job) for job in queued if not job.held_by_quota]
 
     def reserve(self, reservations: Sequence[Reservation]) -> None:
         if reservations:

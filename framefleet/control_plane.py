@@ -138,6 +138,7 @@ def build_control_service(
         refusals=refusals,
         instances=InstanceLedger(store.engine, clock),
         leadership=leadership,
+        team_spend=CostLedger(store, clock, settings.costs.ledger()).spent_today_by_team,
     )
 
 

@@ -31,6 +31,7 @@ class TeamQuotaConfig(BaseModel):
         min_length=1, max_length=32
     )
     borrow: bool = True
+    spend_per_day: float | None = Field(default=None, ge=0, description="USD, UTC days")
 
 
 class SchedulingConfig(BaseModel):
@@ -79,7 +80,7 @@ class SchedulingConfig(BaseModel):
                 self.aging_per_hour,
                 self.preemption_margin,
                 {
-                    team: TeamQuota(dict(quota.gpus), quota.borrow)
+                    team: TeamQuota(dict(quota.gpus), quota.borrow, quota.spend_per_day)
                     for team, quota in self.team_quotas.items()
                 },
             ),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,8 +20,11 @@ from kernel.clock import FakeClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
-from kernel.worker_protocol import Channel, topic
+from kernel.worker_protocol import Channel, EventKind, topic
+from orchestrator.control.refusals import RefusedMessages
+from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
+from orchestrator.costs.ledger import CostLedger
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.quotas import TeamQuota
 from orchestrator.scheduling.snapshots import (
@@ -30,7 +34,10 @@ from orchestrator.scheduling.snapshots import (
     SchedulerSettings,
     WorkerSnapshot,
 )
+from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
+from simulator.fakes import MemoryLink
+from tests.costs.support import FleetHistory
 from tests.support import job_dict
 from tests.test_authorised_events import WORKERS, hello, plane_in_memory
 from tests.test_instance_record import preempted, started
@@ -174,3 +181,52 @@ async def test_a_team_over_its_share_waits_while_its_borrowed_gpu_is_reclaimed(
     assert research.wait_reason is None
     assert store.get(victim).state is JobState.QUEUED  # resumes from its checkpoint later
     assert store.get(victim).wait_reason is not None  # ads is at its share again
+
+
+def test_a_team_past_its_spend_per_day_waits_and_the_others_run() -> None:
+    quotas = {"ads": TeamQuota({"*": 4}, spend_per_day=10.0), "research": TeamQuota({"*": 4})}
+    jobs = [pending("a1", "ads"), pending("r1", "research")]
+    decided = schedule(jobs, gpus(None, None), NOW, SchedulerSettings(quotas=quotas), {"ads": 12.5})
+    assert [a.job_id for a in decided.assignments] == ["r1"]
+    [wait] = decided.waits
+    assert (wait.job_id, wait.reason) == ("a1", "quota: team ads spent $12.50 of its $10.00 today")
+
+
+async def test_the_spend_per_day_is_read_from_the_teams_cost_today(
+    store: JobStore, clock: FakeClock
+) -> None:
+    """The ledger's lines of each team's jobs today, as the control plane reads them."""
+    fleet = FleetHistory(store, clock)
+    assert clock.now().hour == 0  # the fixture's midnight: the work below is all today's
+    fleet.price(Decimal("0.918"))
+    instance = fleet.launch()
+    for job_id, team in (("vfx-1", "vfx"), ("ads-1", "ads")):
+        fleet.submit(job_id, tags={"team": team})
+    fleet.ready(instance)
+    fleet.assign("ads-1", instance)
+    fleet.event("ads-1", EventKind.STARTED)
+    fleet.advance(1800)
+    fleet.finish("ads-1", model_load_seconds=60.0)
+    spent = CostLedger(store, clock).spent_today_by_team()
+    assert set(spent) == {"ads"}  # vfx's job has not run: it cost nothing yet
+    assert spent["ads"] > 0
+    # The control plane holds back the team past its limit, with the reason.
+    limit = spent["ads"] / 2
+    quotas = {"ads": TeamQuota({"*": 8}, spend_per_day=limit)}
+    rules = ControlSettings(scheduler=SchedulerSettings(quotas=quotas))
+    plane = ControlPlaneService(
+        store,
+        clock,
+        rules,
+        connect=lambda _deliver, _admit: MemoryLink(),
+        refusals=RefusedMessages(clock, None),
+        instances=InstanceLedger(store.engine, clock),
+        team_spend=CostLedger(store, clock).spent_today_by_team,
+    )
+    await plane.on_message(topic(WORKERS[0], Channel.HELLO), hello(WORKERS[0], clock))
+    submit(store, "more-ads", "ads")
+    await plane.tick()
+    waiting = store.get("more-ads")
+    assert waiting.state is JobState.QUEUED
+    assert waiting.wait_reason is not None
+    assert waiting.wait_reason.startswith("quota: team ads spent $")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 from kernel.clock import Clock
 from kernel.errors import FrameFleetError
@@ -21,6 +22,10 @@ from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import Wait
 from orchestrator.store.leases import Fence
 
+# Teams' spend is read from the cost ledger at most this often: it moves by cents a minute.
+SPEND_REFRESH = timedelta(minutes=1)
+TeamSpend = Callable[[], Mapping[str, float]]  # USD per team since midnight UTC
+
 
 class SchedulingRound:
     def __init__(
@@ -33,12 +38,26 @@ class SchedulingRound:
         commands: CommandSender,
         checkpoint_now: Callable[[Placement, str], Awaitable[None]],
         fence: Callable[[], Fence | None],
+        team_spend: TeamSpend | None = None,
     ) -> None:
+        """`team_spend`: what each team's jobs cost today (for quotas with a spend per day)."""
         self._store, self._registry, self._clock = store, registry, clock
         self._settings, self._stats, self._commands = settings, stats, commands
         self._checkpoint_now, self._fence = checkpoint_now, fence
+        self._team_spend = team_spend
         # job -> the seconds per step the autoscaler planned it at (the stall watch's pace).
         self.planned: dict[str, float] = {}
+        self._spent: tuple[datetime, Mapping[str, float]] | None = None
+
+    async def _spent_today(self) -> Mapping[str, float]:
+        """Only where a quota has a spend per day; refreshed each SPEND_REFRESH."""
+        quotas = self._settings.scheduler.quotas.values()
+        if self._team_spend is None or all(q.spend_per_day is None for q in quotas):
+            return {}
+        now = self._clock.now()
+        if self._spent is None or now - self._spent[0] >= SPEND_REFRESH:
+            self._spent = (now, await asyncio.to_thread(self._team_spend))
+        return self._spent[1]
 
     async def run(self, placements: list[Placement]) -> None:
         now = self._clock.now()
@@ -58,11 +77,13 @@ class SchedulingRound:
         pending = pending_jobs(queued, reserved, self._registry, now, freed_for, faulted)
         running = running_jobs(placements, reserved, now)
         started = time.perf_counter()
+        spent = await self._spent_today()
         decisions = schedule(
             pending,
             self._registry.snapshot(running, held, accepting),
             now,
             self._settings.scheduler,
+            spent,
         )
         self._stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}

@@ -36,7 +36,7 @@ from orchestrator.control.leadership import Leadership
 from orchestrator.control.readiness import Readiness
 from orchestrator.control.reception import Reception
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.scheduling_round import SchedulingRound
+from orchestrator.control.scheduling_round import SchedulingRound, TeamSpend
 from orchestrator.control.settings import (
     ACTOR,
     ConnectLink,
@@ -70,6 +70,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         refusals: RefusedMessages,
         instances: InstanceBook,
         leadership: Leadership | None = None,
+        team_spend: TeamSpend | None = None,
     ) -> None:
         """Adapters come from the composition root; `connect` wraps this service's handler.
         With `leadership`, this replica schedules and moves jobs only while it leads; until
@@ -115,6 +116,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             self._commands,
             self._checkpoint_now,
             self._fence,
+            team_spend,
         )
         self._readiness = Readiness(store, self.registry)
 

@@ -110,6 +110,15 @@ class CostLedger:
         """The budget's reading."""
         return self.today().total
 
+    def spent_today_by_team(self) -> dict[str, float]:
+        """What each team's jobs cost today (their lines, waste on them included): the
+        teams' spend per day in their quotas."""
+        spent: dict[str, Decimal] = {}
+        for line in self.today().lines:
+            if line.tags is not None and line.tags.team is not None:
+                spent[line.tags.team] = spent.get(line.tags.team, ZERO) + line.usd
+        return {team: float(usd) for team, usd in spent.items()}
+
     def s3_usd(self, attempts: Sequence[AttemptSpan]) -> dict[str, Decimal]:
         """Each job's S3 requests: its checkpoints' and, once finished, its output's."""
         per_put = self.settings.s3_usd_per_1000_puts / 1000

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 from orchestrator.scheduling.quotas import ShareBook
@@ -267,7 +267,9 @@ def schedule(
     workers: Sequence[WorkerSnapshot],
     now: datetime,
     settings: SchedulerSettings | None = None,
+    spent_today: Mapping[str, float] | None = None,
 ) -> Decisions:
+    """`spent_today`: USD per team today, for the teams' spend per day (`quotas`)."""
     settings = settings or SchedulerSettings()
     usable = [gpu for worker in workers if worker.accepting for gpu in worker.gpus]
     free = _FreeGpus(gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None)
@@ -278,7 +280,7 @@ def schedule(
     preemptions: list[Preemption] = []
     # Teams' shares (none configured: nobody is limited, and nothing below changes).
     running = [(g.running.team, g.family) for w in workers for g in w.gpus if g.running]
-    shares = ShareBook(settings.quotas, running) if settings.quotas else None
+    shares = ShareBook(settings.quotas, running, spent_today) if settings.quotas else None
 
     def admits(job: PendingJob, borrow: bool = True) -> Admits:
         if shares is None or job.team is None:

@@ -4,8 +4,9 @@ A team with a quota has a nominal share of GPUs at once, per GPU family or for a
 ("*": the families it names no share of). A job of the team is admitted while the team runs
 fewer GPUs of that key than its share. Past it, the job may borrow: it is admitted while the
 teams with a share of that key leave some of it idle (their shares less what they run), if its
-quota lets it borrow; else it waits, and says why. A team within its share whose job finds no
-free GPU reclaims it: a job of a team running past its own share of that key gives way
+quota lets it borrow; else it waits, and says why. A team may also have a spend per day: past it,
+its queued jobs wait for the next day (what runs runs on). A team within its share whose job
+finds no free GPU reclaims it: a job of a team running past its own share of that key gives way
 (checkpoint first), whatever its priority. Jobs of teams without a quota, and jobs without a
 team, are neither limited nor lent to.
 """
@@ -25,6 +26,9 @@ ANY_FAMILY = "*"
 class TeamQuota:
     gpus: Mapping[str, int]  # GPU family or "*" -> the team's nominal GPUs at once
     borrow: bool = True  # may run past its share on what other teams leave idle
+    # USD a day (UTC) the team's jobs may cost (the ledger's lines of them, waste included);
+    # past it its queued jobs wait until tomorrow and what runs runs on. None: no limit.
+    spend_per_day: float | None = None
 
 
 class ShareBook:
@@ -32,10 +36,14 @@ class ShareBook:
     it assigns and preempts."""
 
     def __init__(
-        self, quotas: Mapping[str, TeamQuota], running: Iterable[tuple[str | None, str]]
+        self,
+        quotas: Mapping[str, TeamQuota],
+        running: Iterable[tuple[str | None, str]],
+        spent_today: Mapping[str, float] | None = None,
     ) -> None:
-        """`running`: (team, GPU family) of each job on a GPU."""
+        """`running`: (team, GPU family) of each job on a GPU; `spent_today`: USD per team."""
         self._quotas = quotas
+        self._spent = spent_today or {}
         self._used: Counter[tuple[str, str]] = Counter()
         for team, family in running:
             self.take(team, family)
@@ -56,11 +64,18 @@ class ShareBook:
         used = sum(n for (_, k), n in self._used.items() if k == key)
         return nominal - used
 
+    def spent_out(self, team: str | None) -> bool:
+        quota = self._quotas.get(team) if team is not None else None
+        limit = quota.spend_per_day if quota is not None else None
+        return team is not None and limit is not None and self._spent.get(team, 0.0) >= limit
+
     def admits(self, team: str | None, family: str, borrow: bool = True) -> bool:
         """Within the team's share; or, with `borrow`, on what other teams leave idle."""
         key = self.key(team, family)
         if team is None or key is None:
             return True
+        if self.spent_out(team):
+            return False
         if self._used[(team, key)] < self._share(team, key):
             return True
         return borrow and self._quotas[team].borrow and self._idle(key) > 0
@@ -71,6 +86,7 @@ class ShareBook:
         return (
             team is not None
             and key is not None
+            and not self.spent_out(team)
             and (self._used[(team, key)] < self._share(team, key))
         )
 
@@ -110,6 +126,10 @@ class ShareBook:
 
     def why_waits(self, team: str, families: Iterable[str]) -> str:
         """Why a job of `team` that may use these families (none: any) waits."""
+        if self.spent_out(team):
+            limit = self._quotas[team].spend_per_day or 0.0
+            spent = self._spent.get(team, 0.0)
+            return f"{QUOTA_WAIT}team {team} spent ${spent:,.2f} of its ${limit:,.2f} today"
         parts = []
         keys = {k for f in self._families(team, families) if (k := self.key(team, f)) is not None}
         for key in sorted(keys):
