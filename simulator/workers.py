@@ -63,13 +63,12 @@ class SimulatedWorker:
     faults: WorkerFaults | None = None  # injected faults (none: a healthy worker)
 
     def __post_init__(self) -> None:
-        # Its pool's rate and the write time are fixed for the worker's life.
+        # Its pool's rate and the write time are fixed for the worker's life. The ceiling is
+        # the autoscaler's spot deadline rule's; elsewhere Young/Daly alone.
         spot = self.instance.pool.market is Market.SPOT
+        ceiling = self.model.max_checkpoint_interval_seconds if spot else math.inf
         self.interval = checkpoint_interval(
-            self.model.checkpoint_write_seconds,
-            self.mtbi_seconds,
-            # The ceiling is the autoscaler's spot deadline rule's; elsewhere Young/Daly.
-            self.model.max_checkpoint_interval_seconds if spot else math.inf,
+            self.model.checkpoint_write_seconds, self.mtbi_seconds, ceiling
         )
 
     @property
