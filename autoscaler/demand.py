@@ -43,6 +43,7 @@ def demand_of(
         families=families
         if families is not None
         else frozenset(f.value for f in spec.gpu.families),
+        max_cost_usd=spec.max_cost_usd,
     )
 
 

@@ -219,7 +219,9 @@ class _Round:
             return
         if picked is None:
             self.waits.append(
-                Wait(job.job_id, "no pool fits this job (VRAM, GPU families, prices)")
+                Wait(
+                    job.job_id, "no pool fits this job (VRAM, GPU families, prices, its cost limit)"
+                )
             )
             return
         quote = picked.quote

@@ -116,6 +116,8 @@ def pick_pool(
         return cost_per_video(quote, job, model, settings, sharing(quote))
 
     ranked = sorted(candidates(state, settings, job, market), key=lambda q: (cost(q), q.pool))
+    if job.max_cost_usd is not None:  # a pool that would cost the job more than its limit
+        ranked = [q for q in ranked if cost(q) <= job.max_cost_usd]
     if not ranked:
         return None
     if market is Market.ON_DEMAND:

@@ -26,6 +26,7 @@ class JobDemand:
     min_vram_gib: float = 16.0
     families: frozenset[str] = frozenset()  # empty: any
     spot_zones: frozenset[str] = frozenset()  # where it may run on spot; empty: any zone
+    max_cost_usd: float | None = None  # no pool that would cost it more is bought
 
     @property
     def steps_left(self) -> int:

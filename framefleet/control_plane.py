@@ -34,6 +34,7 @@ from orchestrator.control.reception import WORKER_TOPICS
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
+from orchestrator.costs.job_cost import job_cost_so_far
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.reporting import Reporter, ReportSettings
 from orchestrator.intake.loop import IntakeLoop
@@ -114,6 +115,7 @@ def build_control_service(
         tls=mqtt.tls,
         ca_file=str(mqtt.ca_file) if mqtt.ca_file else None,
     )
+    ledger = CostLedger(store, clock, settings.costs.ledger())
     plane_settings = control.scheduling.apply(
         ControlSettings(
             tick_seconds=control.tick_seconds,
@@ -138,7 +140,8 @@ def build_control_service(
         refusals=refusals,
         instances=InstanceLedger(store.engine, clock),
         leadership=leadership,
-        team_spend=CostLedger(store, clock, settings.costs.ledger()).spent_today_by_team,
+        team_spend=ledger.spent_today_by_team,
+        job_cost=lambda job_id: job_cost_so_far(store, ledger, job_id, clock.now()),
     )
 
 

@@ -102,6 +102,16 @@ class JobSpec(_Strict):
     gpu: GpuNeeds = Field(default_factory=GpuNeeds)
     output: str = Field(description="s3://bucket/prefix/ where the MP4 and metadata go")
     tags: CostTags = Field(default_factory=CostTags)
+    # Left out of the canonical form when unset, so the fingerprints of jobs stored before it
+    # (their duplicate detection) do not change.
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=1_000_000,
+        description="The most this job may cost (USD, waste included): no GPU is bought for it "
+        "that would cost more, and it is cancelled once its cost reaches this",
+        exclude_if=lambda value: value is None,
+    )
 
     @field_validator("prompt", "negative_prompt")
     @classmethod

@@ -28,6 +28,7 @@ from orchestrator.control.admission import Inbound
 from orchestrator.control.apply import as_move
 from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
+from orchestrator.control.cost_limits import CostLimits, JobCost
 from orchestrator.control.drains import Drains
 from orchestrator.control.gpu_watch import GpuWatch
 from orchestrator.control.instance_events import InstanceEvents
@@ -71,6 +72,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         instances: InstanceBook,
         leadership: Leadership | None = None,
         team_spend: TeamSpend | None = None,
+        job_cost: JobCost | None = None,
     ) -> None:
         """Adapters come from the composition root; `connect` wraps this service's handler.
         With `leadership`, this replica schedules and moves jobs only while it leads; until
@@ -119,6 +121,8 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             team_spend,
         )
         self._readiness = Readiness(store, self.registry)
+        # Jobs' cost limits, where the composition root gives the ledger's per-job cost.
+        self._cost_limits = CostLimits(store, job_cost, clock, ACTOR) if job_cost else None
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.remember_gone_instances()
@@ -349,5 +353,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             )
             await self._readiness.step()
             await self._drains.step(placements)  # before anything is assigned
+            if self._cost_limits is not None:
+                await self._cost_limits.step(placements)
             await self._watch(placements)
             await self._scheduling.run(placements)

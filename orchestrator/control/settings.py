@@ -21,6 +21,7 @@ from kernel.job_record import (
     Placement,
     Reservation,
 )
+from kernel.job_state import JobState
 from kernel.market import Market
 from orchestrator.control.budgets import MessageBudget
 from orchestrator.control.gpu_watch import WatchSettings
@@ -92,6 +93,12 @@ class ControlStore(Protocol):
     """The job store operations the control plane uses (JobStore has them)."""
 
     def find_many(self, job_ids: Sequence[str]) -> dict[str, JobRecord]: ...
+
+    def get(self, job_id: str) -> JobRecord: ...
+
+    def transition(
+        self, job_id: str, target: JobState, *, expected_version: int, actor: str, reason: str
+    ) -> JobRecord: ...
 
     def apply_moves(
         self, moves: Sequence[JobMove], actor: str, fence: Fence | None = None

@@ -53,3 +53,11 @@ def job_cost(
             parts[line.category.value] += line.usd
     s3 = ledger.s3_usd([s for s in spans if s.job_id == job_id]).get(job_id, ZERO)
     return JobCostParts({k: v for k, v in parts.items() if v} | {S3_REQUESTS: s3})
+
+
+def job_cost_so_far(
+    attempts: JobAttempts, ledger: CostLedger, job_id: str, now: datetime
+) -> Decimal | None:
+    """What the job cost so far in all, for its cost limit; None for a job that never ran."""
+    parts = job_cost(attempts, ledger, job_id, now)
+    return None if parts is None else parts.total
