@@ -42,6 +42,9 @@ class SchedulingConfig(BaseModel):
     aging_per_hour: float = Field(default=1.0, ge=0, le=100)
     # A job may preempt a running one only this many base-priority points below it.
     preemption_margin: int = Field(default=2, ge=1, le=10)
+    # Priority points a queued job gains once its deadline is at risk (its latest start
+    # within `deadline_startup_seconds`), so it goes before jobs that merely waited longer.
+    at_risk_boost: float = Field(default=2.0, ge=0, le=100)
     # The queue a tick reads: per free GPU, at least, at most; besides, every reserved job and
     # up to `at_risk_most` jobs whose deadline is at risk within `deadline_startup_seconds`.
     queue_read_per_free_gpu: int = Field(default=4, ge=1, le=100)
@@ -79,6 +82,8 @@ class SchedulingConfig(BaseModel):
             scheduler=SchedulerSettings(
                 self.aging_per_hour,
                 self.preemption_margin,
+                self.at_risk_boost,
+                self.deadline_startup_seconds,
                 {
                     team: TeamQuota(dict(quota.gpus), quota.borrow, quota.spend_per_day)
                     for team, quota in self.team_quotas.items()

@@ -4,7 +4,8 @@ priority wait before it, and the GPU bought for it goes to it first (on SQLite a
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from kernel.clock import FakeClock
 from kernel.deadline_risk import planning_seconds_per_step
@@ -13,6 +14,8 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.worker_protocol import Channel, EventKind, topic
 from orchestrator.control.scheduling_view import QueueReads
+from orchestrator.scheduling.policy import schedule
+from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
 from orchestrator.store.job_store import JobStore
 from tests.support import job_dict
 from tests.test_authorised_events import OWNER, WORKERS, event, hello, plane_in_memory
@@ -86,3 +89,18 @@ async def test_a_deadline_job_behind_300_gets_its_reserved_gpu_in_one_tick_and_f
     assert finished.state is JobState.SUCCEEDED
     assert finished.deadline is not None
     assert finished.updated_at <= finished.deadline
+
+
+def test_an_at_risk_job_goes_before_older_jobs_of_its_priority() -> None:
+    """A budget-bound fleet frees a GPU now and then: the job whose deadline is at risk takes
+    the next one, not the job of the same priority that merely waited longer."""
+    now = datetime(2026, 6, 1, 12, tzinfo=UTC)
+    older = PendingJob("backlog", 2, None, now - timedelta(hours=1), 16.0)
+    due = PendingJob(
+        "due", 2, now + timedelta(hours=1), now, 16.0, start_by=now + timedelta(minutes=2)
+    )
+    relaxed = replace(due, job_id="relaxed", start_by=now + timedelta(minutes=30))
+    free = [WorkerSnapshot("w", (GpuSlot("w", 0, "l4", 24.0),))]
+    assert [a.job_id for a in schedule([older, due], free, now).assignments] == ["due"]
+    # Not at risk yet: an hour of waiting outranks it.
+    assert [a.job_id for a in schedule([older, relaxed], free, now).assignments] == ["backlog"]

@@ -1,5 +1,6 @@
 """The scheduler against the plain statement of its rules: the whole queue sorted by aged
-priority (exact arithmetic), then least slack, then arrival; every job tried in turn; each
+priority (exact arithmetic; raised for a job whose deadline is at risk), then least slack, then
+arrival; every job tried in turn; each
 preemption the least urgent of all the running jobs that may give way.
 
 The scheduler takes the queue from a heap, stops once no GPU is free and nothing may be
@@ -96,6 +97,8 @@ def plain_rank(job: PendingJob, now: datetime) -> tuple[Fraction, float, datetim
     aged = job.priority + Fraction(RULES.aging_per_hour) * waited
     latest = job.start_by or job.deadline
     slack = math.inf if latest is None else (latest - now).total_seconds()
+    if slack <= RULES.at_risk_startup_seconds:  # at risk: it goes before older jobs
+        aged += Fraction(RULES.at_risk_boost)
     return (-aged, slack, job.queued_since, job.job_id)
 
 

@@ -1,8 +1,9 @@
-"""The scheduler: priority (aged), then least slack (the latest start that still meets the
-deadline), then arrival; GPU fit by VRAM and family; among GPUs equally good for a job (the
-same size and market), one that holds its model loaded (cache-aware placement: it costs no
-priority or deadline, and saves the load); one job per GPU; a much more urgent job may
-preempt a less urgent one when nothing fits, but never one due before it, nor for a job whose
+"""The scheduler: priority (aged, and raised by `at_risk_boost` once a deadline is at risk),
+then least slack (the latest start that still meets the deadline), then arrival; GPU fit by
+VRAM and family; among GPUs equally good for a job (the same size and market), one that holds
+its model loaded (cache-aware placement: it costs no priority or deadline, and saves the
+load); one job per GPU; a much more urgent job may preempt a less urgent one when nothing fits,
+but never one due before it, nor for a job whose
 own instance is on its way. The GPU the autoscaler bought for a job goes to that job first.
 
 Pure: the same snapshots and `now` always give the same decisions.
@@ -31,7 +32,12 @@ from orchestrator.scheduling.snapshots import (
 
 def effective_priority(job: PendingJob, now: datetime, settings: SchedulerSettings) -> float:
     waited_hours = max(0.0, (now - job.queued_since).total_seconds() / 3600)
-    return job.priority + settings.aging_per_hour * waited_hours
+    aged = job.priority + settings.aging_per_hour * waited_hours
+    latest = job.latest_start
+    at_risk = (
+        latest is not None and (latest - now).total_seconds() <= settings.at_risk_startup_seconds
+    )
+    return aged + (settings.at_risk_boost if at_risk else 0.0)
 
 
 def _seconds(moment: datetime | None) -> float:
@@ -45,12 +51,16 @@ def _queue_keys(
     # priorities are equal compare equal, and the least slack decides), on timestamps taken
     # once: a tick keys thousands.
     now_s, aging = now.timestamp(), settings.aging_per_hour
+    risk_from = now_s + settings.at_risk_startup_seconds
+    boost = settings.at_risk_boost * 3600
 
     def key(job: PendingJob) -> tuple[float, float, float, str]:
         queued_s = job.queued_since.timestamp()
         aged = job.priority * 3600 + aging * max(0.0, now_s - queued_s)
-        latest = job.latest_start
-        return (-aged, math.inf if latest is None else latest.timestamp(), queued_s, job.job_id)
+        latest = math.inf if job.latest_start is None else job.latest_start.timestamp()
+        if latest <= risk_from:
+            aged += boost
+        return (-aged, latest, queued_s, job.job_id)
 
     return key
 
