@@ -14,6 +14,7 @@ from autoscaler.throughput import WorkShape
 from kernel.instance_state import InstanceChange, InstanceState, InstanceStatus
 from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
+from kernel.model_memory import gpu_need_gib
 
 # How far ahead of its latest start a deadline job is read, whatever the backlog before it.
 PLANNING_HORIZON = timedelta(hours=24)
@@ -39,7 +40,7 @@ def demand_of(
         shape=shape_of(spec),
         steps_total=spec.steps,
         steps_done=min(done, spec.steps),
-        min_vram_gib=spec.gpu.min_vram_gib,
+        min_vram_gib=gpu_need_gib(spec),
         families=families
         if families is not None
         else frozenset(f.value for f in spec.gpu.families),

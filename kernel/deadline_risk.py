@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from kernel.instance_types import CATALOG
 from kernel.job_spec import JobSpec
+from kernel.model_memory import gpu_need_gib
 from kernel.step_time import KNOWN_MODELS, architecture_of, step_seconds
 
 # The most memory one GPU of each family has (the catalogue's types).
@@ -33,7 +34,7 @@ def planning_seconds_per_step(spec: JobSpec, families: frozenset[str] = frozense
         (spec.width, spec.height, spec.num_frames),
         spec.guidance > 1,
         allowed,
-        spec.gpu.min_vram_gib,
+        gpu_need_gib(spec),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernel.job_spec import JobSpec
+from kernel.model_memory import gpu_need_gib
 from worker_ami.agent.telemetry import GpuTelemetry, NvmlUnavailable
 
 GIB = 1024**3
@@ -29,10 +30,9 @@ def preflight_problems(spec: JobSpec, facts: PreflightFacts) -> tuple[str, ...]:
             problems.append(f"no GPU ({why}) and CPU mode is not allowed")
     else:
         best = max(gpu.memory_free_bytes for gpu in facts.gpus)
-        if best < spec.gpu.min_vram_gib * GIB:
-            problems.append(
-                f"free VRAM {best / GIB:.1f} GiB < job needs {spec.gpu.min_vram_gib:.1f} GiB"
-            )
+        need = gpu_need_gib(spec)  # its model's need, or the producer's where that is more
+        if best < need * GIB:
+            problems.append(f"free VRAM {best / GIB:.1f} GiB < job needs {need:.1f} GiB")
         faulty = [g.index for g in facts.gpus if (g.ecc_uncorrected_errors or 0) > 0]
         if faulty:
             problems.append(f"uncorrected ECC errors on GPU {faulty}")

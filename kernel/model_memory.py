@@ -1,0 +1,70 @@
+"""A model's GPU memory need per dtype and resolution class: a job's GPU need comes from it,
+and a producer's `gpu.min_vram_gib` can only raise it.
+
+The worker keeps the whole pipeline on its GPU: the transformer's and the text encoder's
+weights in the compute dtype (UMT5-XXL's 5.7B parameters for a Wan-class model), the VAE in
+fp32, and one transformer block's activations over the video's tokens. `estimated_need_gib`
+states that; `BUILT_IN` records what it gives for the Wan 2.1 14B model, which no 24 GB GPU
+holds (the 1.3B model's need is left to the producer until measured on the GPUs it runs on:
+the estimate puts it right at a 16-24 GB boundary). Replace these with measured peaks
+(`torch.cuda.max_memory_allocated` around a render) as GPU runs come in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kernel.job_spec import JobSpec
+from kernel.precision import Dtype
+from kernel.step_time import WAN_14B, Architecture, tokens
+
+GIB = 2**30
+TEXT_ENCODER_PARAMETERS = 5.7e9  # UMT5-XXL's encoder
+VAE_GIB = 0.5  # the Wan VAE's weights in fp32 and its decode of one chunk
+ACTIVATION_COPIES = 24  # tokens x width per transformer block in flight, attention included
+RUNTIME_GIB = 1.5  # the CUDA context and the allocator's slack
+BYTES = {Dtype.BF16: 2, Dtype.FP16: 2, Dtype.FP32: 4}
+# Resolution classes by pixels per frame (each at up to 81 frames), the largest of each.
+RESOLUTION_CLASSES = (("480p", 832, 480), ("720p", 1280, 720), ("1080p", 1920, 1088))
+CLASS_FRAMES = 81
+
+
+def resolution_class(width: int, height: int) -> str | None:
+    """The smallest class that holds the frame; None: larger than every class."""
+    for name, class_width, class_height in RESOLUTION_CLASSES:
+        if width * height <= class_width * class_height:
+            return name
+    return None
+
+
+def estimated_need_gib(
+    arch: Architecture, width: int, height: int, frames: int, dtype: Dtype
+) -> float:
+    weights = (arch.parameters + TEXT_ENCODER_PARAMETERS) * BYTES[dtype]
+    activations = ACTIVATION_COPIES * tokens(width, height, frames) * arch.width * BYTES[dtype]
+    return round((weights + activations) / GIB + VAE_GIB + RUNTIME_GIB, 1)
+
+
+def _class_needs(model: str, arch: Architecture) -> dict[tuple[str, Dtype, str], float]:
+    return {
+        (model, dtype, name): estimated_need_gib(arch, width, height, CLASS_FRAMES, dtype)
+        for name, width, height in RESOLUTION_CLASSES
+        for dtype in (Dtype.BF16, Dtype.FP32)
+    }
+
+
+# (model, compute dtype, resolution class) -> GiB of GPU memory its render needs.
+BUILT_IN: Mapping[tuple[str, Dtype, str], float] = _class_needs("wan/wan2.1-t2v-14b", WAN_14B)
+
+
+def gpu_need_gib(
+    spec: JobSpec,
+    dtype: Dtype = Dtype.BF16,
+    needs: Mapping[tuple[str, Dtype, str], float] = BUILT_IN,
+) -> float:
+    """The GPU memory the job needs: the registry's figure for its model, dtype (what every
+    GPU the autoscaler buys computes in: half precision) and resolution class, or the
+    producer's where that is more, or where the registry has none."""
+    resolution = resolution_class(spec.width, spec.height)
+    recorded = needs.get((spec.model, dtype, resolution)) if resolution else None
+    return max(spec.gpu.min_vram_gib, recorded or 0.0)
