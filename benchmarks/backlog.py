@@ -68,6 +68,8 @@ async def simulate(backlog: int, deadline_jobs: int) -> dict[str, Any]:
         "unfinished_without_deadline": result.unfinished,
         "cost_usd": round(result.cost, 2),
         "cost_per_video_usd": round(result.cost_per_video, 4),
+        "spot_hours": round(result.spot_hours, 1),
+        "on_demand_hours": round(result.on_demand_hours, 1),
         "start_delay_p95_hours": round(result.start_delay_p95_hours, 3),
         "launches": result.launches,
         "finished_twice": result.finished_twice,

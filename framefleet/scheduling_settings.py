@@ -51,7 +51,7 @@ class SchedulingConfig(BaseModel):
     queue_read_least: int = Field(default=200, ge=1, le=100_000)
     queue_read_most: int = Field(default=2000, ge=1, le=100_000)
     queue_read_at_risk_most: int = Field(default=10_000, ge=1, le=1_000_000)
-    deadline_startup_seconds: float = Field(default=210.0, ge=0, le=86_400)
+    deadline_startup_seconds: float = Field(default=1800.0, ge=0, le=86_400)
     # A step is stalled after max(floor, factor x its expected time), plus the start-up on the
     # first step (the worker's own watchdog has the same rule in its settings).
     stall_factor: float = Field(default=5.0, gt=1, le=1000)

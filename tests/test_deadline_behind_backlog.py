@@ -99,7 +99,7 @@ def test_an_at_risk_job_goes_before_older_jobs_of_its_priority() -> None:
     due = PendingJob(
         "due", 2, now + timedelta(hours=1), now, 16.0, start_by=now + timedelta(minutes=2)
     )
-    relaxed = replace(due, job_id="relaxed", start_by=now + timedelta(minutes=30))
+    relaxed = replace(due, job_id="relaxed", start_by=now + timedelta(minutes=45))
     free = [WorkerSnapshot("w", (GpuSlot("w", 0, "l4", 24.0),))]
     assert [a.job_id for a in schedule([older, due], free, now).assignments] == ["due"]
     # Not at risk yet: an hour of waiting outranks it.

@@ -40,7 +40,8 @@ class QueueReads:
     most: int = 2000
     per_free_gpu: int = 4
     at_risk_most: int = 10_000
-    startup: timedelta = timedelta(seconds=210)  # a new instance's boot and model load
+    # A start-up and the wait for a GPU to free: how early a deadline job counts as at risk.
+    startup: timedelta = timedelta(seconds=1800)
 
     def read(self, free_gpus: int) -> tuple[int, timedelta, int]:
         """What `schedulable` is asked for: the window, the start-up, the at-risk bound."""

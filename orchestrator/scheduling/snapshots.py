@@ -83,10 +83,11 @@ class SchedulerSettings:
     aging_per_hour: float = 1.0
     # A job may preempt only one at least this many (base) priority points below it.
     preemption_margin: int = 2
-    # Priority points a job gains once its deadline is at risk (its latest start within a
-    # start-up of now): it goes before jobs of its own priority that merely waited longer.
+    # Priority points a job gains once its deadline is at risk (its latest start within this
+    # margin of now: a start-up, and the wait for a GPU to free in a busy fleet): it goes
+    # before jobs of its own priority that merely waited longer.
     at_risk_boost: float = 2.0
-    at_risk_startup_seconds: float = 210.0
+    at_risk_startup_seconds: float = 1800.0
     # Team -> its share of GPUs (`quotas`); teams left out are not limited.
     quotas: Mapping[str, TeamQuota] = field(default_factory=dict)
 
