@@ -119,9 +119,11 @@ def test_one_replica_buys_and_a_successor_buys_nothing_twice(
     # The holder dies without a word, its lease still held; the other takes over.
     replicas[dead][0].send_signal(signal.SIGKILL)
     replicas[dead][0].wait(timeout=30)
+    # The lease runs out in 2 s; on a loaded 2-core machine the standby's claim once took more
+    # than 15 s (the cause is not known; the takeover itself is what this test holds).
     wait_until(
         lambda: (store.lease_holder("autoscaler") or ("",))[0] == standby,
-        15,
+        60,
         "the standby to hold the buying lease",
     )
     successor = store.lease_holder("autoscaler")
