@@ -221,17 +221,11 @@ class _Victims:
                 and shares.may_reclaim(job.team, gpu.family)
                 and shares.borrowing(victim.team, gpu.family)
             ):
-                del self._slots[position]
-                shares.give_back(victim.team, gpu.family)
-                shares.take(job.team, gpu.family)
-                return Preemption(
-                    victim_job_id=victim.job_id,
-                    worker_id=gpu.worker_id,
-                    gpu_index=gpu.index,
-                    for_job_id=job.job_id,
-                    reason=f"team {job.team} reclaims its share of {gpu.family} GPUs from "
-                    f"team {victim.team}, which runs past its own",
+                why = (
+                    f"team {job.team} reclaims its share of {gpu.family} GPUs from "
+                    f"team {victim.team}, which runs past its own"
                 )
+                return self._take(position, job, why, shares)
         return None
 
     def preempt_for(
@@ -252,19 +246,23 @@ class _Victims:
                     shares is None or victim.team == job.team or shares.admits(job.team, gpu.family)
                 )
             ):
-                del self._slots[position]
-                if shares is not None:
-                    shares.give_back(victim.team, gpu.family)
-                    shares.take(job.team, gpu.family)
-                return Preemption(
-                    victim_job_id=victim.job_id,
-                    worker_id=gpu.worker_id,
-                    gpu_index=gpu.index,
-                    for_job_id=job.job_id,
-                    reason=f"priority {job.priority} job {job.job_id} needs a GPU; "
-                    f"{victim.job_id} has priority {victim.priority}",
+                why = (
+                    f"priority {job.priority} job {job.job_id} needs a GPU; "
+                    f"{victim.job_id} has priority {victim.priority}"
                 )
+                return self._take(position, job, why, shares)
         return None
+
+    def _take(
+        self, position: int, job: PendingJob, reason: str, shares: ShareBook | None
+    ) -> Preemption:
+        """The victim at `position` gives its GPU to `job` (and its team's count with it)."""
+        gpu = self._slots.pop(position)
+        victim = _running(gpu)
+        if shares is not None:
+            shares.give_back(victim.team, gpu.family)
+            shares.take(job.team, gpu.family)
+        return Preemption(victim.job_id, gpu.worker_id, gpu.index, job.job_id, reason)
 
 
 def _running(gpu: GpuSlot) -> RunningJob:
