@@ -93,9 +93,10 @@ def _replay(
         return Outcome("omniscient", INF, 0.0, 0.0, None)
     kind, r, done = 0, 0, 0
     spot_hours = on_demand_hours = 0.0
+    worked = [0.0, 0.0]  # spot, on-demand: the ticks that made progress
     for t in range(setup.deadline):
         if done >= setup.work:
-            return Outcome("omniscient", cost, spot_hours, on_demand_hours, t)
+            return Outcome("omniscient", cost, spot_hours, on_demand_hours, t, *worked)
         choice = int(choices[t, kind, r, done])
         if choice == 0:
             kind, r = 0, 0
@@ -112,5 +113,6 @@ def _replay(
             r = left - 1
         else:
             r, done = 0, done + 1
+            worked[kind == 1] += setup.tick_hours
     finished = setup.deadline if done >= setup.work else None
-    return Outcome("omniscient", cost, spot_hours, on_demand_hours, finished)
+    return Outcome("omniscient", cost, spot_hours, on_demand_hours, finished, *worked)

@@ -11,6 +11,7 @@ omniscient optimum (`omniscient.py`) sees everything.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -84,9 +85,12 @@ class Policy(Protocol):
 class Outcome:
     policy: str
     cost: float
-    spot_hours: float
+    spot_hours: float  # billed, start-ups included
     on_demand_hours: float
     finished_tick: int | None
+    # Compute time that made progress, start-ups left out (the paper's Table 3 counts these).
+    spot_work_hours: float = 0.0
+    on_demand_work_hours: float = 0.0
 
     @property
     def met_deadline(self) -> bool:
@@ -101,9 +105,20 @@ def must_go_on_demand(state: JobState, setup: Setup) -> bool:
     return setup.deadline - state.tick - 1 < left + start
 
 
+def paper_safety_net(state: JobState, setup: Setup) -> bool:
+    """The paper's Safety Net Rule, R(t) < C(t) + 2d: on-demand once the time left could not
+    take two more changeovers (one lost spot start-up, then on-demand's own), or once one more
+    tick without progress would leave no time at all (`must_go_on_demand`, for d = 0)."""
+    time_left = setup.deadline - state.tick
+    return time_left < setup.work - state.done + 2 * setup.changeover or must_go_on_demand(
+        state, setup
+    )
+
+
 def simulate(policy: Policy, setup: Setup, market: Market) -> Outcome:
     state = JobState()
     cost = spot_hours = on_demand_hours = 0.0
+    work_hours = {Mode.SPOT: 0.0, Mode.ON_DEMAND: 0.0}
     while state.tick < setup.deadline and state.done < setup.work:
         t = state.tick
         if state.mode is Mode.SPOT and market.available[state.zone, t] == 0:
@@ -127,9 +142,18 @@ def simulate(policy: Policy, setup: Setup, market: Market) -> Outcome:
                 state.warming -= 1
             else:
                 state.done += 1
+                work_hours[state.mode] += setup.tick_hours
         state.tick += 1
     finished = state.tick if state.done >= setup.work else None
-    return Outcome(policy.name, cost, spot_hours, on_demand_hours, finished)
+    return Outcome(
+        policy.name,
+        cost,
+        spot_hours,
+        on_demand_hours,
+        finished,
+        work_hours[Mode.SPOT],
+        work_hours[Mode.ON_DEMAND],
+    )
 
 
 class OnDemandOnly:
@@ -141,7 +165,7 @@ class OnDemandOnly:
 
 class Greedy:
     """Spot in its zone whenever there is capacity; idle otherwise; on-demand for good once
-    the safety net says so."""
+    the safety net says so (the paper's R(t) < C(t) + 2d)."""
 
     name = "greedy"
 
@@ -149,7 +173,7 @@ class Greedy:
         self.zone = zone
 
     def act(self, state: JobState, setup: Setup, market: Market) -> Action:
-        if state.mode is Mode.ON_DEMAND or must_go_on_demand(state, setup):
+        if state.mode is Mode.ON_DEMAND or paper_safety_net(state, setup):
             return Action(Mode.ON_DEMAND)
         if market.available[self.zone, state.tick]:
             return Action(Mode.SPOT, self.zone)
@@ -179,48 +203,46 @@ class GreedyAnyZone:
         self.name = f"greedy ({len(zones)} zones)"
 
     def act(self, state: JobState, setup: Setup, market: Market) -> Action:
-        if state.mode is Mode.ON_DEMAND or must_go_on_demand(state, setup):
+        if state.mode is Mode.ON_DEMAND or paper_safety_net(state, setup):
             return Action(Mode.ON_DEMAND)
         return spot_anywhere(state, self.zones, market) or Action(Mode.IDLE)
 
 
 class UniformProgress:
-    """Wu et al.'s Uniform Progress: spot when available; when not, on-demand only if the job
-    is behind uniform progress (work x elapsed / deadline); with hysteresis, on-demand is kept
-    until the job is a changeover ahead; the safety net as in Greedy."""
+    """Wu et al.'s Uniform Progress as the paper states it (section 5.2), with expected progress
+    ep(t) = C(0) t / R(0) and current progress cp(t):
+    1. idle and cp(t) < ep(t): on-demand, kept to catch up;
+    2. taking risks: spot whenever it is available, kept until it is preempted;
+    3. hysteresis: on on-demand, stay until cp(t) >= ep(t + 2d), then back to spot where
+       there is capacity (else idle: the job is ahead);
+    4. safety net: R(t) < C(t) + 2d sends it to on-demand until the end.
+    Across zones "spot available" means some zone of `zones` has capacity, taken where Greedy
+    across zones would take it (SkyPilot's managed jobs)."""
 
-    name = "uniform progress"
-
-    def __init__(self, zone: int = 0) -> None:
-        self.zone = zone
-
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
-        if must_go_on_demand(state, setup):
-            return Action(Mode.ON_DEMAND)
-        expected = setup.work * (state.tick + 1) / setup.deadline
-        behind = state.done < expected
-        if state.mode is Mode.ON_DEMAND and state.done < expected + setup.changeover:
-            return Action(Mode.ON_DEMAND)  # hysteresis
-        if market.available[self.zone, state.tick]:
-            return Action(Mode.SPOT, self.zone)
-        return Action(Mode.ON_DEMAND) if behind else Action(Mode.IDLE)
-
-
-class UniformProgressAnyZone:
-    """Uniform Progress with "spot available" meaning some zone of `zones` has capacity, and
-    spot taken where Greedy across zones would take it."""
-
-    def __init__(self, zones: list[int]) -> None:
-        self.zones = zones
-        self.name = f"uniform progress ({len(zones)} zones)"
+    def __init__(self, zones: int | Sequence[int] = 0, name: str | None = None) -> None:
+        self.zones = [zones] if isinstance(zones, int) else list(zones)
+        where = "" if len(self.zones) == 1 else f" ({len(self.zones)} zones)"
+        self.name = name or f"uniform progress{where}"
+        self.committed = False  # the safety net fired: on-demand to the end
 
     def act(self, state: JobState, setup: Setup, market: Market) -> Action:
-        if must_go_on_demand(state, setup):
+        if state.tick == 0:
+            self.committed = False  # a new job
+        if self.committed or paper_safety_net(state, setup):
+            self.committed = True
             return Action(Mode.ON_DEMAND)
-        expected = setup.work * (state.tick + 1) / setup.deadline
-        if state.mode is Mode.ON_DEMAND and state.done < expected + setup.changeover:
+        pace = setup.work / setup.deadline
+
+        def expected(tick: float) -> float:
+            return pace * tick
+
+        if state.mode is Mode.ON_DEMAND and state.done < expected(
+            state.tick + 2 * setup.changeover
+        ):
             return Action(Mode.ON_DEMAND)  # hysteresis
         spot = spot_anywhere(state, self.zones, market)
         if spot is not None:
             return spot
-        return Action(Mode.ON_DEMAND) if state.done < expected else Action(Mode.IDLE)
+        if state.done < expected(state.tick):
+            return Action(Mode.ON_DEMAND)
+        return Action(Mode.IDLE)

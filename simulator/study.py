@@ -25,7 +25,6 @@ from simulator.single_job import (
     Policy,
     Setup,
     UniformProgress,
-    UniformProgressAnyZone,
     simulate,
 )
 
@@ -113,7 +112,7 @@ def multi_zone_policies(zones: int) -> dict[str, Runner]:
     policies: list[Policy] = [
         OnDemandOnly(),
         GreedyAnyZone(everywhere),
-        UniformProgressAnyZone(everywhere),
+        UniformProgress(everywhere),
         FrameFleetPolicy(everywhere, f"framefleet {label}"),
         ModelPolicy(everywhere),
     ]

@@ -23,7 +23,6 @@ from simulator.single_job import (
     Policy,
     Setup,
     UniformProgress,
-    UniformProgressAnyZone,
     simulate,
 )
 from simulator.study import StudyConfig, market_from, run_study, setup_for
@@ -62,7 +61,7 @@ def test_no_policy_beats_the_omniscient_optimum() -> None:
         for mover in (
             FrameFleetPolicy([0, 1, 2]),
             GreedyAnyZone([0, 1, 2]),
-            UniformProgressAnyZone([0, 1, 2]),
+            UniformProgress([0, 1, 2]),
             ModelPolicy([0, 1, 2]),
         ):
             moving = simulate(mover, setup, market)
@@ -91,7 +90,7 @@ def every_policy() -> list[Policy]:
         UniformProgress(0),
         FrameFleetPolicy([0]),
         GreedyAnyZone(zones),
-        UniformProgressAnyZone(zones),
+        UniformProgress(zones),
         FrameFleetPolicy(zones),
         ModelPolicy([0]),
         ModelPolicy(zones),
