@@ -13,10 +13,16 @@ next tick's capacity an expectation instead of a known fact. Two properties foll
 
 One solution answers every (tick, work done, instance, capacity state) of a job: `SpotPlanner`
 keeps it and solves again on a cadence, as the model learns, or when prices move.
+
+The decisions take (ticks x work x start-up) bytes, cubic in the tick's fineness: a 48-hour job
+on 34 s ticks would need 4 GiB. `PlanGrid` picks the finest decision step whose table fits a
+byte budget, and `coarsen` turns a capacity series into that step (a step is "up" only if
+capacity held through all of it), so memory and time stay bounded on any tick length.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -115,6 +121,69 @@ def run_ages(series: npt.NDArray[np.int8]) -> npt.NDArray[np.int64]:
     return np.arange(series.size) - run_start
 
 
+def coarsen(series: Sequence[int] | npt.NDArray[np.int8], ticks: int) -> npt.NDArray[np.int8]:
+    """A capacity series in steps of `ticks` ticks, the most recent step last: a step is up
+    only if every tick of it was (an instance held through the step). A partial oldest step
+    is dropped."""
+    values = np.asarray(series, dtype=np.int8)
+    if ticks <= 1:
+        return values
+    whole = values.size // ticks * ticks
+    if whole == 0:
+        return values[-1:].copy()
+    return np.asarray(values[values.size - whole :].reshape(-1, ticks).min(axis=1), np.int8)
+
+
+@dataclass(frozen=True)
+class PlanGrid:
+    """The decision step for one job: the finest multiple of the observed tick whose decision
+    table (`cells`) fits `budget_bytes`."""
+
+    tick_seconds: float  # what the capacity series was observed at
+    ticks_per_step: int
+
+    @property
+    def step_seconds(self) -> float:
+        return self.tick_seconds * self.ticks_per_step
+
+    def steps(self, seconds: float) -> int:
+        """Whole steps covering `seconds` (a start-up or work: rounded up)."""
+        return max(0, math.ceil(seconds / self.step_seconds - 1e-9))
+
+    def steps_within(self, seconds: float) -> int:
+        """Whole steps that fit in `seconds` (time to a deadline: rounded down)."""
+        return max(0, math.floor(seconds / self.step_seconds + 1e-9))
+
+    @classmethod
+    def fitting(
+        cls,
+        tick_seconds: float,
+        work_seconds: float,
+        deadline_seconds: float,
+        changeover_seconds: float,
+        states: int,
+        budget_bytes: int,
+    ) -> PlanGrid:
+        ticks = 1
+        while True:
+            grid = cls(tick_seconds, ticks)
+            needed = cells(
+                grid.steps_within(deadline_seconds),
+                grid.steps(work_seconds),
+                grid.steps(changeover_seconds),
+                states,
+            )
+            if needed <= budget_bytes:
+                return grid
+            ticks = max(ticks + 1, math.ceil(ticks * 1.2))
+
+
+def cells(deadline: int, work: int, changeover: int, states: int) -> int:
+    """Bytes of a solution's decision table (one per tick, hold, start-up left, work done,
+    capacity state)."""
+    return deadline * 3 * max(1, changeover) * (work + 1) * states
+
+
 @dataclass(frozen=True)
 class Problem:
     work: int  # ticks of compute
@@ -150,7 +219,7 @@ def _solve(problem: Problem, first_tick: int) -> tuple[npt.NDArray[np.int8], flo
     p = problem
     warm = max(1, p.changeover)
     states, down = p.model.states, ~p.model.up
-    needed = (p.deadline - first_tick) * 3 * warm * (p.work + 1) * states
+    needed = cells(p.deadline - first_tick, p.work, p.changeover, states)
     if needed > MAX_CHOICE_BYTES:
         raise ConfigurationError(
             f"planning this job needs {needed / 2**30:.1f} GiB of decisions (over "

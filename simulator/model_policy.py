@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from autoscaler.spot_planner import CapacityModel, Hold, Problem, SpotPlanner
-from simulator.single_job import Action, JobState, Market, Mode, Setup
+from autoscaler.spot_planner import CapacityModel, Hold, PlanGrid, Problem, SpotPlanner, coarsen
+from simulator.single_job import Action, JobState, Market, Mode, Setup, paper_safety_net
 
 # How much of the past the estimate reads: long enough to have seen droughts, short enough to
 # follow a zone whose behaviour changes.
@@ -21,6 +21,10 @@ LOOKBACK_TICKS = 3000  # 6.8 days at the traces' 195 s
 # (autoscaler.spot_planner.AGE_EDGES) planned the same on the V100 traces (+4.9% over the
 # optimum either way on 27 starts at job fraction 0.6) at 20 times the solving time.
 MODEL_EDGES: tuple[int, ...] = (0,)
+
+# The decision table's bound (the autoscaler's, `PlannedMarketRule.budget_bytes` is 8 MiB per
+# job; one job alone may take more): finer ticks are planned on a coarser grid.
+BUDGET_BYTES = 256 * 2**20
 
 HOLD_OF_MODE = {Mode.IDLE: Hold.IDLE, Mode.ON_DEMAND: Hold.ON_DEMAND, Mode.SPOT: Hold.SPOT}
 
@@ -32,29 +36,34 @@ class ModelPolicy:
         self.planner = SpotPlanner()
 
     def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+        if paper_safety_net(state, setup):
+            return Action(Mode.ON_DEMAND)  # the grid's rounding must not cost the deadline
         t = state.tick
         zone = self._zone(state, market)
-        series = self._capacity(market)[-LOOKBACK_TICKS:]
+        grid = _grid(setup)
+        k = grid.ticks_per_step
+        series = coarsen(self._capacity(market)[-LOOKBACK_TICKS:], k)
         # The model is learned again only when the planner solves again.
         kept = self.planner.solution
         problem = Problem(
-            setup.work,
-            setup.deadline,
-            setup.changeover,
-            float(market.price[zone, t]) * setup.tick_hours,
-            setup.on_demand_price * setup.tick_hours,
+            -(-setup.work // k),
+            setup.deadline // k,
+            -(-setup.changeover // k),
+            float(market.price[zone, t]) * setup.tick_hours * k,
+            setup.on_demand_price * setup.tick_hours * k,
             kept.problem.model if kept else CapacityModel.estimate(series, MODEL_EDGES),
         )
-        if kept is not None and self.planner.due(problem, t):
+        step = min(t // k, problem.deadline - 1)
+        if kept is not None and self.planner.due(problem, step):
             problem = replace(problem, model=CapacityModel.estimate(series, MODEL_EDGES))
-        solution = self.planner.solution_for(problem, t)
+        solution = self.planner.solution_for(problem, step)
         capacity = solution.problem.model.state_of(series)
         # Moving to another zone is a fresh start, not a kept instance.
         hold = HOLD_OF_MODE[state.mode]
-        warming = state.warming
+        warming = -(-state.warming // k)
         if state.mode is Mode.SPOT and zone != state.zone:
             hold, warming = Hold.IDLE, 0
-        choice = solution.choose(t, int(state.done), hold, warming, capacity)
+        choice = solution.choose(step, int(state.done) // k, hold, warming, capacity)
         if choice is Hold.SPOT:
             return Action(Mode.SPOT, zone)
         return Action(Mode.ON_DEMAND) if choice is Hold.ON_DEMAND else Action(Mode.IDLE)
@@ -79,3 +88,15 @@ class ModelPolicy:
 
 def _where(zones: list[int]) -> str:
     return "1 zone" if len(zones) == 1 else f"{len(zones)} zones"
+
+
+def _grid(setup: Setup) -> PlanGrid:
+    tick = setup.tick_hours * 3600
+    return PlanGrid.fitting(
+        tick,
+        setup.work * tick,
+        setup.deadline * tick,
+        setup.changeover * tick,
+        2 * len(MODEL_EDGES),
+        BUDGET_BYTES,
+    )
