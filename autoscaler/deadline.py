@@ -24,6 +24,9 @@ class MarketChoice:
     market: Market
     reason: str
     slack_seconds: float
+    # Not now: the spot there is now is not worth its start-up (the planner's call); the job
+    # waits for the next round, with `reason`.
+    wait: bool = False
 
 
 class MarketRule(Protocol):

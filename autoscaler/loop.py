@@ -13,11 +13,7 @@ from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation, Actuator
 from autoscaler.credentials.issuer import WorkerCredentials
-from autoscaler.deadline import (
-    MarketRule,
-    choose_market,
-    new_instance_startup,
-)
+from autoscaler.deadline import MarketRule, choose_market, new_instance_startup
 from autoscaler.demand import DemandSource, moving_off
 from autoscaler.fleet_record import FleetRecord, PriceTape, seen
 from autoscaler.fleet_views import instance_views
@@ -26,6 +22,7 @@ from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.metrics import AutoscalerMetrics
+from autoscaler.planned_market import SpotHistory
 from autoscaler.policy import plan
 from autoscaler.pools import Pool
 from autoscaler.prewarm import ArrivalForecaster
@@ -69,7 +66,8 @@ class AutoscalerLoop:
     clock: Clock
     interval_seconds: float = 30.0
     max_rounds: int = 3
-    market_rule: MarketRule = choose_market  # the simulator swaps in the baselines' rules
+    market_rule: MarketRule = choose_market  # the planner's (planned_market.py) or a baseline
+    spot_history: SpotHistory | None = None  # what the planner learns capacity from
     spend: Spend = field(default_factory=Spend)
     book: InstanceBook = field(default_factory=InstanceBook)  # each instance's state
     # Finished jobs up to here have taught the throughput model (None: not started yet).
@@ -348,6 +346,8 @@ class AutoscalerLoop:
         queue, and today's spend (accrued unless given)."""
         now = self.clock.now()
         market = self.capacity.screen(await self.market.snapshot(self.pools()))
+        if self.spot_history is not None:
+            self.spot_history.record(market)
         await self._share_rates(market, now)
         instances = tuple(self.instance_views(busy, market))
         if self.record is not None:

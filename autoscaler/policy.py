@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from autoscaler.deadline import MarketChoice, MarketRule, choose_market, new_instance_startup
 from autoscaler.job_fit import fastest_on_demand, market_allows, urgency
 from autoscaler.market.quotes import PoolQuote
-from autoscaler.pool_choice import fits, pick_pool, spot_zone_allowed
+from autoscaler.pool_choice import fits, pick_pool, spot_zone_allowed, type_level_risk
 from autoscaler.pools import Pool
 from autoscaler.prewarm import warm_gpus
 from autoscaler.snapshot import (
@@ -108,6 +108,8 @@ def plan(
     model: ThroughputModel,
     rule: MarketRule = choose_market,
 ) -> Plan:
+    if not settings.zone_risk:
+        state = replace(state, market=type_level_risk(state.market))
     queue = sorted(state.queued, key=urgency)
     fastest = {job.job_id: fastest_on_demand(state, settings, model, job) for job in queue}
     planning = _Round(
@@ -188,6 +190,9 @@ class _Round:
             self._place(job, slot)
             return
         choice = self.choices[job.job_id]
+        if choice.wait:
+            self.waits.append(Wait(job.job_id, choice.reason))
+            return
         opening = next((o for o in self.partial if o.takes(job, choice.market)), None)
         if opening is not None:
             opening.jobs.append(job)

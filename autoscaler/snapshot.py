@@ -27,6 +27,8 @@ class JobDemand:
     families: frozenset[str] = frozenset()  # empty: any
     spot_zones: frozenset[str] = frozenset()  # where it may run on spot; empty: any zone
     max_cost_usd: float | None = None  # no pool that would cost it more is bought
+    # Where it runs now, for a running job asked about (back to spot); None: it waits.
+    running_on: Market | None = None
 
     @property
     def steps_left(self) -> int:
@@ -83,7 +85,13 @@ class PurchaseSettings:
     # nothing to the safety net; raise it to move lagging jobs to on-demand early, as Uniform
     # Progress does (the simulator measured that costing 6-7% more without saving a deadline).
     behind_slack_factor: float = 1.0
-    max_pool_share: float = 0.34  # of the spot fleet in one pool, among pools worth spreading to
+    # Of the spot fleet in one pool, among pools worth spreading to. 1: no spreading, the
+    # default, since spreading did not lower the cost on the simulator's weeks (issue 32).
+    max_pool_share: float = 1.0
+    # Rank zones of one instance type by each zone's own interruption rate (True) or by price
+    # alone, with the type's mean rate (False, the default: per-zone risk did not pay on the
+    # simulator's weeks). Types are always ranked with their rates.
+    zone_risk: bool = False
     # A pool is worth spreading to if its expected cost per video is at most this much above
     # the best pool's.
     max_spread_premium: float = 0.10

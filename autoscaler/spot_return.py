@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 
 from autoscaler.deadline import MarketRule, new_instance_startup
@@ -58,7 +59,7 @@ def spot_launches(
         instance = _alone_on_demand(job, instances)
         if instance is None or job.demand.steps_left == 0:
             continue
-        demand = job.demand
+        demand = replace(job.demand, running_on=Market.ON_DEMAND)
         family = kind_of(instance.pool.instance_type).family
         here = model.seconds(demand.shape, family, demand.steps_left)
         if rule(demand, state.now, here, settings).market is not Market.SPOT:

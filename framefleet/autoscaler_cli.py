@@ -27,6 +27,7 @@ from autoscaler.actuation import Actuator
 from autoscaler.credentials.dynsec import DynsecAccounts
 from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.credentials.ssm import SsmCredentialDrop
+from autoscaler.deadline import choose_market
 from autoscaler.demand import StoreDemand, demand_of
 from autoscaler.ec2.adapter import Ec2FleetAdapter
 from autoscaler.ec2.ports import Ec2Fleet
@@ -38,6 +39,7 @@ from autoscaler.market.ports import MarketData
 from autoscaler.market.replay import ReplayedMarket, TraceCapacityGate
 from autoscaler.market.trace import TraceMarket, load_trace
 from autoscaler.metrics import AutoscalerMetrics
+from autoscaler.planned_market import PlannedMarketRule, SpotHistory
 from autoscaler.policy import plan
 from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
@@ -234,6 +236,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             advisor = await asyncio.to_thread(SpotAdvisor.fetch_or_shipped, config.advisor_url)
             market = LiveMarket(ec2, pricing, advisor, capacity, clock)
         registry = CollectorRegistry()
+        history = SpotHistory.for_interval(config.interval_seconds)
         loop = AutoscalerLoop(
             market=market,
             actuator=Actuator(fleet, capacity, config.fleet_id, clock),
@@ -247,6 +250,8 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             interval_seconds=config.interval_seconds,
             record=LedgerRecord(store, CostLedger(store, clock, settings.costs.ledger())),
             metrics=AutoscalerMetrics(registry),
+            spot_history=history,
+            market_rule=PlannedMarketRule(history) if config.spot_planner else choose_market,
         )
         admin = config.broker_admin
         if admin is not None:

@@ -157,6 +157,9 @@ class AutoscalerConfig(BaseModel):
     # of its on-demand GPU (and its deadline allows).
     return_to_spot: bool = True
     return_to_spot_margin_hours: float = Field(default=0.5, ge=0, le=100)
+    # Deadline jobs' market by the spot planner (autoscaler/planned_market.py) over the
+    # capacity this autoscaler has seen; off: the simple rule alone.
+    spot_planner: bool = True
     # The most work one interruption may lose, which the deadline rule counts on: the
     # workers' `max_checkpoint_interval_s` on spot.
     checkpoint_interval_seconds: float = Field(default=600.0, gt=0, le=86_400)

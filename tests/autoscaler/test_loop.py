@@ -89,6 +89,8 @@ async def test_capacity_errors_send_the_launch_to_other_pools(
 ) -> None:
     ec2 = FakeEc2(trace_clock)
     loop = autoscaler(queued_store, trace_clock, ec2)
+    # One pool per launch: CreateFleet may not dodge the error through an alternative.
+    loop.settings = replace(loop.settings, max_alternatives=0)
     snapshot = await loop.market.snapshot(loop.pools())
     spot = [q for q in snapshot.quotes.values() if q.pool.market is Market.SPOT]
     cheapest = min(spot, key=lambda q: q.price_per_hour).pool

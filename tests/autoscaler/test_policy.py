@@ -22,7 +22,10 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TYPE = "g6e.xlarge"
 SHAPE = WorkShape("wan/t2v", 832, 480, 81)  # ~2 s per step on an L40S (prior)
 # The pace rule as Uniform Progress has it (off by default): three interruptions of slack.
-SETTINGS = PurchaseSettings(candidate_types=(TYPE,), behind_slack_factor=3.0)
+# Spreading and per-zone risk on, as an operator may set them (both off by default).
+SETTINGS = PurchaseSettings(
+    candidate_types=(TYPE,), behind_slack_factor=3.0, max_pool_share=0.34, zone_risk=True
+)
 
 
 def pool(zone: str, market: Market = Market.SPOT) -> Pool:
