@@ -6,9 +6,13 @@
     fraction 0.6 and 0.8, `--starts` random start times per zone, in one zone (Greedy, Uniform
     Progress, FrameFleet's deadline rule and its planner, the omniscient optimum) and free to
     move across all the trace's zones (the same, each baseline moving as SkyPilot does);
-(b) the fleet setting: `--jobs` video jobs over 7 days across the zones, FrameFleet's
-    purchase policy against on-demand only, Greedy relaunching in any zone (SkyPilot's managed
-    jobs), Uniform Progress across zones, and the paper's home-zone variants.
+(b) the fleet setting: `--jobs` video jobs over 7 days across the zones, `--seeds` weeks (a
+    different start day and workload each, 4 days apart), FrameFleet's purchase policy against
+    on-demand only, Greedy relaunching in any zone (SkyPilot's managed jobs) and Uniform
+    Progress across zones, both with back to spot, and FrameFleet with the spread and per-zone
+    risk it shipped with before (`--home-zone` adds the paper's home-zone variants). Each
+    week's table, then the mean and spread over the weeks of each policy's cost above the
+    lower bound (simulator/weeks.py).
 
 (c) the single-job setting on synthetic markets with known structure (`simulator/synthetic.py`:
     periodic outages, long droughts, price spikes, flapping zones), job fraction 0.8,
@@ -22,6 +26,7 @@ target (met, or short by how much), and writes benchmarks/results/cost.json and 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import time
@@ -34,13 +39,16 @@ from rich.console import Console
 from autoscaler.market.trace import load_trace
 from benchmarks.common import RESULTS_DIR, write_result
 from simulator.companions import companions_for
-from simulator.fleet import compare_fleet
+from simulator.fleet import run_fleet
 from simulator.fleet_bound import fleet_lower_bound
+from simulator.fleet_policies import BASELINES, FRAMEFLEET, FRAMEFLEET_SPREAD
+from simulator.fleet_setup import setup_for_changeover
 from simulator.report import chart, fleet_table, study_table, target_table
 from simulator.results import FleetResult
 from simulator.study import PolicySummary, StudyConfig, run_study
 from simulator.synthetic import MARKETS, synthetic_trace
 from simulator.targets import Target, fleet_targets, study_target
+from simulator.weeks import Week, summarize_weeks, weeks_table, weeks_target
 from simulator.workload import daily_poisson
 
 DEFAULT_TRACES = (
@@ -49,27 +57,53 @@ DEFAULT_TRACES = (
 
 
 def week_start(seed: int) -> float:
-    return 24.0 * (seed - 1) * 3  # a different stretch of the trace per workload
+    return 24.0 * 4 * (seed - 1)  # a different stretch of the trace per workload
 
 
-def _fleet_week(job: tuple[Path, int, int]) -> tuple[list[FleetResult], float]:
-    """Every policy's week, and the lower bound no policy can beat (`simulator/fleet_bound.py`)."""
-    traces, count, seed = job
+FleetTask = tuple[Path, int, int, str | None]  # traces, jobs, seed, policy (None: the bound)
+
+
+def _fleet_task(task: FleetTask) -> FleetResult | float:
+    """One policy's week, or the week's lower bound (`simulator/fleet_bound.py`)."""
+    traces, count, seed, policy = task
     logging.basicConfig(level=logging.ERROR)  # the loops' per-decision logs are for operators
     trace, jobs = load_trace(traces), daily_poisson(count, 7, seed)
-    start = week_start(seed)
-    bound = fleet_lower_bound(
-        trace, jobs, round(start * 3600 / trace.gap.total_seconds()), companions_for(trace)
-    )
-    return compare_fleet(trace, jobs, 0.2, start), bound
+    start = round(week_start(seed) * 3600 / trace.gap.total_seconds())
+    if policy is None:
+        return fleet_lower_bound(trace, jobs, start, companions_for(trace))
+    chosen = next(p for p in FLEET_POLICIES if p.name == policy)
+    return asyncio.run(run_fleet(trace, jobs, setup_for_changeover(0.2), start, chosen))
+
+
+FLEET_POLICIES = (FRAMEFLEET, FRAMEFLEET_SPREAD, *BASELINES)
+HOME_ZONE = {p.name for p in BASELINES if p.home_zone and p.name != "on-demand only"}
+
+
+def fleet_weeks(traces: Path, jobs: int, seeds: range, home_zone: bool, workers: int) -> list[Week]:
+    names = [p.name for p in FLEET_POLICIES if home_zone or p.name not in HOME_ZONE]
+    tasks: list[FleetTask] = [(traces, jobs, s, n) for s in seeds for n in (None, *names)]
+    # Each run is its own simulation (its own clock and database): one process per core.
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        done = dict(zip(tasks, pool.map(_fleet_task, tasks), strict=True))
+    weeks = []
+    for seed in seeds:
+        bound = done[(traces, jobs, seed, None)]
+        results = [done[(traces, jobs, seed, n)] for n in names]
+        assert isinstance(bound, float)
+        runs = sorted((r for r in results if isinstance(r, FleetResult)), key=lambda r: r.cost)
+        weeks.append(Week(f"seed {seed}", tuple(runs), bound))
+    return weeks
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
     parser.add_argument("--starts", type=int, default=100, help="start times per zone in (a)")
-    parser.add_argument("--jobs", type=int, default=220, help="jobs in the fleet setting (b)")
-    parser.add_argument("--seeds", type=int, default=5, help="fleet workloads in (b)")
+    parser.add_argument("--jobs", type=int, default=200, help="jobs in the fleet setting (b)")
+    parser.add_argument("--seeds", type=int, default=8, help="fleet weeks in (b)")
+    parser.add_argument(
+        "--home-zone", action="store_true", help="also the paper's home-zone baselines in (b)"
+    )
     parser.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="processes for (a) and (c)"
     )
@@ -123,30 +157,33 @@ def main() -> None:
             console.print(study_table(title, summaries))
             results[title] = [asdict(s) for s in summaries]
     seeds = range(1, args.seeds + 1 if "b" in args.sections else 1)
-    # Each week is its own simulation (its own clock and database): one process per core.
-    with ProcessPoolExecutor(max_workers=min(len(seeds), os.cpu_count() or 1)) as pool:
-        runs = list(pool.map(_fleet_week, [(args.traces, args.jobs, s) for s in seeds]))
-    weeks = [fleet for fleet, _ in runs]
-    for seed, (fleet, bound) in zip(seeds, runs, strict=True):
-        start_hours = week_start(seed)
+    weeks = fleet_weeks(args.traces, args.jobs, seeds, args.home_zone, workers) if seeds else []
+    for seed, week in zip(seeds, weeks, strict=True):
         console.print(
             fleet_table(
                 f"(b) fleet: {args.jobs} jobs over 7 days from day "
-                f"{start_hours / 24:.0f}, seed {seed}; no policy can pay less "
-                f"than ${bound:,.2f}",
-                fleet,
+                f"{week_start(seed) / 24:.0f}, seed {seed}; no policy can pay less "
+                f"than ${week.bound:,.2f}",
+                list(week.results),
             )
         )
-        results[f"(b) seed {seed}"] = [asdict(r) for r in fleet]
-        results[f"(b) seed {seed} lower bound"] = bound
-        targets.extend(fleet_targets(f"(b) fleet, seed {seed}", fleet, bound))
+        results[f"(b) seed {seed}"] = [asdict(r) for r in week.results]
+        results[f"(b) seed {seed} lower bound"] = week.bound
+        targets.extend(fleet_targets(f"(b) fleet, seed {seed}", week.results, week.bound))
+    if weeks:
+        summary = summarize_weeks(weeks)
+        console.print(weeks_table(f"(b) {len(weeks)} weeks, {args.jobs} jobs each", summary))
+        results["(b) weeks"] = [asdict(r) for r in summary]
+        results["(b) gap closed per week"] = {w.label: w.closed("framefleet") for w in weeks}
+        targets.append(weeks_target(f"(b) fleet, {len(weeks)} weeks", weeks))
     console.print(target_table(targets))
     results["targets"] = [asdict(t) for t in targets]
     RESULTS_DIR.mkdir(exist_ok=True)
     name = "cost" if args.sections == "abc" else f"cost-{args.sections}"
     console.print(f"wrote {write_result(name, results)}")
     if studies and weeks:
-        console.print(f"wrote {chart(studies, weeks[0], RESULTS_DIR / 'cost.png')}")
+        first = list(weeks[0].results)
+        console.print(f"wrote {chart(studies, first, RESULTS_DIR / 'cost.png')}")
 
 
 if __name__ == "__main__":

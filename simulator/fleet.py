@@ -54,7 +54,7 @@ from simulator.cloud import SimulatedEc2, instance_kind
 from simulator.companions import WithCompanions, companions_for, no_companions
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
 from simulator.fleet_faults import FaultWaste, faults_for
-from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy
+from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy, seen_before
 from simulator.fleet_setup import FleetSetup, fleet_pace, purchase_settings, setup_for_changeover
 from simulator.results import FleetResult, start_delays
 from simulator.worker_model import WorkerModel
@@ -127,10 +127,10 @@ class FleetSimulation:
         self.market = TraceMarket(trace, self.clock)
         market = WithCompanions(self.market, companions)
         capacity = CapacityMemory(self.clock)
-        settings = purchase_settings(setup, (kind.instance_type, *companions.types))
-        if not policy.risk_aware:
-            settings = replace(settings, max_pool_share=1.0)
-        settings = replace(settings, return_to_spot=policy.back_to_spot)
+        settings = policy.purchase(
+            purchase_settings(setup, (kind.instance_type, *companions.types))
+        )
+        history = seen_before(trace, start_tick, settings.candidate_types)
         self.autoscaler = AutoscalerLoop(
             market=market if policy.risk_aware else PricesOnly(market),
             actuator=Actuator(self.cloud, capacity, FLEET_ID, self.clock),
@@ -144,7 +144,8 @@ class FleetSimulation:
             zones=sorted(trace.zones),
             clock=self.clock,
             interval_seconds=trace.gap.total_seconds(),
-            market_rule=policy.rule,
+            market_rule=policy.make_rule(history),
+            spot_history=history,
             record=LedgerRecord(self.store, self.ledger),
         )
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_hours, j.job_id))

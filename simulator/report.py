@@ -72,7 +72,7 @@ def fleet_table(title: str, results: list[FleetResult]) -> Table:
 
 
 def target_table(targets: list[Target]) -> Table:
-    table = Table(title="issue 16's targets")
+    table = Table(title="targets (issues 16 and 32)")
     for column in ("setting", "target", "measured", "status"):
         table.add_column(column, overflow="fold")
     for t in targets:

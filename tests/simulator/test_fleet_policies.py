@@ -6,14 +6,20 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from autoscaler.deadline import choose_market
+from autoscaler.market.quotes import MarketSnapshot, PoolQuote
+from autoscaler.planned_market import SpotHistory
+from autoscaler.pools import Pool
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import WorkShape
 from kernel.market import Market
-from simulator.fleet_policies import greedy, on_demand_only, uniform_progress
+from simulator.fleet_policies import UniformProgressRule, greedy, on_demand_only
 
 NOW = datetime(2023, 2, 20, 12, 0, tzinfo=UTC)
 SETTINGS = PurchaseSettings(
-    boot_seconds=600, model_load_seconds=120, checkpoint_interval_seconds=120
+    candidate_types=("p3.2xlarge",),
+    boot_seconds=600,
+    model_load_seconds=120,
+    checkpoint_interval_seconds=120,
 )
 SHAPE = WorkShape("simulated/video", 64, 64, 9)
 
@@ -23,11 +29,28 @@ def job(done: int, submitted_h_ago: float, deadline_in_h: float | None) -> JobDe
     return JobDemand("j", 5, NOW - timedelta(hours=submitted_h_ago), deadline, SHAPE, 100, done)
 
 
+def uniform_progress(spot_now: bool) -> UniformProgressRule:
+    history = SpotHistory(195.0)
+    spot = PoolQuote(Pool("p3.2xlarge", "us-east-1a", Market.SPOT), 0.9, 0.0, spot_now)
+    history.record(MarketSnapshot(NOW, {spot.pool: spot}))
+    return UniformProgressRule(history)
+
+
 def test_each_rule_decides_as_its_paper_says() -> None:
     # 40% done at half the window, 1.5 h of work left with 3 h to go: behind, with slack.
     lagging = job(done=40, submitted_h_ago=3, deadline_in_h=3)
     work_left = 1.5 * 3600
-    assert uniform_progress(lagging, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
+    no_spot, spot = uniform_progress(False), uniform_progress(True)
+    # Uniform Progress: behind and no spot anywhere: on-demand; spot there: taking risks.
+    assert no_spot(lagging, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
+    assert spot(lagging, NOW, work_left, SETTINGS).market is Market.SPOT
+    # Hysteresis: on on-demand it stays until ahead of the pace two start-ups (24 min) later.
+    running = replace(lagging, running_on=Market.ON_DEMAND)
+    assert spot(running, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
+    just_ahead = replace(running, steps_done=51)  # ahead now, not 24 minutes from now
+    assert spot(just_ahead, NOW, 0.8 * 3600, SETTINGS).market is Market.ON_DEMAND
+    well_ahead = replace(running, steps_done=58)
+    assert spot(well_ahead, NOW, 0.7 * 3600, SETTINGS).market is Market.SPOT
     assert greedy(lagging, NOW, work_left, SETTINGS).market is Market.SPOT
     assert on_demand_only(lagging, NOW, work_left, SETTINGS).market is Market.ON_DEMAND
     # FrameFleet keeps the safety net only, by default; with its pace rule turned up it moves
@@ -37,13 +60,13 @@ def test_each_rule_decides_as_its_paper_says() -> None:
     assert choose_market(lagging, NOW, work_left, paced).market is Market.SPOT
     assert choose_market(later, NOW, work_left, paced).market is Market.ON_DEMAND
     assert choose_market(later, NOW, work_left, SETTINGS).market is Market.SPOT
-    # Ahead of pace: Uniform Progress takes spot too; without a deadline everyone but
+    # Ahead of pace: Uniform Progress waits for spot too; without a deadline everyone but
     # on-demand only takes spot.
     ahead = job(done=70, submitted_h_ago=3, deadline_in_h=3)
-    assert uniform_progress(ahead, NOW, 0.9 * 3600, SETTINGS).market is Market.SPOT
+    assert no_spot(ahead, NOW, 0.9 * 3600, SETTINGS).market is Market.SPOT
     free = job(done=0, submitted_h_ago=0, deadline_in_h=None)
     assert {
-        uniform_progress(free, NOW, 3600, SETTINGS).market,
+        no_spot(free, NOW, 3600, SETTINGS).market,
         greedy(free, NOW, 3600, SETTINGS).market,
     } == {Market.SPOT}
 
@@ -51,5 +74,5 @@ def test_each_rule_decides_as_its_paper_says() -> None:
 def test_every_rule_keeps_the_safety_net() -> None:
     # 10 minutes of slack cannot take a 14-minute interruption (start-up + notice).
     tight = job(done=0, submitted_h_ago=0, deadline_in_h=1.2 + 10 / 60 + 0.2)
-    for rule in (greedy, uniform_progress, choose_market):
+    for rule in (greedy, uniform_progress(True), choose_market):
         assert rule(tight, NOW, 1.2 * 3600, SETTINGS).market is Market.ON_DEMAND
