@@ -52,6 +52,7 @@ class SpotHistory:
     last_slot: dict[str, int] = field(default_factory=dict)
     latest: MarketSnapshot | None = None  # the last round's prices
     origin: datetime = EPOCH  # steps are counted from here
+    _seen: dict[tuple[str, ...], npt.NDArray[np.int8]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def for_interval(cls, interval_seconds: float, lookback_days: float = 7.0) -> SpotHistory:
@@ -72,6 +73,7 @@ class SpotHistory:
 
     def preload(self, instance_type: str, values: Iterable[int], last_at: datetime) -> None:
         """A recorded past (the simulator's trace before its start), ending at `last_at`."""
+        self._seen.clear()
         line = self.series.setdefault(instance_type, deque(maxlen=self.keep))
         line.extend(1 if v else 0 for v in values)
         self.last_slot[instance_type] = self._slot(last_at)
@@ -80,6 +82,7 @@ class SpotHistory:
         return int((at - self.origin).total_seconds() // self.tick_seconds)
 
     def _append(self, instance_type: str, slot: int, value: int) -> None:
+        self._seen.clear()
         line = self.series.setdefault(instance_type, deque(maxlen=self.keep))
         last = self.last_slot.get(instance_type)
         if last is None or not line:
@@ -96,13 +99,17 @@ class SpotHistory:
 
     def seen(self, instance_types: Iterable[str]) -> npt.NDArray[np.int8] | None:
         """1 where some type of `instance_types` had spot capacity, oldest first (aligned at
-        each type's latest step)."""
-        lines = [self.series[t] for t in instance_types if self.series.get(t)]
-        if not lines:
-            return None
-        length = min(len(line) for line in lines)
-        stacked = np.array([list(line)[-length:] for line in lines], dtype=np.int8)
-        return np.asarray(stacked.max(axis=0), dtype=np.int8)
+        each type's latest step). Kept until the next record: every job of a round that fits
+        the same types reads one array."""
+        key = tuple(sorted(set(instance_types)))
+        if key not in self._seen:
+            lines = [self.series[t] for t in key if self.series.get(t)]
+            if not lines:
+                return None
+            length = min(len(line) for line in lines)
+            stacked = np.array([list(line)[-length:] for line in lines], dtype=np.int8)
+            self._seen[key] = np.asarray(stacked.max(axis=0), dtype=np.int8)
+        return self._seen[key]
 
 
 @dataclass
