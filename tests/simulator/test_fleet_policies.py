@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from autoscaler.deadline import choose_market
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
+from autoscaler.market.trace import load_trace
 from autoscaler.planned_market import SpotHistory
 from autoscaler.pools import Pool
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import WorkShape
 from kernel.market import Market
-from simulator.fleet_policies import UniformProgressRule, greedy, on_demand_only
+from simulator.fleet_policies import UniformProgressRule, greedy, on_demand_only, seen_before
 
 NOW = datetime(2023, 2, 20, 12, 0, tzinfo=UTC)
 SETTINGS = PurchaseSettings(
@@ -22,6 +24,7 @@ SETTINGS = PurchaseSettings(
     checkpoint_interval_seconds=120,
 )
 SHAPE = WorkShape("simulated/video", 64, 64, 9)
+TRACES = Path(__file__).parents[1] / "data" / "traces" / "v100-slice"
 
 
 def job(done: int, submitted_h_ago: float, deadline_in_h: float | None) -> JobDemand:
@@ -76,3 +79,24 @@ def test_every_rule_keeps_the_safety_net() -> None:
     tight = job(done=0, submitted_h_ago=0, deadline_in_h=1.2 + 10 / 60 + 0.2)
     for rule in (greedy, uniform_progress(True), choose_market):
         assert rule(tight, NOW, 1.2 * 3600, SETTINGS).market is Market.ON_DEMAND
+
+
+def test_the_planners_history_of_a_simulated_week_holds_only_its_past() -> None:
+    """The fleet's planner starts with what a live autoscaler would have recorded before the
+    week: rewriting the trace from the week's first tick on changes none of it."""
+    trace = load_trace(TRACES)
+    start = 400
+    rewritten = replace(
+        trace,
+        zones={
+            name: replace(zone, available=zone.available[:start] + (0, 1) * 2000)
+            for name, zone in trace.zones.items()
+        },
+    )
+    types = ("p3.2xlarge", "p3.8xlarge")
+    before, after = seen_before(trace, start, types), seen_before(rewritten, start, types)
+    assert before.series == after.series
+    assert before.last_slot == after.last_slot == dict.fromkeys(types, start - 1)
+    union = before.seen(types)
+    assert union is not None
+    assert union.size == start
