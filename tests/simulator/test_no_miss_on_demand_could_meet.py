@@ -35,6 +35,8 @@ def policies(zones: int) -> list[Policy]:
         UniformProgress(everywhere),
         FrameFleetPolicy(everywhere),
         ModelPolicy(everywhere),
+        # A decision table of 4 KB: the planner on a grid of several ticks per step.
+        ModelPolicy([0], "planner on a coarse grid", budget_bytes=4_000),
     ]
 
 
