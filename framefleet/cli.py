@@ -256,7 +256,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console()
     settings = load_settings(args.config)
-    configure_logging(settings.log_level, settings.library_log_level)
+    configure_logging(settings.log_level, settings.library_log_level, settings.log_format)
     if args.command == "serve":
         asyncio.run(_serve(settings))
     elif args.command == "schema":

@@ -259,6 +259,9 @@ class Settings(EnvThenTomlSettings):
     # Libraries' loggers (botocore, aiomqtt, sqlalchemy) stay at INFO unless set here: at
     # DEBUG they log credentials and whole job bodies.
     library_log_level: str | None = None
+    # "json": one JSON object per line with the job, attempt, worker and instance ids, for a
+    # log shipper; "text" for people.
+    log_format: Literal["text", "json"] = "text"
     intake: IntakeConfig = Field(default_factory=IntakeConfig)
     mqtt: MqttConfig = Field(default_factory=MqttConfig)
     control: ControlConfig = Field(default_factory=ControlConfig)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.health_server import HealthServer, ReadinessCheck
 from kernel.job_spec import JobSpec, parse_job
+from kernel.log_context import bind
 from kernel.settings_support import configure_logging, exit_with
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
@@ -120,6 +122,7 @@ async def _serve(settings: WorkerSettings) -> int:
         connect = mqtt_agent_link(settings, worker_id, clock)
         registry = CollectorRegistry()
         service = WorkerService(worker_id, agent, clock, connect, WorkerMetrics(registry))
+        bind(worker_id=worker_id, instance_id=instance_id)  # on every line it logs from here
         health = None
         if settings.metrics_port is not None:
             health = HealthServer(
@@ -191,9 +194,14 @@ async def _emulator(args: argparse.Namespace) -> int:
     return 0
 
 
+# The agent's log format: "text", or "json" for a log shipper (read before its settings, so the
+# first lines are in it too).
+LOG_FORMAT_ENV = "FRAMEFLEET_WORKER_LOG_FORMAT"
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    configure_logging("INFO")
+    configure_logging("INFO", log_format=os.environ.get(LOG_FORMAT_ENV, "text"))
     if args.command == "build-tiny-model":
         from worker_ami.agent.tiny_model import build_tiny_wan
 

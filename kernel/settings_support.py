@@ -11,8 +11,10 @@ from typing import ClassVar, NoReturn, TypeVar
 
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, TomlConfigSettingsSource
+from pythonjsonlogger.json import JsonFormatter
 
 from kernel.errors import ConfigurationError, FrameFleetError
+from kernel.log_context import ContextFilter
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 
@@ -56,11 +58,16 @@ def load(settings_cls: type[SettingsT], what: str) -> SettingsT:
 # asked, because at DEBUG botocore logs credentials and request bodies (whole job specs).
 OUR_LOGGERS = ("framefleet", "kernel", "orchestrator", "autoscaler", "worker_ami", "simulator")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+LOG_FORMATS = ("text", "json")
 
 
-def configure_logging(level: str, libraries_level: str | None = None) -> None:
+def configure_logging(
+    level: str, libraries_level: str | None = None, log_format: str = "text"
+) -> None:
     """`level` for FrameFleet's own loggers; `libraries_level` (default: INFO, or `level` if
-    that is quieter) for everything else."""
+    that is quieter) for everything else. `log_format` "json": one JSON object per line
+    (python-json-logger) with time, level, logger, message and the job, attempt, worker and
+    instance ids bound where the line was written (`kernel/log_context.py`)."""
     try:
         ours = logging.getLevelNamesMapping()[level.upper()]
         theirs = (
@@ -70,7 +77,20 @@ def configure_logging(level: str, libraries_level: str | None = None) -> None:
         )
     except KeyError as error:
         raise ConfigurationError(f"unknown log level {error.args[0]!r}") from None
-    logging.basicConfig(level=theirs, format=LOG_FORMAT, stream=sys.stderr, force=True)
+    if log_format not in LOG_FORMATS:
+        raise ConfigurationError(f"unknown log format {log_format!r}: one of {LOG_FORMATS}")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(ContextFilter())
+    if log_format == "json":
+        handler.setFormatter(
+            JsonFormatter(
+                "%(asctime)s %(levelname)s %(name)s %(message)s",
+                rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+            )
+        )
+    else:
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logging.basicConfig(level=theirs, handlers=[handler], force=True)
     for name in OUR_LOGGERS:
         logging.getLogger(name).setLevel(ours)
     # Migration chatter is noise on every command; failures still surface as errors.

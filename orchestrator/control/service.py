@@ -17,6 +17,7 @@ from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
 from kernel.job_record import JobMove, JobRecord, Placement
 from kernel.job_state import JobState
+from kernel.log_context import log_context
 from kernel.log_throttle import LogThrottle, held_back
 from kernel.worker_protocol import (
     CommandKind,
@@ -53,6 +54,22 @@ from orchestrator.scheduling.worker_health import WorkerHealth
 from orchestrator.store.leases import Fence
 
 log = logging.getLogger(__name__)
+
+
+def ids_of(item: Inbound | None) -> dict[str, str | int | None]:
+    """The worker, job and attempt a message is about, for its log lines."""
+    if item is None:
+        return {}
+    message = item.message
+    if isinstance(message, WorkerEvent):
+        return {
+            "worker_id": message.worker_id,
+            "job_id": message.job_id,
+            "attempt": message.attempt,
+        }
+    return {"worker_id": message.worker_id}
+
+
 REBALANCE_NOTICE = "rebalance"  # a worker's notice_seen: what its IMDS showed
 
 
@@ -209,8 +226,9 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                 for item in batch:
                     await self._apply([item])
                 return
-            log.exception("worker message could not be applied")
             message = batch[0].message
+            with log_context(**ids_of(batch[0])):
+                log.exception("worker message could not be applied")
             self.refusals.refuse(
                 "handler_error",
                 message.worker_id,
@@ -261,9 +279,10 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                 if job is None:  # once a minute per worker: heartbeats repeat their outcomes
                     held = self._ignored_lines.allow(f"{event.worker_id}|unknown job")
                     if held is not None:
-                        log.warning(
-                            "event for unknown job %s ignored%s", event.job_id, held_back(held)
-                        )
+                        with log_context(**ids_of(item)):
+                            log.warning(
+                                "event for unknown job %s ignored%s", event.job_id, held_back(held)
+                            )
                     continue
                 named.add(event.job_id)
                 if event.kind is EventKind.CHECKPOINT_DURABLE and event.write_seconds is not None:
@@ -299,7 +318,10 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                     None if quiet else self._ignored_lines.allow(f"{job.job_id}|{decision.reason}")
                 )
                 if held is not None:
-                    log.info("job %s: ignored: %s%s", job.job_id, decision.reason, held_back(held))
+                    with log_context(**ids_of(cause)):
+                        log.info(
+                            "job %s: ignored: %s%s", job.job_id, decision.reason, held_back(held)
+                        )
         if not moves:
             return
         outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, self._fence())

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from kernel.bounded import BoundedSet
 from kernel.clock import Clock, sleep_unless_stopped
+from kernel.log_context import bind
 from kernel.market import Market
 from kernel.mqtt_link import (
     ConnectHandler,
@@ -313,6 +314,7 @@ class WorkerService:
         assert command.spec is not None
         assert command.attempt is not None
         spec, attempt = command.spec, command.attempt
+        bind(job_id=spec.job_id, attempt=attempt)  # this task's log lines name the job
         loop = asyncio.get_running_loop()
 
         def progress(step: int) -> None:
