@@ -42,6 +42,10 @@ class CountingStore:
         self.gets.append(key)
         return await self.inner.get(bucket, key)
 
+    async def download(self, bucket: str, key: str, path: Path) -> None:
+        self.gets.append(key)
+        await self.inner.download(bucket, key, path)
+
     async def list_keys(self, bucket: str, prefix: str) -> list[str]:
         return await self.inner.list_keys(bucket, prefix)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +38,26 @@ async def test_listing_deleting_and_missing_keys(
     assert await object_store.list_keys(buckets.checkpoints, "job/") == ["job/c"]
     with pytest.raises(ObjectNotFound):
         await object_store.get(buckets.checkpoints, "job/a")
+
+
+async def test_a_large_file_comes_down_in_ranged_parts_straight_to_disk(
+    object_store: S3ObjectStore, buckets: Buckets, tmp_path: Path
+) -> None:
+    blob = os.urandom(MULTIPART_THRESHOLD + 3 * 1024 * 1024)
+    await object_store.put(buckets.models, "m/weights.safetensors", blob)
+    ranges: list[str] = []
+    await object_store.download(buckets.models, "m/weights.safetensors", tmp_path / "w")
+    assert (tmp_path / "w").read_bytes() == blob
+    # The transfer manager's own client: count the GETs of a second download, and their ranges.
+    downloads = object_store._downloads
+    assert downloads is not None
+    downloads.meta.events.register(
+        "before-call.s3.GetObject",
+        lambda params, **_: ranges.append(params["headers"].get("Range", "")),
+    )
+    await object_store.download(buckets.models, "m/weights.safetensors", tmp_path / "again")
+    assert (tmp_path / "again").read_bytes() == blob
+    assert len(ranges) == 3  # 19 MiB in parts of 8 MiB
+    assert all(r.startswith("bytes=") for r in ranges)
+    with pytest.raises(ObjectNotFound):
+        await object_store.download(buckets.models, "m/none", tmp_path / "none")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,3 +19,10 @@ class Digest(BaseModel):
 
     def matches(self, data: bytes) -> bool:
         return len(data) == self.size and hashlib.sha256(data).hexdigest() == self.sha256
+
+    def matches_file(self, path: Path) -> bool:
+        """The same of a file, read in chunks (a model's weights need not fit in memory)."""
+        if path.stat().st_size != self.size:
+            return False
+        with path.open("rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest() == self.sha256

@@ -176,10 +176,9 @@ class ModelCache:
             for relative, digest in manifest.files.items():
                 target = partial / "files" / _safe_relative(relative)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                data = await self._objects.get(bucket, prefix + relative)
-                if not digest.matches(data):
+                await self._objects.download(bucket, prefix + relative, target)
+                if not await asyncio.to_thread(digest.matches_file, target):
                     raise ModelCacheError(f"model file {relative} fails its SHA-256")
-                target.write_bytes(data)
             (partial / MODEL_MANIFEST).write_bytes(raw)
             (partial / COMPLETE_MARKER).touch()
             shutil.rmtree(folder, ignore_errors=True)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import aioboto3
+import boto3
 from aiobotocore.config import AioConfig
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from kernel.aws_errors import AwsFault, classify, error_code
@@ -15,6 +20,7 @@ from worker_ami.agent.errors import ObjectNotFound, ObjectStoreError, OutputRefu
 from worker_ami.agent.settings import WorkerSettings
 
 if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client as SyncS3Client
     from types_aiobotocore_s3 import S3Client
     from types_aiobotocore_s3.type_defs import CompletedPartTypeDef
 
@@ -31,6 +37,10 @@ class ObjectStore(Protocol):
         ...
 
     async def get(self, bucket: str, key: str) -> bytes: ...
+
+    async def download(self, bucket: str, key: str, path: Path) -> None:
+        """The object into the file at `path`, streamed (never whole in memory)."""
+        ...
 
     async def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
 
@@ -51,8 +61,19 @@ def _translated(operation: str, bucket: str, key: str = "") -> Iterator[None]:
 
 
 class S3ObjectStore:
-    def __init__(self, client: S3Client) -> None:
+    """`download` goes through boto3's transfer manager (s3transfer): a large object comes in
+    parallel ranged GETs of `transfer.multipart_chunksize`, written to disk as they arrive, with
+    its own retries of broken streams. It runs a synchronous boto3 client in a thread, made on
+    first use for the same endpoint and region as `client` (credentials from the same chain)."""
+
+    def __init__(self, client: S3Client, transfer: TransferConfig | None = None) -> None:
         self._client = client
+        self._transfer = transfer or TransferConfig(
+            multipart_threshold=MULTIPART_THRESHOLD,
+            multipart_chunksize=MULTIPART_CHUNK,
+            max_concurrency=8,
+        )
+        self._downloads: SyncS3Client | None = None
 
     async def put(self, bucket: str, key: str, data: bytes) -> None:
         with _translated("PutObject", bucket, key):
@@ -104,6 +125,19 @@ class S3ObjectStore:
             response = await self._client.get_object(Bucket=bucket, Key=key)
             async with response["Body"] as body:
                 return await body.read()
+
+    async def download(self, bucket: str, key: str, path: Path) -> None:
+        if self._downloads is None:
+            meta = self._client.meta
+            config = Config(retries={"mode": "standard", "max_attempts": 5})
+            self._downloads = boto3.client(
+                "s3", endpoint_url=meta.endpoint_url, region_name=meta.region_name, config=config
+            )
+        downloads = self._downloads
+        with _translated("GetObject", bucket, key):
+            await asyncio.to_thread(
+                downloads.download_file, bucket, key, str(path), Config=self._transfer
+            )
 
     async def list_keys(self, bucket: str, prefix: str) -> list[str]:
         keys: list[str] = []
