@@ -30,6 +30,7 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -41,7 +42,13 @@ from benchmarks.common import RESULTS_DIR, write_result
 from simulator.companions import companions_for
 from simulator.fleet import run_fleet
 from simulator.fleet_bound import fleet_lower_bound
-from simulator.fleet_policies import BASELINES, FRAMEFLEET, FRAMEFLEET_SPREAD
+from simulator.fleet_policies import (
+    BASELINES,
+    FRAMEFLEET,
+    FRAMEFLEET_SPREAD,
+    FRAMEFLEET_SPREAD_ONLY,
+    FRAMEFLEET_ZONE_RISK,
+)
 from simulator.fleet_setup import setup_for_changeover
 from simulator.report import chart, fleet_table, study_table, target_table
 from simulator.results import FleetResult
@@ -75,12 +82,21 @@ def _fleet_task(task: FleetTask) -> FleetResult | float:
     return asyncio.run(run_fleet(trace, jobs, setup_for_changeover(0.2), start, chosen))
 
 
-FLEET_POLICIES = (FRAMEFLEET, FRAMEFLEET_SPREAD, *BASELINES)
+ABLATION = (FRAMEFLEET_ZONE_RISK, FRAMEFLEET_SPREAD_ONLY)
+FLEET_POLICIES = (FRAMEFLEET, FRAMEFLEET_SPREAD, *ABLATION, *BASELINES)
 HOME_ZONE = {p.name for p in BASELINES if p.home_zone and p.name != "on-demand only"}
 
 
-def fleet_weeks(traces: Path, jobs: int, seeds: range, home_zone: bool, workers: int) -> list[Week]:
-    names = [p.name for p in FLEET_POLICIES if home_zone or p.name not in HOME_ZONE]
+def fleet_policy_names(home_zone: bool, ablation: bool) -> list[str]:
+    left_out = (set() if home_zone else HOME_ZONE) | (
+        set() if ablation else {p.name for p in ABLATION}
+    )
+    return [p.name for p in FLEET_POLICIES if p.name not in left_out]
+
+
+def fleet_weeks(
+    traces: Path, jobs: int, seeds: range, names: Sequence[str], workers: int
+) -> list[Week]:
     tasks: list[FleetTask] = [(traces, jobs, s, n) for s in seeds for n in (None, *names)]
     # Each run is its own simulation (its own clock and database): one process per core.
     with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -103,6 +119,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=8, help="fleet weeks in (b)")
     parser.add_argument(
         "--home-zone", action="store_true", help="also the paper's home-zone baselines in (b)"
+    )
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also FrameFleet with spreading alone and per-zone risk alone in (b)",
     )
     parser.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="processes for (a) and (c)"
@@ -157,7 +178,8 @@ def main() -> None:
             console.print(study_table(title, summaries))
             results[title] = [asdict(s) for s in summaries]
     seeds = range(1, args.seeds + 1 if "b" in args.sections else 1)
-    weeks = fleet_weeks(args.traces, args.jobs, seeds, args.home_zone, workers) if seeds else []
+    names = fleet_policy_names(args.home_zone, args.ablation)
+    weeks = fleet_weeks(args.traces, args.jobs, seeds, names, workers) if seeds else []
     for seed, week in zip(seeds, weeks, strict=True):
         console.print(
             fleet_table(

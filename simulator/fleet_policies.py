@@ -50,26 +50,29 @@ class FleetPolicy:
     home_zone: bool = False
     # A job on on-demand moves back to spot when that pays (`autoscaler/spot_return.py`).
     back_to_spot: bool = True
-    # Spot spread over pools (at most a third of the spot fleet in one) and zones ranked by
+    # Spot spread over pools (at most a third of the spot fleet in one), and zones ranked by
     # their own interruption rates: off in the product unless the weeks show they pay.
-    spread_by_zone_risk: bool = False
+    spread: bool = False
+    zone_risk: bool = False
 
     def purchase(self, settings: PurchaseSettings) -> PurchaseSettings:
         """The product's purchase settings as this policy runs them."""
-        spread = self.risk_aware and self.spread_by_zone_risk
         return replace(
             settings,
             return_to_spot=self.back_to_spot,
-            max_pool_share=0.34 if spread else 1.0,
-            zone_risk=spread,
+            max_pool_share=0.34 if self.risk_aware and self.spread else 1.0,
+            zone_risk=self.risk_aware and self.zone_risk,
         )
 
 
 FRAMEFLEET = FleetPolicy("framefleet", risk_aware=True)
 # The spread and per-zone risk FrameFleet shipped with before issue 32, measured beside it.
 FRAMEFLEET_SPREAD = FleetPolicy(
-    "framefleet, spread by zone risk", risk_aware=True, spread_by_zone_risk=True
+    "framefleet, spread by zone risk", risk_aware=True, spread=True, zone_risk=True
 )
+# Each of the two alone (the benchmark's --ablation).
+FRAMEFLEET_ZONE_RISK = FleetPolicy("framefleet, zone risk alone", risk_aware=True, zone_risk=True)
+FRAMEFLEET_SPREAD_ONLY = FleetPolicy("framefleet, spread alone", risk_aware=True, spread=True)
 
 
 def seen_before(trace: Trace, start_tick: int, instance_types: Iterable[str]) -> SpotHistory:
