@@ -3,6 +3,7 @@ health (a fake clock, an in-memory fault book and the real worker registry)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from kernel.clock import FakeClock
@@ -168,3 +169,50 @@ async def test_with_detection_off_nothing_is_looked_for() -> None:
     assert (await watch.look([], {})).quarantined == []
     assert book.faults == []
     assert clock.now() - START == timedelta(0)
+
+
+async def test_a_gone_workers_last_report_of_an_earlier_attempt_does_not_hide_the_live_steps() -> (
+    None
+):
+    """A job interrupted on one worker resumes on another; the first keeps its last heartbeat
+    in the registry (attempt 1, step 10). The live attempt's steps are what count: found in a
+    fleet simulation, where a resumed job was stopped as stalled while it stepped."""
+    clock = FakeClock(START)
+    registry, book = fleet(clock), FaultBook()
+    registry.on_hello(
+        Hello(
+            worker_id="gone",
+            sent_at=clock.now(),
+            instance_id="i-0000000002",
+            instance_type="g5.xlarge",
+            availability_zone="us-east-1b",
+            market=Market.SPOT,
+            agent_version="t",
+            gpus=(GpuInfo(index=0, family="a10g", vram_gib=24),),
+        )
+    )
+    registry.on_heartbeat(
+        Heartbeat(
+            worker_id="gone",
+            sent_at=clock.now(),
+            sequence=1,
+            jobs=(JobProgress(job_id="j", attempt=1, gpu_index=0, step=10, total_steps=50),),
+        )
+    )
+    watch = GpuWatch(
+        book, registry, clock, WatchSettings(StallRule(5, 10, 5), before_first_step_seconds=30)
+    )
+    resumed = replace(record("j", JobState.RUNNING), attempt=2)
+    placement = Placement(resumed, "w", 0, clock.now())
+    for sequence, step in enumerate(range(10, 40), start=1):
+        registry.on_heartbeat(
+            Heartbeat(
+                worker_id="w",
+                sent_at=clock.now(),
+                sequence=sequence,
+                jobs=(JobProgress(job_id="j", attempt=2, gpu_index=0, step=step, total_steps=50),),
+            )
+        )
+        assert (await watch.look([placement], {"j": 2.0})).stalled == []
+        clock.advance(2)
+    assert book.faults == []

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import statistics
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -26,6 +27,7 @@ from kernel.fleet_facts import GpuFault, GpuFaultKind
 from kernel.job_record import JobRecord, Placement
 from kernel.job_state import JobState
 from kernel.stall import StallRule, expected_step
+from kernel.worker_protocol import JobProgress
 from orchestrator.scheduling.gpu_health import SickRule, errors_in, quarantine_reason, too_slow
 from orchestrator.scheduling.registry import WorkerRegistry
 
@@ -139,7 +141,7 @@ class GpuWatch:
                 findings.quarantined.extend(await self.record(fault))
         running = {p.job.job_id: p for p in placements if p.job.state is JobState.RUNNING}
         self._learn_finished(running)
-        reported = {p.job_id: (p.attempt, p.step) for p, _ in self._registry.progress()}
+        reported = current_progress(self._registry.progress())
         for job_id, placement in running.items():
             seen = self._follow(placement, reported.get(job_id), planned.get(job_id), now)
             if seen is None:
@@ -254,3 +256,17 @@ class GpuWatch:
             if steps >= self.settings.sick.slow_min_steps and seconds > 0 and not quarantined:
                 learned = self._learned.setdefault(pace.shape, deque(maxlen=LEARNED_PACES))
                 learned.append(((pace.worker_id, pace.gpu_index), seconds / steps))
+
+
+def current_progress(
+    progress: Iterable[tuple[JobProgress, datetime]],
+) -> dict[str, tuple[int, int]]:
+    """job -> (attempt, step) of its latest attempt. A worker that went away keeps its last
+    heartbeat in the registry, with the job's earlier attempt: that report must not hide the
+    live one's steps (it did, and a resumed job was stopped as stalled while it stepped)."""
+    latest: dict[str, tuple[int, int]] = {}
+    for job, _ in progress:
+        known = latest.get(job.job_id)
+        if known is None or job.attempt > known[0]:
+            latest[job.job_id] = (job.attempt, job.step)
+    return latest
