@@ -45,9 +45,9 @@ from simulator.fleet_bound import fleet_lower_bound
 from simulator.fleet_policies import (
     BASELINES,
     FRAMEFLEET,
+    FRAMEFLEET_PRICE_ZONES,
     FRAMEFLEET_SPREAD,
     FRAMEFLEET_SPREAD_ONLY,
-    FRAMEFLEET_ZONE_RISK,
 )
 from simulator.fleet_setup import setup_for_changeover
 from simulator.report import chart, fleet_table, study_table, target_table
@@ -82,7 +82,7 @@ def _fleet_task(task: FleetTask) -> FleetResult | float:
     return asyncio.run(run_fleet(trace, jobs, setup_for_changeover(0.2), start, chosen))
 
 
-ABLATION = (FRAMEFLEET_ZONE_RISK, FRAMEFLEET_SPREAD_ONLY)
+ABLATION = (FRAMEFLEET_PRICE_ZONES, FRAMEFLEET_SPREAD_ONLY)
 FLEET_POLICIES = (FRAMEFLEET, FRAMEFLEET_SPREAD, *ABLATION, *BASELINES)
 HOME_ZONE = {p.name for p in BASELINES if p.home_zone and p.name != "on-demand only"}
 
@@ -123,7 +123,7 @@ def main() -> None:
     parser.add_argument(
         "--ablation",
         action="store_true",
-        help="also FrameFleet with spreading alone and per-zone risk alone in (b)",
+        help="also FrameFleet with zones by price alone and with spreading alone in (b)",
     )
     parser.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="processes for (a) and (c)"

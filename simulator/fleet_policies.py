@@ -51,7 +51,7 @@ class FleetPolicy:
     # A job on on-demand moves back to spot when that pays (`autoscaler/spot_return.py`).
     back_to_spot: bool = True
     # Spot spread over pools (at most a third of the spot fleet in one), and zones ranked by
-    # their own interruption rates: off in the product unless the weeks show they pay.
+    # their own interruption rates (the product ranks zones so, and does not spread).
     spread: bool = False
     zone_risk: bool = False
 
@@ -65,13 +65,14 @@ class FleetPolicy:
         )
 
 
-FRAMEFLEET = FleetPolicy("framefleet", risk_aware=True)
+# As the product ships: zones ranked by their own interruption rates, no spreading.
+FRAMEFLEET = FleetPolicy("framefleet", risk_aware=True, zone_risk=True)
 # The spread and per-zone risk FrameFleet shipped with before issue 32, measured beside it.
 FRAMEFLEET_SPREAD = FleetPolicy(
     "framefleet, spread by zone risk", risk_aware=True, spread=True, zone_risk=True
 )
-# Each of the two alone (the benchmark's --ablation).
-FRAMEFLEET_ZONE_RISK = FleetPolicy("framefleet, zone risk alone", risk_aware=True, zone_risk=True)
+# The benchmark's --ablation: zones by price alone, and spreading alone.
+FRAMEFLEET_PRICE_ZONES = FleetPolicy("framefleet, zones by price alone", risk_aware=True)
 FRAMEFLEET_SPREAD_ONLY = FleetPolicy("framefleet, spread alone", risk_aware=True, spread=True)
 
 
