@@ -34,11 +34,12 @@ FACE = {
     "worker_process.py": "worker",
 }
 CALL = "_make_api_call"
+USER_AGENT_PREFIX = "framefleet/"
 _seen: set[tuple[str, str, str, str]] = set()
 _lock = threading.Lock()
 
 
-def role_and_place() -> tuple[str, str]:
+def role_and_place(client: Any = None) -> tuple[str, str]:
     frame = sys._getframe(2)
     while frame is not None:
         path = Path(frame.f_code.co_filename)
@@ -61,6 +62,14 @@ def role_and_place() -> tuple[str, str]:
         if top in ("tests", "benchmarks"):
             return "setup", place
         frame = frame.f_back  # type: ignore[assignment]
+    # A call from a thread of boto3's transfer manager has no product frame: the client's user
+    # agent names the role that made it (`framefleet/<role>`).
+    agent = str(
+        getattr(getattr(getattr(client, "meta", None), "config", None), "user_agent_extra", "")
+    )
+    for word in agent.split():
+        if word.startswith(USER_AGENT_PREFIX):
+            return word.removeprefix(USER_AGENT_PREFIX), f"(a transfer thread of {word})"
     return os.environ.get(ROLE_ENV, "unknown"), os.environ.get(PLACE_ENV, "(no product frame)")
 
 
@@ -68,7 +77,7 @@ def record(client: Any, operation: str) -> None:
     log = os.environ.get(LOG_ENV)
     if not log:
         return
-    role, place = role_and_place()
+    role, place = role_and_place(client)
     service = client.meta.service_model.signing_name
     key = (role, service, operation, place)
     with _lock:

@@ -129,7 +129,11 @@ class S3ObjectStore:
     async def download(self, bucket: str, key: str, path: Path) -> None:
         if self._downloads is None:
             meta = self._client.meta
-            config = Config(retries={"mode": "standard", "max_attempts": 5})
+            # The transfer threads' requests say which process made them (CloudTrail shows it).
+            config = Config(
+                retries={"mode": "standard", "max_attempts": 5},
+                user_agent_extra="framefleet/worker",
+            )
             self._downloads = boto3.client(
                 "s3", endpoint_url=meta.endpoint_url, region_name=meta.region_name, config=config
             )
