@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from autoscaler.deadline import MarketChoice, MarketRule, choose_market, new_instance_startup
 from autoscaler.market.quotes import MarketSnapshot
-from autoscaler.pool_choice import fits
+from autoscaler.pool_choice import fits, spot_zone_allowed
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.spot_planner import CapacityModel, Hold, PlanGrid, Problem, Solution, coarsen
 from kernel.instance_types import kind_of
@@ -117,8 +117,11 @@ class _JobPlan:
     solution: Solution
     grid: PlanGrid
     solved_at: datetime
-    spot_price: float  # per GPU-hour, when solved
-    on_demand_price: float
+
+    def prices(self) -> tuple[float, float]:
+        """Spot and on-demand per GPU-hour, as solved."""
+        problem, hours = self.solution.problem, self.grid.step_seconds / 3600
+        return problem.spot_cost / hours, problem.on_demand_cost / hours
 
 
 @dataclass
@@ -145,7 +148,9 @@ class PlannedMarketRule:
         simple = self.fallback(job, now, on_demand_seconds_left, settings, startup_seconds)
         if job.deadline is None or simple.market is Market.ON_DEMAND:
             return simple
-        planned = self._plan(job, now, on_demand_seconds_left, settings)
+        types = [t for t in settings.candidate_types if fits(job, kind_of(t))]
+        series = self.history.seen(types)
+        planned = self._plan(job, now, on_demand_seconds_left, settings, types, series)
         hours = simple.slack_seconds / 3600
         if job.running_on is Market.ON_DEMAND and planned not in (None, Hold.SPOT):
             why = f"planner: staying on on-demand costs less in expectation (slack {hours:.2f} h)"
@@ -153,7 +158,7 @@ class PlannedMarketRule:
         if planned is Hold.ON_DEMAND:
             why = f"planner: on-demand now costs less in expectation (slack {hours:.2f} h)"
             return MarketChoice(Market.ON_DEMAND, why, simple.slack_seconds)
-        if planned is Hold.IDLE and self._spot_now(job, settings):
+        if planned is Hold.IDLE and series is not None and series[-1]:
             why = (
                 f"planner: the spot there now is not expected to last its start-up's worth; "
                 f"waits for better (slack {hours:.2f} h)"
@@ -161,20 +166,19 @@ class PlannedMarketRule:
             return MarketChoice(Market.SPOT, why, simple.slack_seconds, wait=True)
         return simple
 
-    def _spot_now(self, job: JobDemand, settings: PurchaseSettings) -> bool:
-        types = [t for t in settings.candidate_types if fits(job, kind_of(t))]
-        seen = self.history.seen(types)
-        return seen is not None and bool(seen[-1])
-
     def _plan(
-        self, job: JobDemand, now: datetime, work_seconds: float, settings: PurchaseSettings
+        self,
+        job: JobDemand,
+        now: datetime,
+        work_seconds: float,
+        settings: PurchaseSettings,
+        types: list[str],
+        series: npt.NDArray[np.int8] | None,
     ) -> Hold | None:
         """The planner's move for the job (waiting, so holding nothing, or running on
         on-demand), or None where it has no plan: too little history, no prices, or no solving
         left this round."""
         assert job.deadline is not None
-        types = [t for t in settings.candidate_types if fits(job, kind_of(t))]
-        series = self.history.seen(types)
         prices = self._prices(job, types)
         if series is None or prices is None or not np.isfinite(work_seconds):
             return None
@@ -233,7 +237,7 @@ class PlannedMarketRule:
         )
         if problem.deadline <= problem.work:
             return None  # the planner's grid sees no slack: the simple rule decides
-        plan = _JobPlan(Solution(problem), grid, now, *prices)
+        plan = _JobPlan(Solution(problem), grid, now)
         self.plans[job.job_id] = plan
         while len(self.plans) > self.max_jobs:
             self.plans.popitem(last=False)
@@ -244,7 +248,7 @@ class PlannedMarketRule:
     ) -> bool:
         moved = any(
             abs(old - new) > PRICE_TOLERANCE * max(old, new)
-            for old, new in zip((plan.spot_price, plan.on_demand_price), prices, strict=True)
+            for old, new in zip(plan.prices(), prices, strict=True)
         )
         return (
             moved
@@ -260,10 +264,7 @@ class PlannedMarketRule:
         best: dict[Market, float] = {}
         for quote in snapshot.quotes.values():
             pool = quote.pool
-            if pool.instance_type not in types:
-                continue
-            elsewhere = job.spot_zones and pool.availability_zone not in job.spot_zones
-            if pool.market is Market.SPOT and elsewhere:
+            if pool.instance_type not in types or not spot_zone_allowed(job, pool):
                 continue
             per_gpu = quote.price_per_hour / kind_of(pool.instance_type).gpus
             best[pool.market] = min(best.get(pool.market, per_gpu), per_gpu)

@@ -29,7 +29,7 @@ import numpy as np
 from autoscaler.deadline import MarketChoice, MarketRule, choose_market, new_instance_startup
 from autoscaler.market.trace import Trace
 from autoscaler.planned_market import PlannedMarketRule, SpotHistory
-from autoscaler.pool_choice import fits
+from autoscaler.pool_choice import fits, spot_zone_allowed
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from kernel.instance_types import kind_of
 from kernel.market import Market
@@ -155,7 +155,7 @@ class UniformProgressRule:
             and q.pool.market is Market.SPOT
             and q.pool.instance_type in settings.candidate_types
             and fits(job, kind_of(q.pool.instance_type))
-            and (not job.spot_zones or q.pool.availability_zone in job.spot_zones)
+            and spot_zone_allowed(job, q.pool)
             for q in snapshot.quotes.values()
         )
 

@@ -5,11 +5,13 @@ the job has seen since); across zones it models the cheapest zone with capacity.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
+from autoscaler.planned_market import MODEL_EDGES
 from autoscaler.spot_planner import CapacityModel, Hold, PlanGrid, Problem, SpotPlanner, coarsen
 from simulator.single_job import Action, JobState, Market, Mode, Setup, paper_safety_net
 
@@ -17,10 +19,6 @@ from simulator.single_job import Action, JobState, Market, Mode, Setup, paper_sa
 # follow a zone whose behaviour changes.
 LOOKBACK_TICKS = 3000  # 6.8 days at the traces' 195 s
 
-# The capacity model's age buckets: (0,) is the memoryless chain. The semi-Markov model
-# (autoscaler.spot_planner.AGE_EDGES) planned the same on the V100 traces (+4.9% over the
-# optimum either way on 27 starts at job fraction 0.6) at 20 times the solving time.
-MODEL_EDGES: tuple[int, ...] = (0,)
 
 # The decision table's bound (the autoscaler's, `PlannedMarketRule.budget_bytes` is 8 MiB per
 # job; one job alone may take more): finer ticks are planned on a coarser grid.
@@ -95,6 +93,7 @@ def _where(zones: list[int]) -> str:
     return "1 zone" if len(zones) == 1 else f"{len(zones)} zones"
 
 
+@functools.cache  # the same job's grid on every tick: found once
 def _grid(setup: Setup, budget_bytes: int) -> PlanGrid:
     tick = setup.tick_hours * 3600
     return PlanGrid.fitting(

@@ -11,10 +11,17 @@ from simulator.study import PolicySummary
 from simulator.targets import Target
 
 
-def study_table(title: str, summaries: list[PolicySummary]) -> Table:
+def policy_table(title: str, *columns: str) -> Table:
+    """A table with the policy's name left and its figures right."""
     table = Table(title=title)
-    for column in (
-        "policy",
+    for column in ("policy", *columns):
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    return table
+
+
+def study_table(title: str, summaries: list[PolicySummary]) -> Table:
+    table = policy_table(
+        title,
         "runs",
         "mean cost",
         "vs on-demand",
@@ -22,8 +29,7 @@ def study_table(title: str, summaries: list[PolicySummary]) -> Table:
         "on-demand h",
         "spot h",
         "misses",
-    ):
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    )
     for s in summaries:
         table.add_row(
             s.policy,
@@ -40,9 +46,8 @@ def study_table(title: str, summaries: list[PolicySummary]) -> Table:
 
 def fleet_table(title: str, results: list[FleetResult]) -> Table:
     on_demand = next((r.cost for r in results if r.policy == "on-demand only"), None)
-    table = Table(title=title)
-    for column in (
-        "policy",
+    table = policy_table(
+        title,
         "total cost",
         "below on-demand",
         "on-demand h",
@@ -52,8 +57,7 @@ def fleet_table(title: str, results: list[FleetResult]) -> Table:
         "interruptions",
         "launches",
         "to start p50/p95 (min)",
-    ):
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    )
     for r in results:
         saving = f"{1 - r.cost / on_demand:.1%}" if on_demand else "-"
         table.add_row(

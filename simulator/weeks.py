@@ -11,6 +11,7 @@ import numpy as np
 from rich.table import Table
 
 from simulator.fleet_policies import FAIR_BASELINES
+from simulator.report import policy_table
 from simulator.results import FleetResult
 from simulator.targets import Target
 
@@ -72,17 +73,15 @@ def summarize_weeks(weeks: Sequence[Week]) -> list[PolicyWeeks]:
 
 
 def weeks_table(title: str, rows: Sequence[PolicyWeeks]) -> Table:
-    table = Table(title=title)
-    for column in (
-        "policy",
+    table = policy_table(
+        title,
         "weeks",
         "mean cost",
         "over the bound: mean ± sd",
         "min / max",
         "misses",
         "weeks below the best fair baseline",
-    ):
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    )
     for r in rows:
         table.add_row(
             r.policy,

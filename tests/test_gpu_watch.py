@@ -80,20 +80,22 @@ class FaultBook:
         }
 
 
+def hello(clock: FakeClock, worker_id: str = "w", instance_id: str = "i-0000000001") -> Hello:
+    return Hello(
+        worker_id=worker_id,
+        sent_at=clock.now(),
+        instance_id=instance_id,
+        instance_type="g5.xlarge",
+        availability_zone="us-east-1a",
+        market=Market.SPOT,
+        agent_version="t",
+        gpus=(GpuInfo(index=0, family="a10g", vram_gib=24),),
+    )
+
+
 def fleet(clock: FakeClock) -> WorkerRegistry:
     registry = WorkerRegistry(clock)
-    registry.on_hello(
-        Hello(
-            worker_id="w",
-            sent_at=clock.now(),
-            instance_id="i-0000000001",
-            instance_type="g5.xlarge",
-            availability_zone="us-east-1a",
-            market=Market.SPOT,
-            agent_version="t",
-            gpus=(GpuInfo(index=0, family="a10g", vram_gib=24),),
-        )
-    )
+    registry.on_hello(hello(clock))
     return registry
 
 
@@ -179,18 +181,7 @@ async def test_a_gone_workers_last_report_of_an_earlier_attempt_does_not_hide_th
     fleet simulation, where a resumed job was stopped as stalled while it stepped."""
     clock = FakeClock(START)
     registry, book = fleet(clock), FaultBook()
-    registry.on_hello(
-        Hello(
-            worker_id="gone",
-            sent_at=clock.now(),
-            instance_id="i-0000000002",
-            instance_type="g5.xlarge",
-            availability_zone="us-east-1b",
-            market=Market.SPOT,
-            agent_version="t",
-            gpus=(GpuInfo(index=0, family="a10g", vram_gib=24),),
-        )
-    )
+    registry.on_hello(hello(clock, "gone", "i-0000000002"))
     registry.on_heartbeat(
         Heartbeat(
             worker_id="gone",
