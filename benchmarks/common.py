@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,13 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kernel.local_ports import free_port
+
 RESULTS_DIR = Path(__file__).parent / "results"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

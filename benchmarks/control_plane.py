@@ -28,11 +28,12 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import create_engine, text
 
-from benchmarks.common import free_port, write_result
+from benchmarks.common import write_result
 from kernel.clock import SystemClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
+from kernel.local_ports import free_port
 from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore

@@ -29,9 +29,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.common import free_port, write_result
+from benchmarks.common import write_result
 from benchmarks.control_plane import bench_submission
 from kernel.clock import SystemClock
+from kernel.local_ports import free_port
 from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore

@@ -53,7 +53,6 @@ from framefleet.demo_stack import (
     create_aws,
     demo_processes,
     embedded_services,
-    free_port,
     plane_settings,
     publish_tiny_model,
     worker_settings,
@@ -62,6 +61,7 @@ from framefleet.demo_tables import resume_table, timeline_table
 from framefleet.settings import load_settings
 from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
+from kernel.local_ports import free_port
 from kernel.settings_support import exit_with
 from orchestrator.api.auth import Scope, create_token
 from orchestrator.aws.dead_letters import peek_dead_letters

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,6 +26,7 @@ from amqtt.broker import Broker
 from moto.server import ThreadedMotoServer
 
 from framefleet.demo_producer import DEMO_MODEL, OUTPUT_BUCKET
+from kernel.local_ports import free_port
 from orchestrator.interruptions.events import REBALANCE, SPOT_WARNING, STATE_CHANGE
 from worker_ami.agent.model_cache import publish_model
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
@@ -43,12 +43,6 @@ FLEET_ID = "demo"
 # (framefleet/data/v100-us-east-1/README.md); `--trace` takes the whole one from ../shared.
 DEFAULT_TRACE = Path(__file__).resolve().parent / "data" / "v100-us-east-1"
 EC2_EVENTS = [SPOT_WARNING, REBALANCE, STATE_CHANGE]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import aiomqtt
 from sqlalchemy import Engine
 
 from kernel.clock import SystemClock
+from kernel.local_ports import free_port
 from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink
 from orchestrator.control.reception import WORKER_TOPICS
@@ -21,7 +22,6 @@ from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
-from tests.conftest import free_port
 from tests.test_worker_protocol import ACL
 
 CONTROL_PLANE = "framefleet-control-plane"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from moto.server import ThreadedMotoServer
 from sqlalchemy import create_engine, text
 
 from kernel.clock import FakeClock
+from kernel.local_ports import free_port
 from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
@@ -61,12 +61,6 @@ POSTGRES_ADMIN_URL = os.environ.get(
     "FRAMEFLEET_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 REGION = "us-east-1"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

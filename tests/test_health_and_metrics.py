@@ -13,9 +13,10 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from kernel.health_server import HealthServer
+from kernel.local_ports import free_port
 from kernel.mosquitto import LocalMosquitto
 from orchestrator.control.cancel import cancel_job
-from tests.conftest import Queues, free_port
+from tests.conftest import Queues
 from tests.support import async_wait_until, job_dict
 from tests.test_intake import running, send, settings_for
 

@@ -18,9 +18,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from kernel.clock import SystemClock
+from kernel.local_ports import free_port
 from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink
-from tests.conftest import free_port
 from tests.support import async_wait_until
 
 

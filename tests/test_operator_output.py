@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from framefleet.settings import Settings
+from kernel.local_ports import free_port
 from kernel.outside_text import printable
 from kernel.settings_support import configure_logging
-from tests.conftest import Queues, free_port
+from tests.conftest import Queues
 from tests.test_cli import dead_letters_shown, framefleet
 
 if TYPE_CHECKING:

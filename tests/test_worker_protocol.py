@@ -11,6 +11,7 @@ import aiomqtt
 import pytest
 
 from kernel.job_spec import parse_job
+from kernel.local_ports import free_port
 from kernel.mosquitto import LocalMosquitto
 from kernel.worker_protocol import (
     Channel,
@@ -27,7 +28,6 @@ from kernel.worker_protocol import (
     parse_topic,
     topic,
 )
-from tests.conftest import free_port
 from tests.support import job_dict
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -23,7 +23,8 @@ from autoscaler.credentials.dynsec import CONTROL_PLANE, DynsecAccounts
 from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.credentials.ssm import SsmCredentialDrop
 from kernel.clock import FakeClock, SystemClock
-from tests.conftest import REGION, free_port
+from kernel.local_ports import free_port
+from tests.conftest import REGION
 from tests.dynsec_broker import dynsec_broker
 from tests.terraform_support import INFRA, templatefile
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity

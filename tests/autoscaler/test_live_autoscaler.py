@@ -15,10 +15,10 @@ from framefleet.settings import AutoscalerConfig, BrokerAdminConfig, Settings
 from kernel.clock import SystemClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
+from kernel.local_ports import free_port
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.conftest import free_port
 from tests.dynsec_broker import ADMIN_PASSWORD, dynsec_broker
 from tests.support import job_dict
 

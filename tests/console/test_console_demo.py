@@ -16,7 +16,7 @@ import pytest
 import urllib3
 from playwright.sync_api import Page, expect
 
-from tests.conftest import free_port
+from kernel.local_ports import free_port
 from tests.console.test_console import log_in
 from tests.support import wait_until
 

@@ -28,8 +28,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from kernel.local_ports import free_port
 from kernel.mosquitto import wait_until
-from tests.conftest import free_port
 from tests.dynsec_broker import dynsec_broker
 
 SSL_REQUEST, GSS_REQUEST = 80877103, 80877104  # PostgreSQL's negotiation codes

@@ -26,9 +26,10 @@ from sqlalchemy import create_engine, text
 
 from kernel.clock import SystemClock
 from kernel.job_state import JobState
+from kernel.local_ports import free_port
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
-from tests.conftest import POSTGRES_ADMIN_URL, free_port
+from tests.conftest import POSTGRES_ADMIN_URL
 from tests.deploy.checks import (
     a_scheduled_retirement_drains_the_instance,
     launched_into_the_deployment,

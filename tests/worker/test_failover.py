@@ -19,11 +19,12 @@ import pytest
 
 from kernel.clock import SystemClock
 from kernel.job_state import JobState
+from kernel.local_ports import free_port
 from kernel.nats_broker import LocalNats
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.conftest import Queues, free_port
+from tests.conftest import Queues
 from tests.support import async_wait_until
 from tests.worker.conftest import Buckets, video_job
 from tests.worker.system import LocalSystem, fleet
