@@ -160,6 +160,8 @@ def reporter(settings: Settings, store: JobStore, clock: Clock, email: bool = Tr
             costs.sender,
             costs.report_dir,
             tuple(costs.scheduled_reports),
+            monthly_budget=costs.monthly_budget_usd,
+            billing_account_id=costs.billing_account_id,
         ),
         clock=clock,
     )

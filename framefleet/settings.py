@@ -187,6 +187,8 @@ class CostsConfig(BaseModel):
     # Periods the control plane sends on schedule, each once, after the period has ended.
     scheduled_reports: list[Literal["day", "week", "month"]] = ["day", "week"]
     report_dir: Path = Path("reports")  # where each report's HTML, CSV and charts are kept
+    # The month's GPU budget in USD: each report sets the month's forecast against it.
+    monthly_budget_usd: Decimal | None = Field(default=None, ge=0)
 
     def ledger(self) -> CostSettings:
         return CostSettings(ebs_gib=self.ebs_gib, ebs_usd_per_gib_month=self.ebs_usd_per_gib_month)

@@ -1,11 +1,13 @@
 """The ledger as FinOps FOCUS 1.0 cost-and-usage rows, for the FinOps tools finance already
 uses. One row per ledger line and resource (EC2 compute, the instance's EBS volume) and one
 per job's S3 requests. Costs keep the ledger's precision (ten decimal places): FOCUS is data,
-and rounding is for presentation. Columns FOCUS does not define start with `x_`."""
+and rounding is for presentation; beside them, `x_FrameFleetBilledCents` holds each row's
+cents as the finance report allocated them. Columns FOCUS does not define start with `x_`."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -15,6 +17,7 @@ from pathlib import Path
 from kernel.market import Market
 from orchestrator.costs.attribution import WASTE, CostLine
 from orchestrator.costs.ledger import LedgerPeriod
+from orchestrator.costs.line_items import item_cents
 from orchestrator.costs.money import ZERO
 
 PRECISION = Decimal("0.0000000001")
@@ -68,7 +71,11 @@ COLUMNS: tuple[str, ...] = (
     "x_FrameFleetCategory",
     "x_FrameFleetWaste",
     "x_FrameFleetMarket",
+    "x_FrameFleetBilledCents",
 )
+# The row's cents as the report allocated them (costs/line_items.py): the report's every table
+# is a sum of this column.
+CENTS = "x_FrameFleetBilledCents"
 
 Row = dict[str, str]
 AWS = "Amazon Web Services"
@@ -77,20 +84,26 @@ AWS = "Amazon Web Services"
 def focus_rows(
     period: LedgerPeriod, s3_by_job: dict[str, Decimal], account_id: str
 ) -> Iterator[Row]:
-    for line in period.lines:
-        yield _compute_row(line, account_id)
+    allocated = item_cents(period, s3_by_job)
+    for index, line in enumerate(period.lines):
+        yield _compute_row(line, account_id) | {CENTS: str(allocated.compute[index])}
         if line.ebs_usd > 0:
-            yield _ebs_row(line, account_id)
+            yield _ebs_row(line, account_id) | {CENTS: str(allocated.ebs[index])}
     for job_id, usd in sorted(s3_by_job.items()):
         if usd > 0:
-            yield _s3_row(job_id, usd, period, account_id)
+            yield _s3_row(job_id, usd, period, account_id) | {CENTS: str(allocated.s3[job_id])}
+
+
+def focus_csv(rows: Sequence[Row]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 def write_csv(rows: Sequence[Row], path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    path.write_text(focus_csv(rows), encoding="utf-8", newline="")
 
 
 def write_parquet(rows: Sequence[Row], path: Path) -> None:
@@ -129,6 +142,7 @@ _DECIMALS = frozenset(
         "ListCost",
         "ListUnitPrice",
         "PricingQuantity",
+        CENTS,
     }
 )
 _DATES = frozenset(

@@ -10,7 +10,7 @@ from email.utils import formatdate, make_msgid
 from typing import Protocol
 
 from orchestrator.costs.money import cents
-from orchestrator.costs.report import TIME_ZONE, Report
+from orchestrator.costs.report import TIME_ZONE, Report, outlook_rows, savings_line
 from orchestrator.costs.report_html import render_html
 
 
@@ -31,14 +31,15 @@ def report_email(report: Report, sender: str, recipients: Sequence[str]) -> Emai
     message.set_content(
         f"FrameFleet GPU costs, {report.period.label}, all times {TIME_ZONE}.\n\n"
         f"Spent: ${report.total_cents:,.2f}\n"
-        f"Saved against on-demand: ${cents(summary.savings):,.2f}\n"
+        f"{savings_line(summary.savings)}\n"
         f"Waste (lost work, idle, draining): ${cents(summary.waste):,.2f}\n"
+        + "".join(f"{what}: {value}\n" for what, value in outlook_rows(report))
         + (
             "\nDATA INCOMPLETE:\n" + "\n".join(f"- {n}" for n in summary.incomplete) + "\n"
             if summary.incomplete
             else ""
         )
-        + "\nThe HTML part and the attached CSV have the details.\n"
+        + "\nThe HTML part has the details; the attached FOCUS CSV has every line item.\n"
     )
     ids = {name: make_msgid(domain="framefleet.local") for name in report.charts}
     message.add_alternative(
@@ -50,7 +51,7 @@ def report_email(report: Report, sender: str, recipients: Sequence[str]) -> Emai
         html_part.add_related(png, maintype="image", subtype="png", cid=ids[name], filename=name)
     stem = f"framefleet-costs-{report.period.kind}-{report.period.since:%Y-%m-%d}"
     message.add_attachment(
-        report.csv().encode(), maintype="text", subtype="csv", filename=f"{stem}.csv"
+        report.line_items.encode(), maintype="text", subtype="csv", filename=f"{stem}-focus.csv"
     )
     for name, png in report.charts.items():
         message.add_attachment(png, maintype="image", subtype="png", filename=name)

@@ -10,11 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from orchestrator.costs.attribution import WASTE
 from orchestrator.costs.money import ZERO, apportion, cents
 from orchestrator.costs.summary import TAGS, CostSummary
+
+if TYPE_CHECKING:
+    from orchestrator.costs.outlook import Outlook
 
 PeriodKind = Literal["day", "week", "month", "custom"]
 TIME_ZONE = "UTC"  # every period, day and time in a report
@@ -62,6 +65,9 @@ class Report:
     period: Period
     summary: CostSummary
     charts: dict[str, bytes]
+    # The previous period, the month to date, its forecast and budget (costs/outlook.py).
+    outlook: Outlook | None = None
+    line_items: str = ""  # the period's FOCUS rows as CSV, attached to the email
 
     @property
     def total_cents(self) -> Decimal:
@@ -104,7 +110,8 @@ class Report:
                     _cell(model),
                     cents(row.usd),
                     f"{row.videos} videos;{per_video}/video;"
-                    f"{row.gpu_hours:.2f} GPU-hours;{per_hour}",
+                    f"{'' if row.per_video_second is None else f'{row.per_video_second:.4f}'}"
+                    f"/video-second;{row.gpu_hours:.2f} GPU-hours;{per_hour}",
                 ]
             )
         for job in sorted(summary.jobs.values(), key=lambda j: j.total, reverse=True):
@@ -113,7 +120,9 @@ class Report:
         writer.writerow(
             ["savings", "on-demand equivalent", cents(summary.on_demand_equivalent_usd), ""]
         )
-        writer.writerow(["savings", "saved", cents(summary.savings), ""])
+        saved = summary.savings
+        what = "saved" if saved >= 0 else "extra cost against on-demand"
+        writer.writerow(["savings", what, cents(abs(saved)), ""])
         unit = summary.usd_per_video_second()
         per_second = "" if unit is None else cents(unit)
         seconds = f"{summary.video_seconds:.1f} s"
@@ -136,3 +145,32 @@ def waste_share(summary: CostSummary) -> Decimal:
 
 
 ImageSource = Callable[[str], str]  # a chart's file name -> its src in the HTML
+
+
+def savings_line(savings: Decimal) -> str:
+    """What spot saved, or what it cost beyond on-demand: never "saved $-9.43"."""
+    if savings < 0:
+        return f"Extra cost against on-demand: ${cents(-savings):,.2f}"
+    return f"Saved against on-demand: ${cents(savings):,.2f}"
+
+
+def outlook_rows(report: Report) -> list[tuple[str, str]]:
+    """The period against the one before, the month to date, its forecast and budget."""
+    context = report.outlook
+    if context is None:
+        return []
+    change = context.change(report.total_cents)
+    rows = [
+        (
+            f"Previous period ({context.previous.label})",
+            f"${context.previous_cents:,.2f}"
+            + ("" if change is None else f" (this period {change:+.0%})"),
+        ),
+        (f"Month to date ({context.month.label})", f"${context.month_to_date_cents:,.2f}"),
+        ("Forecast to month end (recent daily rate)", f"${context.forecast_cents:,.2f}"),
+    ]
+    if context.budget_cents is not None and context.over_budget_cents is not None:
+        over = context.over_budget_cents
+        verdict = f"over by ${over:,.2f}" if over > 0 else f"under by ${-over:,.2f}"
+        rows.append(("Budget for the month", f"${context.budget_cents:,.2f}; forecast {verdict}"))
+    return rows

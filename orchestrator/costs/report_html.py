@@ -9,7 +9,14 @@ from html import escape
 
 from orchestrator.costs.attribution import WASTE
 from orchestrator.costs.money import apportion, cents
-from orchestrator.costs.report import TIME_ZONE, ImageSource, Report, waste_share
+from orchestrator.costs.report import (
+    TIME_ZONE,
+    ImageSource,
+    Report,
+    outlook_rows,
+    savings_line,
+    waste_share,
+)
 from orchestrator.costs.summary import FLEET, TAGS
 
 TOP_JOBS = 20
@@ -29,12 +36,12 @@ tr.total td { font-weight: bold; border-top: 2px solid #888; } img { max-width: 
 def render_html(report: Report, image_src: ImageSource) -> str:
     summary = report.summary
     unit = summary.usd_per_video_second()
+    extra = summary.savings < 0
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{escape(report.subject())}</title><style>{STYLE}</style></head><body>",
         "<h1>FrameFleet GPU costs</h1>",
-        f"<p class='period'>{escape(report.period.label)}; all times {TIME_ZONE} "
-        f"({report.period.since:%Y-%m-%d %H:%M} to {report.period.until:%Y-%m-%d %H:%M}).</p>",
+        f"<p class='period'>{escape(report.period.label)}, all times {TIME_ZONE}.</p>",
     ]
     if summary.incomplete:
         notes = "".join(f"<li>{escape(n)}</li>" for n in summary.incomplete[:20])
@@ -46,7 +53,8 @@ def render_html(report: Report, image_src: ImageSource) -> str:
     parts.append(
         "<table class='headline'><tr>"
         f"<td>Spent<br><b id='total'>${report.total_cents:,.2f}</b></td>"
-        f"<td>Saved vs on-demand<br><b id='saved'>${cents(summary.savings):,.2f}</b></td>"
+        f"<td>{'Extra cost' if extra else 'Saved'} vs on-demand<br>"
+        f"<b id='saved'>${cents(abs(summary.savings)):,.2f}</b></td>"
         f"<td>Waste<br><b id='waste'>${cents(summary.waste):,.2f}</b> "
         f"({waste_share(summary):.0%})</td>"
         f"<td>Per second of video<br><b>{'n/a' if unit is None else f'${unit:,.4f}'}</b></td>"
@@ -54,6 +62,14 @@ def render_html(report: Report, image_src: ImageSource) -> str:
         f"<p>{summary.instances} instances; {len(summary.jobs)} jobs ran; "
         f"{summary.video_seconds:,.1f} s of video finished.</p>"
     )
+    context = outlook_rows(report)
+    if context:
+        parts.append("<h2>Against the previous period and the budget</h2>")
+        rows = "".join(
+            f"<tr><td>{escape(what)}</td><td class='n'>{escape(value)}</td></tr>"
+            for what, value in context
+        )
+        parts.append(f"<table class='t' id='outlook'>{rows}</table>")
     parts.append("<h2>Where the money went</h2>")
     parts.append(
         _table(
@@ -71,7 +87,7 @@ def render_html(report: Report, image_src: ImageSource) -> str:
     parts.append(
         f"<p>The same fleet hours on on-demand alone, less what only spot causes (lost work and "
         f"checkpoint writes): <b>${cents(summary.on_demand_equivalent_usd):,.2f}</b>. "
-        f"Paid: ${report.total_cents:,.2f}. Saved: ${cents(summary.savings):,.2f}.</p>"
+        f"Paid: ${report.total_cents:,.2f}. {escape(savings_line(summary.savings))}.</p>"
     )
     parts.append(f"<img src='{escape(image_src('savings.png'))}' alt='savings'>")
     parts.append("<h2>By model: what a video costs</h2>")
@@ -120,15 +136,18 @@ def _models_table(report: Report) -> str:
     rows = []
     for model, row in sorted(report.summary.by_model().items()):
         video = "n/a" if row.per_video is None else f"${cents(row.per_video):,.2f}"
+        second = "n/a" if row.per_video_second is None else f"${row.per_video_second:,.4f}"
         hour = "n/a" if row.per_gpu_hour is None else f"${cents(row.per_gpu_hour):,.2f}"
         rows.append(
             f"<tr><td>{escape(model)}</td><td class='n'>${cents(row.usd):,.2f}</td>"
             f"<td class='n'>{row.videos}</td><td class='n'>{video}</td>"
+            f"<td class='n'>{second}</td>"
             f"<td class='n'>{row.gpu_hours:,.2f}</td><td class='n'>{hour}</td></tr>"
         )
     return (
         "<table class='t' id='by-model'><tr><th>Model</th><th class='n'>USD</th>"
-        "<th class='n'>Videos</th><th class='n'>Per video</th><th class='n'>GPU-hours</th>"
+        "<th class='n'>Videos</th><th class='n'>Per video</th>"
+        "<th class='n'>Per finished video-second</th><th class='n'>GPU-hours</th>"
         f"<th class='n'>Per GPU-hour</th></tr>{''.join(rows)}</table>"
     )
 

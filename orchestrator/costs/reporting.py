@@ -9,14 +9,17 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Protocol
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
 from orchestrator.costs.charts import charts
+from orchestrator.costs.focus import focus_csv, focus_rows
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.mail import RawEmailSender, report_email
+from orchestrator.costs.outlook import outlook
 from orchestrator.costs.report import Period, PeriodKind, Report, last_complete
 from orchestrator.costs.report_html import render_html
 from orchestrator.costs.summary import summarize
@@ -46,6 +49,8 @@ class ReportSettings:
     # How long after a period ends its report waits, so late facts (an instance's end seen
     # on the next reconcile, the last attempt's events) are in.
     settle: timedelta = timedelta(minutes=15)
+    monthly_budget: Decimal | None = None  # USD; the report sets the forecast against it
+    billing_account_id: str = "framefleet"  # the attached FOCUS line items'
 
 
 @dataclass
@@ -59,13 +64,20 @@ class Reporter:
 
     def build(self, period: Period) -> Report:
         priced = self.ledger.period(period.since, period.until)
-        summary = summarize(priced, self.ledger.s3_usd(priced.attempts))
+        s3 = self.ledger.s3_usd(priced.attempts)
+        summary = summarize(priced, s3)
         now = self.clock.now()
         if period.until > now:
             summary.incomplete.insert(
                 0, f"the period has not ended: the numbers run to {now:%Y-%m-%d %H:%M} UTC"
             )
-        return Report(period, summary, charts(summary))
+        context = outlook(self._spent, period, now, self.settings.monthly_budget)
+        line_items = focus_csv(list(focus_rows(priced, s3, self.settings.billing_account_id)))
+        return Report(period, summary, charts(summary), context, line_items)
+
+    def _spent(self, since: datetime, until: datetime) -> Decimal:
+        priced = self.ledger.period(since, until)
+        return priced.total + sum(self.ledger.s3_usd(priced.attempts).values(), Decimal(0))
 
     def write(self, report: Report) -> Path:
         """The report's files, in a folder of their own; returns the HTML's path."""

@@ -1,8 +1,9 @@
 """A period's money, summed every way finance asks for it: by category (waste apart), by
 market and day, by GPU family, pool and cost tag, by job, by model (a video's cost and a GPU
 hour's); what the same work would have cost on on-demand alone, and the cost of a second of
-finished video. Full precision throughout;
-`money.apportion` rounds at presentation."""
+finished video. Every sum of money is in cents allocated once at the line items
+(costs/line_items.py), so every table adds up to the total and to each other; rates (per
+video, per second, per GPU-hour) divide those cents."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kernel.job_spec import CostTags
 from kernel.market import Market
 from orchestrator.costs.attribution import OVERHEAD, WASTE, Category, CostLine
 from orchestrator.costs.ledger import LedgerPeriod
+from orchestrator.costs.line_items import item_cents
 from orchestrator.costs.money import ZERO, apportion
 
 S3_ROW = "S3 requests"  # the S3 request charges' row in every table
@@ -54,6 +56,11 @@ class ModelCost:
     usd: Decimal = ZERO
     gpu_hours: Decimal = ZERO
     videos: int = 0
+    video_seconds: float = 0.0  # finished
+
+    @property
+    def per_video_second(self) -> Decimal | None:
+        return self.usd / Decimal(str(self.video_seconds)) if self.video_seconds > 0 else None
 
     @property
     def per_video(self) -> Decimal | None:
@@ -115,6 +122,7 @@ class CostSummary:
             row.usd += job.total
             row.gpu_hours += job.gpu_seconds / 3600
             row.videos += job.video_seconds > 0
+            row.video_seconds += job.video_seconds
         return models
 
     def usd_per_video_second(self, family: str | None = None) -> Decimal | None:
@@ -133,23 +141,25 @@ def summarize(period: LedgerPeriod, s3_by_job: dict[str, Decimal]) -> CostSummar
     by_tag: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
     families = {life.instance_id: life.gpu_family for life in period.lives}
     jobs = _jobs(period)
+    allocated = item_cents(period, s3_by_job)
     on_demand = ZERO
-    for line in period.lines:
+    for index, line in enumerate(period.lines):
+        usd = allocated.line(index)  # cents, allocated once (costs/line_items.py)
         family = families.get(line.instance_id, "")
-        by_category[line.category] += line.usd
-        by_day_market[(line.start.date(), line.market)] += line.usd
-        by_family[family] += line.usd
-        by_pool[_pool_name(line)] += line.usd
+        by_category[line.category] += usd
+        by_day_market[(line.start.date(), line.market)] += usd
+        by_family[family] += usd
+        by_pool[_pool_name(line)] += usd
         for tag, value in zip(TAGS, _tag_values(line.tags), strict=True):
-            by_tag[(tag, value)] += line.usd
+            by_tag[(tag, value)] += usd
         if line.job_id is not None:
             job = jobs[line.job_id]
-            job.by_category[line.category] = job.by_category.get(line.category, ZERO) + line.usd
+            job.by_category[line.category] = job.by_category.get(line.category, ZERO) + usd
             job.gpu_seconds += line.gpu_seconds
         if line.category not in SPOT_ONLY:
             on_demand += line.on_demand_usd + line.ebs_usd
     s3 = ZERO
-    for job_id, usd in s3_by_job.items():
+    for job_id, usd in allocated.s3.items():
         if job_id in jobs:
             jobs[job_id].s3_usd += usd
             s3 += usd
@@ -167,7 +177,7 @@ def summarize(period: LedgerPeriod, s3_by_job: dict[str, Decimal]) -> CostSummar
     return CostSummary(
         since=period.since,
         until=period.until,
-        instances_usd=period.total,
+        instances_usd=sum(map(allocated.line, range(len(period.lines))), ZERO),
         s3_usd=s3,
         by_category=dict(by_category),
         by_day_market=dict(by_day_market),

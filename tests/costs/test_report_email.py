@@ -9,6 +9,7 @@ import email
 import io
 import re
 import uuid
+from collections import defaultdict
 from collections.abc import Sequence
 from decimal import Decimal
 from email.message import Message
@@ -81,8 +82,14 @@ def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
     shown = re.search(r"id='total'>\$([\d,.]+)<", html)
     assert shown is not None
     html_total = Decimal(shown.group(1).replace(",", ""))
+    # The email's CSV is the period's line items, as FOCUS rows; the summary's sections are
+    # kept as costs.csv beside the report's HTML.
     (csv_part,) = [p for p in part(message, "text/csv")]
-    rows = list(csv.DictReader(io.StringIO(payload(csv_part))))
+    assert csv_part.get_filename() == f"framefleet-costs-day-{day:%Y-%m-%d}-focus.csv"
+    attached = list(csv.DictReader(io.StringIO(payload(csv_part))))
+    attached_total = cents(sum((Decimal(r["BilledCost"]) for r in attached), Decimal(0)))
+    kept = tmp_path / "reports" / f"day-{day:%Y-%m-%d}" / "costs.csv"
+    rows = list(csv.DictReader(io.StringIO(kept.read_text())))
     csv_total = Decimal(next(r["usd"] for r in rows if r["section"] == "total"))
     categories = [Decimal(r["usd"]) for r in rows if r["section"] == "category"]
     ledger = CostLedger(store, clock)
@@ -93,6 +100,27 @@ def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
     ledger_total = cents(priced.total + sum(s3.values(), Decimal(0)))
     assert ledger_total > Decimal("5")
     assert html_total == csv_total == focus_total == ledger_total == sum(categories)
+    assert attached_total == ledger_total
+    # Cents are allocated once, at the line items: each table is a sum of the attached
+    # items' cents, to the cent, and the tables agree with each other.
+    cents_by_category: dict[str, Decimal] = defaultdict(Decimal)
+    cents_by_job: dict[str, Decimal] = defaultdict(Decimal)
+    for item in attached:
+        billed = Decimal(item["x_FrameFleetBilledCents"])
+        s3 = item["ServiceName"] == "Amazon Simple Storage Service"
+        cents_by_category["S3 requests" if s3 else item["x_FrameFleetCategory"]] += billed
+        if item["x_FrameFleetJobId"]:
+            cents_by_job[item["x_FrameFleetJobId"]] += billed
+    assert sum(cents_by_category.values()) == ledger_total
+    shown = {r["item"]: Decimal(r["usd"]) for r in rows if r["section"] == "category"}
+    assert {name: usd for name, usd in shown.items() if usd} == {
+        name: usd for name, usd in cents_by_category.items() if usd
+    }
+    assert {r["item"]: Decimal(r["usd"]) for r in rows if r["section"] == "job"} == dict(
+        cents_by_job
+    )
+    for section in ("market_day", "family", "pool", "tag:team"):
+        assert sum(Decimal(r["usd"]) for r in rows if r["section"] == section) == ledger_total
     # Where the money went: the interrupted job's lost work is there, and the idle tails.
     names = {r["item"] for r in rows if r["section"] == "category"}
     assert {"work", "startup", "checkpoint", "lost", "idle", "draining"} <= names
