@@ -107,13 +107,13 @@ def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
     cents_by_job: dict[str, Decimal] = defaultdict(Decimal)
     for item in attached:
         billed = Decimal(item["x_FrameFleetBilledCents"])
-        s3 = item["ServiceName"] == "Amazon Simple Storage Service"
-        cents_by_category["S3 requests" if s3 else item["x_FrameFleetCategory"]] += billed
+        requests = item["ServiceName"] == "Amazon Simple Storage Service"
+        cents_by_category["S3 requests" if requests else item["x_FrameFleetCategory"]] += billed
         if item["x_FrameFleetJobId"]:
             cents_by_job[item["x_FrameFleetJobId"]] += billed
     assert sum(cents_by_category.values()) == ledger_total
-    shown = {r["item"]: Decimal(r["usd"]) for r in rows if r["section"] == "category"}
-    assert {name: usd for name, usd in shown.items() if usd} == {
+    category_rows = {r["item"]: Decimal(r["usd"]) for r in rows if r["section"] == "category"}
+    assert {name: usd for name, usd in category_rows.items() if usd} == {
         name: usd for name, usd in cents_by_category.items() if usd
     }
     assert {r["item"]: Decimal(r["usd"]) for r in rows if r["section"] == "job"} == dict(
