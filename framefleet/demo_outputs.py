@@ -1,5 +1,6 @@
-"""The demo's videos: every finished job's MP4 from S3 into ./demo-output/, and each resumed
-job's video against an uninterrupted render of the same spec by the worker agent in process."""
+"""The demo's videos: every finished job's MP4 from S3 into ./demo-output/ with a contact sheet
+beside it, and each resumed job's video against an uninterrupted render of the same spec by the
+worker agent in process (a strip of the two beside them)."""
 
 from __future__ import annotations
 
@@ -10,23 +11,30 @@ from pathlib import Path
 import boto3
 
 from framefleet.demo_report import reference_spec, sha256_of
+from framefleet.demo_sheets import contact_sheet, twin_strip
 from framefleet.demo_stack import CHECKPOINT_BUCKET, REGION
 from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock
 from kernel.job_record import JobRecord
+from kernel.job_spec import JobSpec
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.settings import WorkerSettings
 
 
-def download_videos(endpoint: str, records: Sequence[JobRecord], folder: Path) -> dict[str, Path]:
+def _download(endpoint: str, spec: JobSpec, target: Path) -> Path:
     s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
-    folder.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    s3.download_file(spec.output_bucket, f"{spec.output_prefix}{spec.job_id}.mp4", str(target))
+    return target
+
+
+def download_videos(endpoint: str, records: Sequence[JobRecord], folder: Path) -> dict[str, Path]:
+    """Each job's MP4, with its contact sheet beside it."""
     videos = {}
     for record in records:
-        spec = record.spec
-        target = folder / f"{spec.job_id}.mp4"
-        s3.download_file(spec.output_bucket, f"{spec.output_prefix}{spec.job_id}.mp4", str(target))
-        videos[spec.job_id] = target
+        video = _download(endpoint, record.spec, folder / f"{record.job_id}.mp4")
+        contact_sheet(video, f"{record.job_id}: {record.spec.prompt}")
+        videos[record.job_id] = video
     return videos
 
 
@@ -60,7 +68,14 @@ async def check_resumed(
     checks = []
     async with worker_parts(settings, SystemClock()) as agent:
         for record in records:
-            report = await agent.run_job(reference_spec(record.spec), 1)
-            reference = report.video_sha256 if report.status is RunStatus.SUCCEEDED else None
-            checks.append(ResumeCheck(record.job_id, sha256_of(videos[record.job_id]), reference))
+            twin_spec = reference_spec(record.spec)
+            report = await agent.run_job(twin_spec, 1)
+            resumed = videos[record.job_id]
+            check = ResumeCheck(record.job_id, sha256_of(resumed), None)
+            if report.status is RunStatus.SUCCEEDED:
+                twin = _download(endpoint, twin_spec, work / "twins" / f"{record.job_id}.mp4")
+                check = ResumeCheck(record.job_id, check.resumed_sha256, report.video_sha256)
+                strip = resumed.with_name(f"{record.job_id}-resumed-vs-uninterrupted.png")
+                twin_strip(resumed, twin, strip, check.identical)
+            checks.append(check)
     return checks
