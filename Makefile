@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-warm-models bench-worker-flood schema clean
+.PHONY: test demo demo-loaded lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-warm-models bench-worker-flood schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,13 @@ unit: $(VENV)/.dev-installed
 	$(BIN)/pytest -n 2 --dist worksteal --durations=10
 	$(BIN)/python -m tests.iam_check .aws-actions.jsonl
 
+# `make demo` on a loaded machine: both cores kept busy by two loops, five minutes at most
+# (tests/test_demo.py). Alone, after the suite; its AWS calls are checked against infra/'s IAM
+# policies as the suite's are.
+demo-loaded: $(VENV)/.dev-installed
+	FRAMEFLEET_AWS_ACTIONS_LOG=$(CURDIR)/.aws-actions-demo.jsonl $(BIN)/pytest -m loaded_machine tests/test_demo.py
+	$(BIN)/python -m tests.iam_check .aws-actions-demo.jsonl
+
 # The console's browser tests (Playwright driving Debian's Chromium), in a pytest of their own:
 # Playwright's sync API keeps an event loop running in its process while the browser lives,
 # which the asyncio tests cannot share. Their AWS calls are the demo's, which `unit` checks.
@@ -40,6 +47,7 @@ browser: $(VENV)/.dev-installed
 # brokers as much as they compute.
 test: lint
 	$(MAKE) --no-print-directory -j2 typecheck unit focus-validate checkov browser
+	$(MAKE) --no-print-directory demo-loaded
 
 # The FinOps Foundation's FOCUS validator, in a venv of its own: it needs numpy<2 and pandas<3,
 # which the product's environment has outgrown. It checks the FOCUS export of a simulated two

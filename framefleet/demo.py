@@ -17,17 +17,17 @@ import json
 import logging
 import os
 import shutil
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import boto3
 import tomli_w
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 
 from autoscaler.ec2.adapter import observed_instance
 from autoscaler.ec2.ports import FLEET_TAG
@@ -35,14 +35,15 @@ from autoscaler.market.trace import Trace, load_trace
 from framefleet.control_plane import build_store
 from framefleet.demo_finance import finance_report
 from framefleet.demo_outputs import check_resumed, download_videos
+from framefleet.demo_pace import ReplayPacer, hold_reason
 from framefleet.demo_producer import demo_jobs
 from framefleet.demo_progress import Progress, view
 from framefleet.demo_report import (
-    Verdict,
     interruptions,
     judge,
     read_timeline,
     resumed,
+    resumed_from_checkpoint,
 )
 from framefleet.demo_stack import (
     FLEET_ID,
@@ -57,16 +58,22 @@ from framefleet.demo_stack import (
     publish_tiny_model,
     worker_settings,
 )
-from framefleet.demo_tables import resume_table, timeline_table
+from framefleet.demo_tables import (
+    RunFacts,
+    resume_table,
+    summary_facts,
+    summary_table,
+    timeline_table,
+)
 from framefleet.settings import load_settings
-from kernel.clock import ReplayClock
+from kernel.clock import SystemClock
 from kernel.errors import ConfigurationError
 from kernel.local_ports import free_port
+from kernel.replay_clock import PaceFile, ReplayClock
 from kernel.settings_support import exit_with
 from orchestrator.api.auth import Scope, create_token
 from orchestrator.aws.dead_letters import peek_dead_letters
-from orchestrator.costs.money import cents, usd
-from orchestrator.costs.summary import CostSummary
+from orchestrator.costs.ledger import CostSettings
 from orchestrator.store.job_store import JobStore
 
 ROOT = Path(".demo")
@@ -129,7 +136,10 @@ class DemoRun:
     expected: tuple[str, ...]
     trace: Trace
     replay: ReplayClock
+    pacer: ReplayPacer
     started: datetime
+    api_port: int
+    costs: CostSettings
 
 
 async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limit: float) -> int:
@@ -143,15 +153,31 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
         registry = await publish_tiny_model(endpoint, ROOT)
         epoch = datetime.now(UTC)
         config, worker_config = ROOT / "framefleet.toml", ROOT / "worker.toml"
-        plane = plane_settings(aws, mqtt_port, ROOT, options, epoch, trace_start)
+        last = trace.end - trace.gap  # the replay stands still here, never past its trace
+        plane = plane_settings(aws, mqtt_port, ROOT, options, epoch, trace_start, last)
         config.write_text(tomli_w.dumps(plane))
         worker_config.write_text(tomli_w.dumps(worker_settings(aws, mqtt_port, registry)))
         planned = demo_jobs(options.jobs, options.seed, epoch, options.produce_over_seconds)
-        replay = ReplayClock(trace_start, epoch, options.speed)
-        store = build_store(load_settings(config), replay)
-        _console_token(store, options.api_port, console)
+        settings = load_settings(config)
+        assert settings.replay is not None
+        assert settings.replay.pace_file is not None
+        replay = settings.replay.clock()
+        pacer = ReplayPacer(PaceFile(settings.replay.pace_file), replay, SystemClock())
+        # One set of books: the demo reads the store on the wall clock, as the console does.
+        store = build_store(settings, SystemClock())
+        _console_token(store)
+        expected = tuple(job.job_id for job in planned)
         run = DemoRun(
-            store, aws, registry, tuple(job.job_id for job in planned), trace, replay, epoch
+            store,
+            aws,
+            registry,
+            expected,
+            trace,
+            replay,
+            pacer,
+            epoch,
+            options.api_port,
+            settings.costs.ledger(),
         )
         try:
             async with demo_processes(ROOT) as processes:
@@ -168,12 +194,22 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
             store.dispose()
 
 
-def _console_token(store: JobStore, port: int, console: Console) -> None:
+def _console_token(store: JobStore) -> None:
     """A token for the console, in a file only this user may read."""
     _, token = create_token(store, "demo", (Scope.READ, Scope.SUBMIT, Scope.CANCEL))
     CONSOLE_TOKEN.touch(mode=0o600)
     CONSOLE_TOKEN.write_text(token + "\n")
-    console.print(f"the console: http://127.0.0.1:{port}/console (its token: {CONSOLE_TOKEN})")
+
+
+def _answers(url: str) -> bool:
+    """Whether an HTTP server answers at `url` (any status: it listens)."""
+    try:
+        with urllib.request.urlopen(url, timeout=1):  # noqa: S310 (our http:// URL)
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
 
 
 async def _start_processes(
@@ -223,7 +259,10 @@ async def _watch(
     wanted = set(run.expected)
 
     def progress() -> Progress:
+        now = datetime.now(UTC)
         jobs = [j for j in run.store.list_jobs() if j.job_id in wanted]
+        # The market waits for the fleet: the pace every replay clock of the demo reads.
+        run.pacer.update(hold_reason(run.store.instance_lives(run.started, now), jobs, now))
         found = ec2.describe_instances(
             Filters=[
                 {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET_ID]},
@@ -232,14 +271,19 @@ async def _watch(
         )
         instances = [observed_instance(i) for r in found["Reservations"] for i in r["Instances"]]
         return Progress(
-            datetime.now(UTC), run.started, jobs, len(wanted), instances, read_timeline(TIMELINE)
+            now, run.started, jobs, len(wanted), instances, read_timeline(TIMELINE), run.pacer.why
         )
 
+    console_url = f"http://127.0.0.1:{run.api_port}/console"
+    announced = False
     deadline = asyncio.get_running_loop().time() + time_limit
     with Live(console=console, refresh_per_second=2) as live:
         while asyncio.get_running_loop().time() < deadline:
             current = await asyncio.to_thread(progress)
             live.update(view(current, run.trace, run.replay))
+            if not announced and await asyncio.to_thread(_answers, console_url):
+                announced = True  # said once it listens, not before
+                live.console.print(f"the console answers: {console_url} (token: {CONSOLE_TOKEN})")
             if sum(1 for j in current.jobs if j.state.terminal) == len(wanted):
                 return True
             broken = failed()
@@ -251,21 +295,15 @@ async def _watch(
 
 
 async def _the_end(run: DemoRun, console: Console) -> int:
-    # The bill ends now, before the checks below take their (replayed) hours.
+    ended = datetime.now(UTC)  # the bill ends now, before the checks below take their time
     report, eml = finance_report(
-        run.store,
-        run.replay,
-        run.started,
-        datetime.now(UTC),
-        run.aws.endpoint,
-        REGION,
-        ROOT / "finance",
+        run.store, run.costs, run.started, ended, run.aws.endpoint, REGION, ROOT / "finance"
     )
     wanted = set(run.expected)
     records = {r.job_id: r for r in run.store.list_jobs() if r.job_id in wanted}
     histories = {job_id: run.store.history(job_id) for job_id in records}
     timeline = read_timeline(TIMELINE)
-    verdict = judge(run.expected, records, histories)
+    verdict = judge(run.expected, records, histories, ended)
     done = [records[job_id] for job_id in verdict.succeeded]
     videos = download_videos(run.aws.endpoint, done, OUTPUT)
     again = [record for record in done if resumed(histories[record.job_id])]
@@ -276,78 +314,22 @@ async def _the_end(run: DemoRun, console: Console) -> int:
     console.print(timeline_table(timeline, histories, run.started))
     if checks:
         console.print(resume_table(checks))
-    identical = all(check.identical for check in checks)
-    summary = report.summary
-    console.print(_summary(verdict, timeline, summary, len(videos), len(checks), identical, dead))
-    console.print(f"the finance email: sent through SES (moto), kept as {eml}")
-    lost = interruptions(timeline)
-    facts = {
-        "ok": verdict.ok and identical,
-        "succeeded": verdict.succeeded,
-        "failed": verdict.failed,
-        "lost": verdict.lost,
-        "duplicated": verdict.duplicated,
-        "late": verdict.late,
-        "interruptions_with_notice": lost.noticed,
-        "interruptions_without_notice": lost.silent,
-        "resumed_identical": {c.job_id: c.identical for c in checks},
-        "videos": sorted(str(path) for path in videos.values()),
-        "dead_lettered": dead,
-        "cost_usd": float(cents(summary.total)),
-        "on_demand_only_usd": float(cents(summary.on_demand_equivalent_usd)),
-        "waste_usd": float(cents(summary.waste)),
-        "finance_email": str(eml),
-    }
-    (ROOT / "summary.json").write_text(json.dumps(facts, indent=2) + "\n")
-    console.print(f"videos in {OUTPUT}/, logs in {ROOT}/logs/, store {ROOT}/framefleet.db")
-    return 0 if verdict.ok and identical else 1
-
-
-def _summary(
-    verdict: Verdict,
-    timeline: list[dict[str, Any]],
-    cost: CostSummary,
-    videos: int,
-    checked: int,
-    identical: bool,
-    dead_letters: Sequence[str],
-) -> Table:
-    lost = interruptions(timeline)
-    equivalent = cost.on_demand_equivalent_usd
-    share = cost.savings / equivalent if equivalent else 0
-    met = verdict.with_deadline - len(verdict.late)
-    rows = [
-        ("jobs succeeded", str(len(verdict.succeeded))),
-        ("jobs failed", str(len(verdict.failed))),
-        ("jobs lost", str(len(verdict.lost))),
-        ("jobs finished twice", str(len(verdict.duplicated))),
-        (
-            "interruptions survived",
-            f"{lost.total} ({lost.noticed} with notice, {lost.silent} without)",
-        ),
-        ("malformed messages dead-lettered", f"{len(dead_letters)} ({', '.join(dead_letters)})"),
-        ("deadlines met", f"{met} of {verdict.with_deadline}"),
-        ("videos in demo-output/", str(videos)),
-        (
-            "resumed videos identical to uninterrupted",
-            f"{checked} checked, {'all' if identical else 'NOT all'} same",
-        ),
-        (
-            "cost (the ledger, in replayed time)",
-            f"{usd(cost.total)} for {cost.instances} instances",
-        ),
-        ("of which waste (lost, idle, draining)", usd(cost.waste)),
-        ("the same work on on-demand only", usd(equivalent)),
-        ("saved", f"{usd(cost.savings)} ({share:.0%})"),
-    ]
-    table = Table(
-        title="summary: " + ("[green]OK[/]" if verdict.ok and identical else "[red]FAILED[/]")
+    went_on = [j for j in records if resumed_from_checkpoint(run.store.attempts_of(j))]
+    facts = RunFacts(
+        verdict,
+        interruptions(timeline),
+        report.summary,
+        len(videos),
+        checks,
+        len(went_on),
+        dead,
+        run.pacer.held_seconds,
     )
-    table.add_column("what")
-    table.add_column("value")
-    for what, value in rows:
-        table.add_row(what, value)
-    return table
+    console.print(summary_table(facts))
+    console.print(f"the finance email: sent through SES (moto), kept as {eml}")
+    (ROOT / "summary.json").write_text(json.dumps(summary_facts(facts, videos, eml), indent=2))
+    console.print(f"videos in {OUTPUT}/, logs in {ROOT}/logs/, store {ROOT}/framefleet.db")
+    return 0 if facts.ok else 1
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -16,10 +16,10 @@ from rich.text import Text
 from autoscaler.ec2.ports import ObservedInstance
 from autoscaler.market.trace import Trace
 from framefleet.demo_report import interruptions
-from kernel.clock import ReplayClock
 from kernel.job_record import JobRecord
 from kernel.job_state import JobState
 from kernel.market import Market
+from kernel.replay_clock import ReplayClock
 
 # An unfinished job this close to its deadline (or past it) is at risk.
 AT_RISK = timedelta(seconds=60)
@@ -33,6 +33,7 @@ class Progress:
     expected: int
     instances: Sequence[ObservedInstance]
     timeline: Sequence[dict[str, Any]]
+    held: str = ""  # why the replayed market stands still ("": it runs)
 
 
 def price_now(instance: ObservedInstance, trace: Trace, replay: ReplayClock) -> float:
@@ -48,7 +49,7 @@ def view(progress: Progress, trace: Trace, replay: ReplayClock) -> Group:
     elapsed = (progress.now - progress.started).total_seconds()
     header = Text(
         f"FrameFleet demo  +{elapsed:.0f}s   market time {replay.now():%Y-%m-%d %H:%M} "
-        f"(trace x{replay.speed:g})",
+        f"(trace x{replay.speed:g}" + (f", held: {progress.held})" if progress.held else ")"),
         style="bold",
     )
     return Group(

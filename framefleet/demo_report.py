@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from kernel.job_record import JobEvent, JobRecord
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from kernel.outside_text import printable
+from orchestrator.store.cost_facts import AttemptSpan
 
 SHOWN_STATES = {
     JobState.ASSIGNED,
@@ -57,6 +59,8 @@ def read_timeline(path: Path) -> list[dict[str, Any]]:
 class Interruptions:
     noticed: int
     silent: int
+    noticed_busy: int = 0  # with notice, on an instance that ran a job
+    silent_busy: int = 0
 
     @property
     def total(self) -> int:
@@ -65,47 +69,70 @@ class Interruptions:
 
 def interruptions(timeline: Sequence[dict[str, Any]]) -> Interruptions:
     reclaims = [e for e in timeline if e["kind"] == "spot_reclaimed"]
-    noticed = sum(1 for e in reclaims if e.get("notice"))
-    return Interruptions(noticed, len(reclaims) - noticed)
+    noticed = [e for e in reclaims if e.get("notice")]
+    silent = [e for e in reclaims if not e.get("notice")]
+    return Interruptions(
+        len(noticed),
+        len(silent),
+        sum(1 for e in noticed if e.get("busy")),
+        sum(1 for e in silent if e.get("busy")),
+    )
 
 
 @dataclass
 class Verdict:
     succeeded: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
-    lost: list[str] = field(default_factory=list)  # sent, never finished (or never stored)
+    unfinished: list[str] = field(default_factory=list)  # stored, not done at the timeout
+    lost: list[str] = field(default_factory=list)  # sent, and the store does not have it
     duplicated: list[str] = field(default_factory=list)  # finished more than once
-    late: list[str] = field(default_factory=list)
+    late: list[str] = field(default_factory=list)  # done after its deadline, or not done by it
     with_deadline: int = 0
 
     @property
     def ok(self) -> bool:
-        return not (self.failed or self.lost or self.duplicated or self.late)
+        return not (self.failed or self.unfinished or self.lost or self.duplicated or self.late)
 
 
 def judge(
-    expected: Sequence[str], records: dict[str, JobRecord], histories: dict[str, list[JobEvent]]
+    expected: Sequence[str],
+    records: dict[str, JobRecord],
+    histories: dict[str, list[JobEvent]],
+    now: datetime,
 ) -> Verdict:
+    """Each expected job's fate at `now` (the end of the run)."""
     verdict = Verdict()
     for job_id in expected:
         record = records.get(job_id)
-        if record is None or not record.state.terminal:
+        if record is None:
             verdict.lost.append(job_id)
             continue
-        history = histories.get(job_id, [])
-        finished = [e for e in history if e.to_state.terminal]
+        finished = [e for e in histories.get(job_id, []) if e.to_state.terminal]
+        if record.deadline is not None:
+            verdict.with_deadline += 1
+            done_at = finished[0].at if finished else now
+            if done_at > record.deadline:
+                verdict.late.append(job_id)
+        if not record.state.terminal:
+            verdict.unfinished.append(job_id)
+            continue
         if len(finished) > 1:
             verdict.duplicated.append(job_id)
         if record.state is JobState.SUCCEEDED:
             verdict.succeeded.append(job_id)
         else:
             verdict.failed.append(job_id)
-        if record.deadline is not None:
-            verdict.with_deadline += 1
-            done_at = finished[0].at if finished else None
-            if done_at is None or done_at > record.deadline:
-                verdict.late.append(job_id)
     return verdict
+
+
+def resumed_from_checkpoint(attempts: Sequence[AttemptSpan]) -> bool:
+    """An attempt that checkpointed, followed by one on another instance: the job went on
+    from its checkpoint elsewhere."""
+    ordered = sorted(attempts, key=lambda span: span.attempt)
+    return any(
+        before.checkpointed_at is not None and after.instance_id != before.instance_id
+        for before, after in itertools.pairwise(ordered)
+    )
 
 
 def resumed(history: Sequence[JobEvent]) -> bool:

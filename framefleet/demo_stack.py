@@ -39,6 +39,7 @@ ZONES = ("us-east-1a", "us-east-1c", "us-east-1d", "us-east-1f")
 MODELS_BUCKET = "framefleet-demo-models"
 CHECKPOINT_BUCKET = "framefleet-demo-checkpoints"
 FLEET_ID = "demo"
+PACE_FILE = "replay-pace.json"  # the demo holds the replayed market here (demo_pace.py)
 # A slice of the V100 trace shipped with the package, so the demo runs on any clone
 # (framefleet/data/v100-us-east-1/README.md); `--trace` takes the whole one from ../shared.
 DEFAULT_TRACE = Path(__file__).resolve().parent / "data" / "v100-us-east-1"
@@ -111,6 +112,7 @@ def plane_settings(
     options: DemoOptions,
     epoch: datetime,
     trace_start: datetime,
+    trace_end: datetime,
 ) -> dict[str, Any]:
     """`framefleet serve`, the autoscaler and the fleet runner read this file."""
     return {
@@ -145,6 +147,8 @@ def plane_settings(
             "start": trace_start,
             "epoch": epoch,
             "speed": options.speed,
+            "pace_file": str((root / PACE_FILE).resolve()),
+            "end": trace_end,
         },
     }
 

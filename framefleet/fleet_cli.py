@@ -13,12 +13,24 @@ import aioboto3
 
 from autoscaler.ec2.adapter import Ec2FleetAdapter
 from autoscaler.market.trace import load_trace
+from framefleet.control_plane import build_store
 from framefleet.instance_boot import InstanceBoot, ec2_user_data
 from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
 from framefleet.settings import Settings
 from framefleet.spot_replay import EventBridgeEvents, ReplaySettings, SpotReplay
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError
+from orchestrator.store.job_store import JobStore
+
+
+class StoreBusyInstances:
+    """BusyInstances from the store: an attempt on the instance that has not ended."""
+
+    def __init__(self, store: JobStore) -> None:
+        self._store = store
+
+    def running_a_job(self, instance_id: str) -> bool:
+        return any(span.ended_at is None for span in self._store.attempts_on([instance_id]))
 
 
 def add_commands(commands: Any) -> None:
@@ -65,8 +77,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> None:
         timeline = Timeline(fleet_settings.timeline, clock)
         boot = InstanceBoot(ec2_user_data(ec2)) if args.user_data else None
         fleet = LocalFleet(adapter, fleet_settings, clock, timeline, boot)
-        on_poll = None
+        on_poll, store = None, None
         if settings.replay is not None:
+            store = build_store(settings, clock)
             replay = SpotReplay(
                 fleet,
                 adapter,
@@ -75,10 +88,15 @@ async def _run(args: argparse.Namespace, settings: Settings) -> None:
                 settings.replay.clock(),
                 clock,
                 ReplaySettings(args.min_notice_seconds, args.silent_every),
+                StoreBusyInstances(store),
             )
             on_poll = replay.on_poll
         timeline.write("fleet_started")
-        await fleet.run(stop, on_poll)
+        try:
+            await fleet.run(stop, on_poll)
+        finally:
+            if store is not None:
+                store.dispose()
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> None:

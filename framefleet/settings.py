@@ -18,10 +18,10 @@ from sqlalchemy.engine import make_url
 
 from autoscaler.snapshot import DEFAULT_CANDIDATE_TYPES, PurchaseSettings
 from framefleet.scheduling_settings import SchedulingConfig
-from kernel.clock import ReplayClock
 from kernel.errors import ConfigurationError
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
 from kernel.mqtt_link import LinkSettings
+from kernel.replay_clock import PaceFile, ReplayClock
 from kernel.settings_support import EnvThenTomlSettings, load
 from orchestrator.costs.ledger import CostSettings
 from orchestrator.intake.loop import IntakeSettings
@@ -222,9 +222,13 @@ class ReplayConfig(BaseModel):
     start: datetime = Field(description="the trace moment the replay starts at")
     epoch: datetime = Field(description="the wall-clock moment the replay started")
     speed: float = Field(default=120.0, gt=0, le=100_000)
+    # Where the demo holds the replay while its fleet boots (kernel/replay_clock.py).
+    pace_file: Path | None = None
+    end: datetime | None = Field(default=None, description="the replay stands still here")
 
     def clock(self) -> ReplayClock:
-        return ReplayClock(self.start, self.epoch, self.speed)
+        pace = PaceFile(self.pace_file) if self.pace_file is not None else None
+        return ReplayClock(self.start, self.epoch, self.speed, pace=pace, end=self.end)
 
 
 class Settings(EnvThenTomlSettings):

@@ -4,8 +4,10 @@ When a zone's capacity in the trace goes 1 -> 0, each spot worker in that zone i
 AWS does it: the instance-action appears in its IMDS and an "EC2 Spot Instance Interruption
 Warning" goes to EventBridge (put_events; a rule routes it to the interruptions queue); when
 its notice is up, its process is killed and the instance terminated in EC2, with the state-change
-event AWS sends. AWS gives the notice best effort: every `silent_every`-th interruption (the 2nd,
-then every `silent_every` more) comes with none, and the process just dies.
+event AWS sends. AWS gives the notice best effort, and the demo shows both: the first
+interruption of a worker that runs a job comes with notice (it checkpoints and the job resumes
+elsewhere); after it, every `silent_every`-th interruption (the next one, then every
+`silent_every` more) comes with none, and the process just dies.
 
 The notice lasts two minutes of trace time, but never less than `min_notice_seconds` of wall
 time: at a replay speed of 120 two trace minutes are one wall second, too short for a CPU
@@ -26,9 +28,10 @@ from typing import TYPE_CHECKING, Protocol
 from autoscaler.ec2.ports import Ec2Fleet, ObservedInstance
 from autoscaler.market.trace import Trace
 from framefleet.local_fleet import LocalFleet
-from kernel.clock import Clock, ReplayClock
+from kernel.clock import Clock
 from kernel.errors import ConfigurationError
 from kernel.market import Market
+from kernel.replay_clock import ReplayClock
 from orchestrator.interruptions.events import SPOT_WARNING, STATE_CHANGE
 
 if TYPE_CHECKING:
@@ -41,6 +44,12 @@ NOTICE = timedelta(minutes=2)
 class Ec2Events(Protocol):
     async def put(self, detail_type: str, detail: Mapping[str, str]) -> None:
         """Publish an `aws.ec2` event on the default bus."""
+        ...
+
+
+class BusyInstances(Protocol):
+    def running_a_job(self, instance_id: str) -> bool:
+        """Whether a job's attempt runs on the instance now."""
         ...
 
 
@@ -60,12 +69,16 @@ class SpotReplay:
         replay: ReplayClock,
         wall: Clock,
         settings: ReplaySettings,
+        busy: BusyInstances | None = None,
     ) -> None:
         self._fleet, self._ec2, self._events = fleet, ec2, events
         self._trace, self._replay, self._wall, self.settings = trace, replay, wall, settings
+        self._busy = busy
         self._last_tick: int | None = None
         self._reclaimed: set[str] = set()
         self.interruptions = 0
+        self._noticed_busy = False  # the story's first notice went to a working instance
+        self._after_first = 0  # interruptions since
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -103,13 +116,24 @@ class SpotReplay:
                 self._reclaimed.add(instance.instance_id)
                 await self._reclaim(instance)
 
-    async def _reclaim(self, instance: ObservedInstance) -> None:
-        index, self.interruptions = self.interruptions, self.interruptions + 1
+    def _silent(self, busy: bool) -> bool:
         every = self.settings.silent_every
-        silent = every > 0 and index % every == 1
+        if every <= 0:
+            return False
+        if not self._noticed_busy:
+            self._noticed_busy = busy
+            return False
+        self._after_first += 1
+        return self._after_first % every == 1
+
+    async def _reclaim(self, instance: ObservedInstance) -> None:
+        self.interruptions += 1
+        busy = self._busy is None or await asyncio.to_thread(
+            self._busy.running_a_job, instance.instance_id
+        )
         timeline = self._fleet.timeline
-        if silent:
-            timeline.write("spot_reclaimed", instance, notice=False)
+        if self._silent(busy):
+            timeline.write("spot_reclaimed", instance, notice=False, busy=busy)
             await self._terminate(instance)
             return
         notice = self.notice_seconds
@@ -120,14 +144,14 @@ class SpotReplay:
             )
         detail = {"instance-id": instance.instance_id, "instance-action": "terminate"}
         await self._events.put(SPOT_WARNING, detail)
-        timeline.write("spot_notice", instance, notice_seconds=round(notice, 2))
-        task = asyncio.create_task(self._after_notice(instance, notice))
+        timeline.write("spot_notice", instance, notice_seconds=round(notice, 2), busy=busy)
+        task = asyncio.create_task(self._after_notice(instance, notice, busy))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _after_notice(self, instance: ObservedInstance, notice: float) -> None:
+    async def _after_notice(self, instance: ObservedInstance, notice: float, busy: bool) -> None:
         await self._wall.sleep(notice)
-        self._fleet.timeline.write("spot_reclaimed", instance, notice=True)
+        self._fleet.timeline.write("spot_reclaimed", instance, notice=True, busy=busy)
         await self._terminate(instance)
 
     async def notices_run_out(self) -> None:

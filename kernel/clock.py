@@ -72,34 +72,3 @@ def stop_on_signals() -> asyncio.Event:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     return stop
-
-
-class ReplayClock:
-    """A recorded market's time, running `speed` times faster than the wall clock from
-    `trace_start` at the wall moment `epoch`: how a demo replays hours of a spot trace in
-    minutes. Every process given the same three values agrees on the trace's moment."""
-
-    def __init__(
-        self, trace_start: datetime, epoch: datetime, speed: float, wall: Clock | None = None
-    ) -> None:
-        if speed <= 0:
-            raise ValueError("speed must be positive")
-        self.trace_start, self.epoch, self.speed = trace_start, epoch, speed
-        self._wall = wall or SystemClock()
-
-    def now(self) -> datetime:
-        return self.trace_time(self._wall.now())
-
-    def trace_time(self, wall: datetime) -> datetime:
-        """The trace's moment at a wall-clock moment."""
-        return self.trace_start + (wall - self.epoch) * self.speed
-
-    def monotonic(self) -> float:
-        return self._wall.monotonic() * self.speed
-
-    def wall_seconds(self, trace_seconds: float) -> float:
-        """How long `trace_seconds` of the trace take on the wall clock."""
-        return trace_seconds / self.speed
-
-    async def sleep(self, seconds: float) -> None:
-        await self._wall.sleep(seconds / self.speed)

@@ -37,6 +37,7 @@ def test_every_way_a_job_can_go_wrong_fails_the_run() -> None:
         "twice": record("twice", JobState.SUCCEEDED),
         "broken": record("broken", JobState.FAILED),
         "stuck": record("stuck", JobState.RUNNING),
+        "stuck-due": record("stuck-due", JobState.RUNNING, deadline=later),
     }
     histories = {
         "fine": [event("fine", JobState.SUCCEEDED, NOW + timedelta(minutes=1))],
@@ -44,16 +45,22 @@ def test_every_way_a_job_can_go_wrong_fails_the_run() -> None:
         "twice": [event("twice", JobState.SUCCEEDED, NOW)] * 2,
         "broken": [event("broken", JobState.FAILED, NOW)],
         "stuck": [],
+        "stuck-due": [],
     }
-    verdict = judge([*records, "never-stored"], records, histories)
+    end = NOW + timedelta(minutes=10)
+    verdict = judge([*records, "never-stored"], records, histories, end)
     assert verdict.succeeded == ["fine", "late", "twice"]
-    assert verdict.late == ["late"]
+    # Unfinished past its deadline is a miss as well; a deadline met is one of three.
+    assert verdict.late == ["late", "stuck-due"]
+    assert verdict.with_deadline == 3
     assert verdict.duplicated == ["twice"]
     assert verdict.failed == ["broken"]
-    assert verdict.lost == ["stuck", "never-stored"]
-    assert verdict.with_deadline == 2
+    # Unfinished at the timeout is not lost: lost is a job the store no longer has.
+    assert verdict.unfinished == ["stuck", "stuck-due"]
+    assert verdict.lost == ["never-stored"]
     assert not verdict.ok
-    assert judge(["fine"], records, histories).ok
+    assert judge(["fine"], records, histories, end).ok
+    assert not judge(["stuck"], records, histories, end).ok
 
 
 def test_a_job_that_ran_again_is_resumed() -> None:

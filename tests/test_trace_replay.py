@@ -16,13 +16,13 @@ from autoscaler.fleet_record import PriceTape
 from autoscaler.market.replay import NO_CAPACITY, ReplayedMarket, TraceCapacityGate
 from autoscaler.market.trace import Trace, TraceMarket, ZoneTrace
 from autoscaler.pools import Pool
-from framefleet.demo_finance import ReplayedFacts
 from framefleet.demo_report import read_timeline
 from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
 from framefleet.spot_replay import ReplaySettings, SpotReplay
-from kernel.clock import FakeClock, ReplayClock
+from kernel.clock import FakeClock
 from kernel.fleet_facts import InstanceSeen
 from kernel.market import Market
+from kernel.replay_clock import ReplayClock
 from orchestrator.costs.ledger import CostLedger, CostSettings
 from orchestrator.interruptions.events import SPOT_WARNING, STATE_CHANGE
 from orchestrator.store.job_store import JobStore
@@ -147,11 +147,9 @@ async def test_a_zone_losing_capacity_reclaims_its_spot_workers_with_and_without
     assert [kind for kind, _ in events.sent] == [SPOT_WARNING, STATE_CHANGE, STATE_CHANGE]
 
 
-async def test_the_demos_ledger_bills_the_replayed_hours_at_the_replayed_prices(
-    store: JobStore,
-) -> None:
-    """The demo's processes write wall-clock facts; its finance report sees them through the
-    replay clock, so the ledger bills trace time at the trace's prices."""
+async def test_the_demo_bills_wall_clock_hours_at_the_replayed_prices(store: JobStore) -> None:
+    """One set of books: the demo's email reads the store on the wall clock, as the console,
+    the API and the export do; the prices are the trace's, replayed."""
     wall = FakeClock()
     replay = replay_at(wall)
     started = wall.now()
@@ -169,11 +167,7 @@ async def test_the_demos_ledger_bills_the_replayed_hours_at_the_replayed_prices(
         store.record_prices(tape.changes(await market.snapshot([pool])))
         wall.advance(1)
     store.record_instance_ended("i-0123456789abcdef0", wall.now(), "reclaimed")
-    ledger = CostLedger(
-        ReplayedFacts(store, replay),
-        FakeClock(replay.trace_time(wall.now())),
-        CostSettings(ebs_usd_per_gib_month=Decimal(0)),
-    )
-    period = ledger.period(replay.trace_time(started), replay.trace_time(wall.now()))
-    assert period.total == Decimal(2 * 2 + 2 * 4) * 100 / 3600
-    assert sum(line.gpu_seconds for line in period.lines) == 400
+    ledger = CostLedger(store, wall, CostSettings(ebs_usd_per_gib_month=Decimal(0)))
+    period = ledger.period(started, wall.now())
+    assert period.total == Decimal(2 * 2 + 2 * 4) / 3600
+    assert sum(line.gpu_seconds for line in period.lines) == 4

@@ -21,8 +21,9 @@ from autoscaler.ec2.ports import (
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.market.trace import TraceMarket
 from autoscaler.pools import Pool
-from kernel.clock import Clock, ReplayClock
+from kernel.clock import Clock
 from kernel.market import Market
+from kernel.replay_clock import ReplayClock
 
 # The code EC2 answers with when a pool has no spot capacity.
 NO_CAPACITY = "InsufficientInstanceCapacity"

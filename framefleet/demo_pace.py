@@ -1,0 +1,75 @@
+"""The demo paces the replayed market by its fleet, not only by the wall clock.
+
+At 240x a zone's spot capacity lasts a few wall seconds: less than a worker on a loaded laptop
+needs to start, say hello and load its model. Run on the wall clock alone, every interruption
+hit a booting worker and the demo never showed a checkpoint and a resume. So the replay is held
+while some instance boots (launched, its worker not yet said hello) or some job was given to a
+worker that has not started it; it runs while the fleet works. A hold never outlasts its bound,
+so a worker that never comes up cannot stop the market."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from kernel.clock import Clock
+from kernel.job_record import JobRecord
+from kernel.job_state import JobState
+from kernel.replay_clock import Pace, PaceFile, ReplayClock
+from orchestrator.store.cost_facts import InstanceLife
+
+
+@dataclass(frozen=True)
+class HoldBounds:
+    boot: timedelta = timedelta(seconds=90)  # an instance is booting at most this long
+    start: timedelta = timedelta(seconds=60)  # a job given to a worker, not yet started
+
+
+def hold_reason(
+    lives: Sequence[InstanceLife],
+    jobs: Sequence[JobRecord],
+    now: datetime,
+    bounds: HoldBounds = HoldBounds(),
+) -> str | None:
+    """Why the market waits now (None: it runs)."""
+    booting = sum(
+        1
+        for life in lives
+        if life.ended_at is None and life.ready_at is None and now - life.launched_at < bounds.boot
+    )
+    starting = sum(
+        1 for job in jobs if job.state is JobState.ASSIGNED and now - job.updated_at < bounds.start
+    )
+    reasons = []
+    if booting:
+        reasons.append(f"{booting} instance(s) booting")
+    if starting:
+        reasons.append(f"{starting} job(s) starting")
+    return ", ".join(reasons) or None
+
+
+class ReplayPacer:
+    """Writes the pace the demo's processes read (their replay clocks share `pace_file`)."""
+
+    def __init__(self, pace_file: PaceFile, replay: ReplayClock, wall: Clock) -> None:
+        self._file, self._replay, self._wall = pace_file, replay, wall
+        self.held_seconds = 0.0  # wall seconds the market stood still for the fleet
+        self._held_since: datetime | None = None
+
+    @property
+    def why(self) -> str:
+        return self._replay.pace().why
+
+    def update(self, reason: str | None) -> None:
+        """Hold the market for `reason`, or let it run (None); a change is written once."""
+        current = self._replay.pace()
+        running = reason is None
+        if current.running == running and current.why == (reason or ""):
+            return
+        now = self._wall.now()
+        trace = self._replay.now()  # the moment the change happens at, on the old pace
+        if self._held_since is not None:
+            self.held_seconds += (now - self._held_since).total_seconds()
+        self._held_since = None if running else now
+        self._file.write(Pace(now, trace, running, reason or ""))
