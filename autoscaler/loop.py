@@ -1,6 +1,6 @@
 """The autoscaler loop: reconcile the fleet, read the market, plan, act; again after capacity
-errors (the policy then picks other pools), then sleep. Every decision is logged with its
-reason."""
+errors (the policy then picks other pools), then sleep. Every decision is logged with its reason
+and each waiting job's is kept in the store (wait_notes.py)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ from autoscaler.snapshot import (
 from autoscaler.spend import Spend
 from autoscaler.spot_return import ready_to_move, spot_launches
 from autoscaler.throughput import ThroughputModel
+from autoscaler.wait_notes import WaitNotes
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
 from kernel.instance_state import GONE, LEAVING, InstanceState
@@ -88,11 +89,11 @@ class AutoscalerLoop:
     record: FleetRecord | None = None
     price_tape: PriceTape = field(default_factory=PriceTape)
     metrics: AutoscalerMetrics | None = None
-    # Each listed instance's own broker account (None: the broker has no per-worker accounts,
-    # as in the demo).
+    # Each listed instance's own broker account (None: no per-worker accounts, as in the demo).
     credentials: WorkerCredentials | None = None
     forecaster: ArrivalForecaster = field(default_factory=ArrivalForecaster)
     latest_job: JobDemand | None = None  # what a pre-warmed GPU must fit
+    wait_notes: WaitNotes | None = None  # None: nothing kept (the simulator, `plan`)
 
     def pools(self) -> list[Pool]:
         return [
@@ -133,6 +134,8 @@ class AutoscalerLoop:
         if running:  # read only when back to spot is on and an on-demand instance exists
             await self._back_to_spot(state, running, moving, busy)
         await self._sync_credentials()
+        if self.wait_notes is not None:
+            await asyncio.to_thread(self.wait_notes.note, [j.job_id for j in queued], plans)
         return plans
 
     async def _launch(self, state: PlanInput, decided: Plan, busy: Counter[str]) -> Actuation:

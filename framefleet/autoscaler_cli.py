@@ -45,6 +45,7 @@ from autoscaler.pools import Pool
 from autoscaler.reconcile import Reconciler
 from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel, step_time_prior
+from autoscaler.wait_notes import WaitNotes
 from framefleet.control_plane import build_store
 from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
@@ -251,6 +252,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             record=LedgerRecord(store, CostLedger(store, clock, settings.costs.ledger())),
             metrics=AutoscalerMetrics(registry),
             spot_history=history,
+            wait_notes=WaitNotes(store),
             market_rule=PlannedMarketRule(history) if config.spot_planner else choose_market,
         )
         admin = config.broker_admin

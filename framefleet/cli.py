@@ -209,9 +209,9 @@ def show_job(store: JobStore, job_id: str, console: Console) -> None:
         Text(record.job_id, style="bold"),
         f"state={record.state.value} version={record.version} attempt={record.attempt}",
     )
-    if record.state is JobState.QUEUED and record.wait_reason:
-        # The reason names the job's team, a producer's tag.
-        console.print(Text(f"waiting for: {outside(record.wait_reason, 500)}"))
+    if record.waiting_for:
+        # The reason may name the job's team, a producer's tag.
+        console.print(Text(f"waiting for: {outside(record.waiting_for, 500)}"))
     console.print_json(record.spec.canonical_json())
     history = Table(title="history")
     for column in ("at", "from", "to", "attempt", "actor", "reason"):

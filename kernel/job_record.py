@@ -33,6 +33,15 @@ class JobRecord:
     worker_id: str | None = None
     # Why a queued job waits, where the scheduler knows (its team's quota: QUOTA_WAIT ...).
     wait_reason: str | None = None
+    # Why the autoscaler bought no GPU for it in its last round, if it waits for one.
+    capacity_wait: str | None = None
+
+    @property
+    def waiting_for(self) -> str | None:
+        """Why a queued job waits: its team's quota first, then the capacity it waits for."""
+        if self.state is not JobState.QUEUED:
+            return None
+        return self.wait_reason or self.capacity_wait
 
     @property
     def held_by_quota(self) -> bool:

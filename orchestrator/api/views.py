@@ -122,7 +122,7 @@ def detail(
         history=[HistoryLine.model_validate(e) for e in history],
         last_checkpoint=job.last_checkpoint,
         checkpoint_step=job.checkpoint_step,
-        waiting_for=job.wait_reason if job.state is JobState.QUEUED else None,
+        waiting_for=job.waiting_for,
         progress=None
         if shown is None
         else ProgressView(

@@ -74,6 +74,9 @@ class JobColumns(Protocol):
     @property
     def wait_reason(self) -> str | None: ...
 
+    @property
+    def capacity_wait(self) -> str | None: ...
+
 
 def utc(value: datetime) -> datetime:
     # SQLite hands back naive datetimes; everything we store is UTC.
@@ -98,6 +101,7 @@ def _record(row: JobColumns, spec: JobSpec, worker_id: str | None) -> JobRecord:
         not_before=utc(row.not_before) if row.not_before else None,
         worker_id=worker_id,
         wait_reason=row.wait_reason,
+        capacity_wait=row.capacity_wait,
     )
 
 

@@ -117,6 +117,20 @@ class JobStore(
                 )
             session.commit()
 
+    def note_capacity_waits(self, reasons: Mapping[str, str | None]) -> None:
+        """Why the autoscaler bought nothing for each of these jobs (None: it did, or it no
+        longer waits for capacity). Not a move of the job: no version, no history."""
+        if not reasons:
+            return
+        with self._session() as session:
+            for job_id, reason in reasons.items():
+                session.execute(
+                    update(JOBS)
+                    .where(JOBS.c.job_id == job_id)
+                    .values(capacity_wait=reason[:500] if reason else None)
+                )
+            session.commit()
+
     def transition(
         self,
         job_id: str,

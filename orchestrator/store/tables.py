@@ -49,6 +49,8 @@ class JobRow(SQLModel, table=True):
     project: str | None = Field(default=None, max_length=128, index=True)
     # Why a queued job waits, where the scheduler knows (its team's quota); None otherwise.
     wait_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Why the autoscaler bought no GPU for it in its last round (None: it did, or had none).
+    capacity_wait: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class JobAttemptRow(SQLModel, table=True):
