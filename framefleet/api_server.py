@@ -18,10 +18,12 @@ from framefleet.settings import Settings
 from kernel.clock import Clock
 from kernel.errors import ConfigurationError
 from orchestrator.api.app import build_app
-from orchestrator.api.ports import ApiServices, ApiSettings
+from orchestrator.api.ports import ApiServices, ApiSettings, DeadLetterView
+from orchestrator.aws.dead_letters import peek_dead_letters
 from orchestrator.costs.job_cost import JobCostParts, job_cost
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.summary import CostSummary, summarize
+from orchestrator.store.history_facts import HistoryFacts
 from orchestrator.store.job_store import JobStore
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,17 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
         )
         return url
 
+    dead_letters = None
+    if settings.dead_letter_queue_url:
+        sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)
+        queue_url = settings.dead_letter_queue_url
+
+        def dead_letters() -> list[DeadLetterView]:
+            return [
+                DeadLetterView(letter.message_id, letter.reason, letter.errors, letter.body[:2000])
+                for letter in peek_dead_letters(sqs, queue_url, limit=200)
+            ]
+
     config = settings.api
     return ApiServices(
         store=store,
@@ -60,6 +73,8 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
         job_cost=cost_of,
         period_costs=period_costs,
         presign=presign,
+        history=HistoryFacts(store.engine),
+        dead_letters=dead_letters,
         settings=ApiSettings(
             max_body_bytes=config.max_body_bytes or settings.max_message_bytes,
             requests_per_minute=config.requests_per_minute,

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernel.outside_text import printable
-from orchestrator.api import console, events, fleet_routes, jobs_routes
+from orchestrator.api import console, console_pages, events, fleet_routes, jobs_routes
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import RateLimit
 
@@ -102,6 +102,7 @@ def declare_app() -> FastAPI:
     app.include_router(fleet_routes.router)
     app.include_router(events.router)
     app.include_router(console.router)
+    app.include_router(console_pages.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     @app.get("/", include_in_schema=False)

@@ -8,7 +8,8 @@ import hmac
 import json
 import secrets
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, urlsplit
@@ -21,6 +22,7 @@ from kernel.job_state import JobState
 from orchestrator.api.auth import Caller, Scope, caller_of
 from orchestrator.api.fleet_routes import fleet_view, period_bounds
 from orchestrator.api.jobs_routes import job_detail, job_summaries
+from orchestrator.api.money_groups import GROUPINGS, Grouping, grouped
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import (
     COOKIE,
@@ -30,14 +32,17 @@ from orchestrator.api.security import (
     refuse_if_failing,
     services,
 )
-from orchestrator.api.views import costs_view
+from orchestrator.api.views import costs_view, decode_cursor, encode_cursor
+from orchestrator.costs.money import cents
 from orchestrator.store.job_pages import JobFilter
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+# Money on every page in cents, with thousands separators: 1,234.57.
+templates.env.filters["cents"] = lambda usd: f"{cents(Decimal(str(usd))):,.2f}"
 COOKIE_SECONDS = 12 * 3600
 LOGIN_BODY_LIMIT = 4096
-QUEUE_ROWS = 200
+QUEUE_ROWS = 50  # a page of the queue
 LOGIN_CSRF_COOKIE = "framefleet_login_csrf"
 
 
@@ -61,7 +66,7 @@ Viewer = Annotated[Caller, Depends(console_caller)]
 Services = Annotated[ApiServices, Depends(services)]
 
 
-def _page(request: Request, name: str, caller: Caller | None, **context: Any) -> HTMLResponse:
+def page(request: Request, name: str, caller: Caller | None, **context: Any) -> HTMLResponse:
     return templates.TemplateResponse(request, name, {"caller": caller, **context})
 
 
@@ -73,7 +78,7 @@ def login_page(request: Request) -> HTMLResponse:
 def _login_page(request: Request, error: str | None, status: int) -> HTMLResponse:
     """The form with a fresh CSRF token, also set as a cookie only this site's pages send."""
     csrf = secrets.token_urlsafe(24)
-    response = _page(request, "login.html", None, error=error, csrf=csrf)
+    response = page(request, "login.html", None, error=error, csrf=csrf)
     response.status_code = status
     response.set_cookie(
         LOGIN_CSRF_COOKIE,
@@ -136,23 +141,35 @@ def logout() -> RedirectResponse:
 
 
 @router.get("")
-def queue(request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
+def queue(
+    request: Request,
+    caller: Viewer,
+    services_: Services,
+    state: JobState | None = None,
+    after: str | None = None,
+) -> HTMLResponse:
     store = services_.store
     teams = caller.team_list()
     counts = store.count_by_state(teams)
-    # The caller's teams' newest jobs; the submit form starts from the newest of them.
-    recent = store.job_page(JobFilter(teams=teams), None, QUEUE_ROWS)
+    # The caller's teams' newest jobs, a page at a time; the submit form starts from the
+    # newest of them.
+    cursor = decode_cursor(after) if after else None
+    where = JobFilter(states=(state,) if state else (), teams=teams)
+    found = store.job_page(where, cursor, QUEUE_ROWS + 1)
+    recent = found[:QUEUE_ROWS]
     jobs = job_summaries(services_, recent)
     template = _submit_template(
         recent[0].spec.model_dump(mode="json", by_alias=True) if recent else None
     )
-    return _page(
+    return page(
         request,
         "queue.html",
         caller,
         jobs=jobs,
         template=json.dumps(template),
         counts=[(state.value, counts.get(state, 0)) for state in JobState],
+        shown_state=state.value if state else None,
+        older=encode_cursor(recent[-1]) if len(found) > QUEUE_ROWS else None,
         may_submit=caller.may(Scope.SUBMIT),
         may_cancel=caller.may(Scope.CANCEL),
     )
@@ -177,7 +194,7 @@ def _submit_template(newest: dict[str, Any] | None) -> dict[str, Any]:
 @router.get("/jobs/{job_id}")
 def job_page(job_id: str, request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
     job = job_detail(services_, caller, job_id)
-    return _page(request, "job.html", caller, job=job, may_cancel=caller.may(Scope.CANCEL))
+    return page(request, "job.html", caller, job=job, may_cancel=caller.may(Scope.CANCEL))
 
 
 @router.get("/fleet")
@@ -189,7 +206,7 @@ def fleet_page(request: Request, caller: Viewer, services_: Services) -> HTMLRes
     hours = Counter(int((now - g.gone_at).total_seconds() // 3600) for g in gone)
     per_hour = [(f"{23 - h}", hours.get(23 - h, 0)) for h in range(24)]  # oldest first
     groups = Counter((i.availability_zone, i.market) for i in fleet.instances)
-    return _page(
+    return page(
         request,
         "fleet.html",
         caller,
@@ -206,9 +223,30 @@ def costs_page(
     caller: Viewer,
     services_: Services,
     period: Literal["day", "week", "month"] = "day",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    group: Grouping = "team",
 ) -> HTMLResponse:
-    since, until = period_bounds(services_, period, None, None)
+    since, until = period_bounds(services_, period, as_utc(since), as_utc(until))
     summary, incomplete = services_.period_costs(since, until, caller.team_list())
     view = costs_view(summary, incomplete)
-    peak = max([1.0, *(float(v) for v in view.by_category.values())])
-    return _page(request, "costs.html", caller, costs=view, period=period, peak=peak)
+    groups = grouped(summary, group)
+    peak = max([1.0, *(float(usd) for _, usd in groups)])
+    return page(
+        request,
+        "costs.html",
+        caller,
+        costs=view,
+        period=period,
+        custom=since is not None and "since" in request.query_params,
+        groups=groups,
+        group=group,
+        groupings=GROUPINGS,
+        total=summary.total,
+        peak=peak,
+    )
+
+
+def as_utc(moment: datetime | None) -> datetime | None:
+    """A moment from a form: naive means UTC."""
+    return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from kernel.clock import Clock
+from kernel.fleet_facts import GpuFault
 from kernel.job_record import (
     AcceptOutcome,
     JobEvent,
@@ -22,6 +23,7 @@ from kernel.job_state import JobState
 from orchestrator.costs.job_cost import JobCostParts
 from orchestrator.costs.summary import CostSummary
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
+from orchestrator.store.history_facts import DeadlineOutcome, StateMove
 from orchestrator.store.job_pages import (
     AttemptFacts,
     GoneInstance,
@@ -79,6 +81,28 @@ class ApiStore(Protocol):
 
     def token_with_digest(self, sha256: str) -> StoredToken | None: ...
 
+    def gpu_faults(self, worker_id: str | None = ...) -> list[GpuFault]: ...
+
+    def quarantined_gpus(self) -> set[tuple[str, int]]: ...
+
+
+class HistoryPort(Protocol):
+    """The facts behind the console's history page (orchestrator/store/history_facts.py)."""
+
+    def state_moves_until(self, until: datetime, limit: int = ...) -> list[StateMove]: ...
+
+    def deadline_outcomes(self, since: datetime, until: datetime) -> list[DeadlineOutcome]: ...
+
+
+@dataclass(frozen=True)
+class DeadLetterView:
+    """A message the intake refused, as the console lists it (its body cut short)."""
+
+    message_id: str
+    reason: str
+    errors: str
+    body: str
+
 
 @dataclass(frozen=True)
 class ApiSettings:
@@ -105,3 +129,6 @@ class ApiServices:
     # (bucket, key, seconds) -> a presigned GET URL
     presign: Callable[[str, str, int], str]
     settings: ApiSettings = ApiSettings()
+    history: HistoryPort | None = None
+    # The dead-letter queue's messages, read without taking them (None: no queue configured)
+    dead_letters: Callable[[], list[DeadLetterView]] | None = None

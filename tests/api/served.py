@@ -47,6 +47,7 @@ class ServedApi:
     log: Path
     process: subprocess.Popen[bytes]
     http: urllib3.PoolManager
+    jobs_url: str = ""  # the SQS jobs queue its intake reads
 
     def call(
         self,
@@ -134,7 +135,13 @@ def serve_api(
             [sys.executable, "-m", "framefleet", "serve"], env=env, stdout=out, stderr=out
         )
     api = ServedApi(
-        f"http://127.0.0.1:{port}", store, tokens, log, process, urllib3.PoolManager(retries=False)
+        f"http://127.0.0.1:{port}",
+        store,
+        tokens,
+        log,
+        process,
+        urllib3.PoolManager(retries=False),
+        jobs_url,
     )
 
     def answers() -> bool:

@@ -119,8 +119,10 @@ def test_the_stream_reports_launches_and_interruptions(api: ServedApi) -> None:
 def test_the_fleet_shows_instances_with_price_and_jobs(api: ServedApi) -> None:
     instance_id = f"i-{uuid.uuid4().hex[:17]}"
     now = datetime.now(UTC)
+    then = now - timedelta(minutes=5)
     api.store.record_instances_seen(
-        [InstanceSeen(instance_id, "g5.xlarge", "us-east-1c", Market.ON_DEMAND, now, 1, "a10g")]
+        # Launched five minutes ago: billed some cents by now (the API's money is in cents).
+        [InstanceSeen(instance_id, "g5.xlarge", "us-east-1c", Market.ON_DEMAND, then, 1, "a10g")]
     )
     api.store.record_prices(
         [
