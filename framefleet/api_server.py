@@ -13,6 +13,7 @@ from datetime import datetime
 import boto3
 import uvicorn
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from framefleet.settings import Settings
 from kernel.clock import Clock
@@ -55,6 +56,17 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
         )
         return url
 
+    def read_text(bucket: str, key: str, limit: int) -> str | None:
+        try:
+            found = s3.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{limit - 1}")
+        except s3.exceptions.NoSuchKey:
+            return None
+        except ClientError as error:
+            log.warning("cannot read s3://%s/%s: %s", bucket, key, error)
+            return None
+        body: bytes = found["Body"].read(limit)
+        return body.decode("utf-8", errors="replace")
+
     dead_letters = None
     if settings.dead_letter_queue_url:
         sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)
@@ -74,6 +86,7 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
         period_costs=period_costs,
         presign=presign,
         history=HistoryFacts(store.engine),
+        read_text=read_text,
         dead_letters=dead_letters,
         settings=ApiSettings(
             max_body_bytes=config.max_body_bytes or settings.max_message_bytes,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import signal
 import sys
@@ -27,6 +28,7 @@ from kernel.log_context import bind
 from kernel.settings_support import configure_logging, exit_with
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
+from worker_ami.agent.job_logs import JobLogBuffer, JobLogShipper
 from worker_ami.agent.metrics import WorkerMetrics
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
@@ -132,10 +134,19 @@ async def _serve(settings: WorkerSettings) -> int:
                 settings.metrics_port,
             )
             await health.start()
+        job_logs = JobLogBuffer()
+        logging.getLogger().addHandler(job_logs)
+        shipper = JobLogShipper(job_logs, agent.store, clock)
+        stop = stop_on_signals()
+        shipping = asyncio.create_task(shipper.run(stop))
         try:
             # A drain: running jobs checkpoint at their next step, then the service exits.
-            await service.run(stop_on_signals())
+            await service.run(stop)
         finally:
+            stop.set()
+            await shipping
+            await shipper.flush()  # the jobs' last lines
+            logging.getLogger().removeHandler(job_logs)
             if health is not None:
                 await health.stop()
     return 0

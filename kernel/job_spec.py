@@ -170,6 +170,10 @@ class JobSpec(_Strict):
         assert match is not None
         return match["prefix"]
 
+    def attempt_log(self, attempt: int) -> tuple[str, str]:
+        """(bucket, key) of an attempt's log lines, beside the video (worker_ami/agent/job_logs)."""
+        return attempt_log(self.output, self.job_id, attempt)
+
     def canonical_json(self) -> str:
         """A stable serialisation: equal specs give equal bytes (used for duplicate detection)."""
         return self.model_dump_json(by_alias=True, exclude_none=False)
@@ -229,3 +233,11 @@ def job_json_schema() -> dict[str, Any]:
     schema["$id"] = "https://framefleet.dev/schemas/framefleet.job.v1.json"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
+
+
+def attempt_log(output: str, job_id: str, attempt: int) -> tuple[str, str]:
+    """(bucket, key) of a job's attempt's log, from its `s3://bucket/prefix/` output."""
+    match = S3_URI_RE.match(output)
+    if match is None:
+        raise ValueError(f"not an S3 output: {output[:100]}")
+    return match["bucket"], f"{match['prefix']}{job_id}.attempt-{attempt}.log"

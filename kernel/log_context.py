@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-FIELDS = frozenset({"job_id", "attempt", "worker_id", "instance_id"})
+# `output`: where the job writes (s3://bucket/prefix/); its log is kept there too.
+FIELDS = frozenset({"job_id", "attempt", "output", "worker_id", "instance_id"})
 Ids = dict[str, str | int]
 
 _ids: ContextVar[Ids | None] = ContextVar("framefleet_log_ids", default=None)

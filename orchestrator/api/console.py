@@ -43,6 +43,8 @@ templates.env.filters["cents"] = lambda usd: f"{cents(Decimal(str(usd))):,.2f}"
 COOKIE_SECONDS = 12 * 3600
 LOGIN_BODY_LIMIT = 4096
 QUEUE_ROWS = 50  # a page of the queue
+LOG_BYTES = 256 * 1024  # of each attempt's log, on the job's page
+MAX_LOGGED_ATTEMPTS = 10  # the newest attempts' logs are shown
 LOGIN_CSRF_COOKIE = "framefleet_login_csrf"
 
 
@@ -194,7 +196,27 @@ def _submit_template(newest: dict[str, Any] | None) -> dict[str, Any]:
 @router.get("/jobs/{job_id}")
 def job_page(job_id: str, request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
     job = job_detail(services_, caller, job_id)
-    return page(request, "job.html", caller, job=job, may_cancel=caller.may(Scope.CANCEL))
+    return page(
+        request,
+        "job.html",
+        caller,
+        job=job,
+        logs=attempt_logs(services_, job_id),
+        may_cancel=caller.may(Scope.CANCEL),
+    )
+
+
+def attempt_logs(services_: ApiServices, job_id: str) -> list[tuple[int, str]]:
+    """Each attempt's log lines the worker wrote beside the video (newest attempt last)."""
+    record = services_.store.find(job_id)
+    if record is None or services_.read_text is None:
+        return []
+    logs = []
+    for attempt in range(max(1, record.attempt - MAX_LOGGED_ATTEMPTS + 1), record.attempt + 1):
+        text = services_.read_text(*record.spec.attempt_log(attempt), LOG_BYTES)
+        if text is not None:
+            logs.append((attempt, text))
+    return logs
 
 
 @router.get("/fleet")

@@ -130,5 +130,7 @@ class ApiServices:
     presign: Callable[[str, str, int], str]
     settings: ApiSettings = ApiSettings()
     history: HistoryPort | None = None
+    # (bucket, key, at most bytes) -> the object's text (None: there is none): job logs
+    read_text: Callable[[str, str, int], str | None] | None = None
     # The dead-letter queue's messages, read without taking them (None: no queue configured)
     dead_letters: Callable[[], list[DeadLetterView]] | None = None

@@ -141,3 +141,30 @@ def test_the_queue_a_page_at_a_time_filtered_by_state(page: Page, api: ServedApi
     expect(page).to_have_url(re.compile(r"state=queued"))
     states = page.locator("tr[data-job]").evaluate_all("rows => rows.map(r => r.dataset.state)")
     assert set(states) == {"queued"}
+
+
+def test_a_jobs_page_shows_its_workers_lines_as_text(
+    page: Page, api: ServedApi, moto_endpoint: str, screenshots: Path
+) -> None:
+    job_id = f"logged-{uuid.uuid4().hex[:8]}"
+    api.store.accept_batch([Submission(parse_job(job_dict(job_id), now=None), f"m-{job_id}")])
+    job = api.store.get(job_id)
+    api.store.transition(
+        job_id,
+        JobState.ASSIGNED,
+        expected_version=job.version,
+        actor="test",
+        reason="test",
+        worker_id="i-0bbbbbbbbbbbbbbb1",
+        gpu_index=0,
+    )
+    bucket, key = api.store.get(job_id).spec.attempt_log(1)
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=moto_endpoint)
+    s3.create_bucket(Bucket=bucket)
+    lines = "INFO job started\nINFO <script>document.title='owned'</script> step 3 of 30\n"
+    s3.put_object(Bucket=bucket, Key=key, Body=lines.encode())
+    log_in(page, api.base, api.tokens["console"])
+    page.goto(f"{api.base}/console/jobs/{job_id}")
+    expect(page.locator("#log-1")).to_contain_text("<script>document.title='owned'</script>")
+    assert page.title() != "owned"
+    page.screenshot(path=screenshots / "job-log.png", full_page=True)

@@ -314,7 +314,7 @@ class WorkerService:
         assert command.spec is not None
         assert command.attempt is not None
         spec, attempt = command.spec, command.attempt
-        bind(job_id=spec.job_id, attempt=attempt)  # this task's log lines name the job
+        bind(job_id=spec.job_id, attempt=attempt, output=spec.output)  # (job_logs.py)
         loop = asyncio.get_running_loop()
 
         def progress(step: int) -> None:
