@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -21,7 +21,7 @@ from fastapi.templating import Jinja2Templates
 from kernel.job_state import JobState
 from orchestrator.api.auth import Caller, Scope, caller_of
 from orchestrator.api.fleet_routes import fleet_view, period_bounds
-from orchestrator.api.jobs_routes import job_detail, job_summaries
+from orchestrator.api.jobs_routes import TagFilter, job_detail, job_summaries
 from orchestrator.api.money_groups import GROUPINGS, Grouping, grouped
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import (
@@ -148,15 +148,20 @@ def queue(
     caller: Viewer,
     services_: Services,
     state: JobState | None = None,
+    team: TagFilter = None,
+    project: TagFilter = None,
+    customer: TagFilter = None,
     after: str | None = None,
 ) -> HTMLResponse:
     store = services_.store
     teams = caller.team_list()
     counts = store.count_by_state(teams)
-    # The caller's teams' newest jobs, a page at a time; the submit form starts from the
-    # newest of them.
+    # The caller's teams' newest jobs, a page at a time, filtered as the API filters them;
+    # the submit form starts from the newest of them.
     cursor = decode_cursor(after) if after else None
-    where = JobFilter(states=(state,) if state else (), teams=teams)
+    tags = {"team": team, "project": project, "customer": customer}
+    chosen = {name: value for name, value in tags.items() if value}
+    where = JobFilter((state,) if state else (), tuple(chosen.items()), teams=teams)
     found = store.job_page(where, cursor, QUEUE_ROWS + 1)
     recent = found[:QUEUE_ROWS]
     jobs = job_summaries(services_, recent)
@@ -171,6 +176,8 @@ def queue(
         template=json.dumps(template),
         counts=[(state.value, counts.get(state, 0)) for state in JobState],
         shown_state=state.value if state else None,
+        tags=tags,
+        tag_query=urlencode(chosen),
         older=encode_cursor(recent[-1]) if len(found) > QUEUE_ROWS else None,
         may_submit=caller.may(Scope.SUBMIT),
         may_cancel=caller.may(Scope.CANCEL),

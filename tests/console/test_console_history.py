@@ -141,6 +141,15 @@ def test_the_queue_a_page_at_a_time_filtered_by_state(page: Page, api: ServedApi
     expect(page).to_have_url(re.compile(r"state=queued"))
     states = page.locator("tr[data-job]").evaluate_all("rows => rows.map(r => r.dataset.state)")
     assert set(states) == {"queued"}
+    # Filtered by a tag, as the API filters: only that team's jobs, in every state.
+    team = f"team-{uuid.uuid4().hex[:6]}"
+    tagged = [job_dict(f"{prefix}-t{i}") | {"tags": {"team": team}} for i in range(3)]
+    api.store.accept_batch([Submission(parse_job(j, now=None), f"m-{j['job_id']}") for j in tagged])
+    page.get_by_label("Team").fill(team)
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("tr[data-job]")).to_have_count(3)
+    page.locator("ul.counts").get_by_role("link", name="all").click()
+    expect(page.locator("tr[data-job]")).to_have_count(3)
 
 
 def test_a_jobs_page_shows_its_workers_lines_as_text(
