@@ -10,11 +10,11 @@ from fastapi.responses import HTMLResponse
 
 from kernel.job_state import JobState
 from orchestrator.api.console import Services, Viewer, as_utc, page
+from orchestrator.api.fleet_routes import MAX_PERIOD
 from orchestrator.api.history import charts, history_view
 from orchestrator.api.security import every_team
 
 router = APIRouter(prefix="/console", include_in_schema=False)
-MAX_RANGE = timedelta(days=93)
 DEFAULT_RANGE = timedelta(hours=24)
 
 
@@ -24,7 +24,7 @@ def date_range(
     """The range asked for (naive moments are UTC), the last 24 hours by default."""
     until = as_utc(until) or now
     since = as_utc(since) or until - DEFAULT_RANGE
-    if until <= since or until - since > MAX_RANGE:
+    if until <= since or until - since > MAX_PERIOD:
         raise HTTPException(400, "since must be before until, at most 93 days apart")
     return since, until
 
