@@ -35,14 +35,13 @@ from autoscaler.market.trace import Trace, load_trace
 from framefleet.control_plane import build_store
 from framefleet.demo_finance import finance_report
 from framefleet.demo_outputs import check_resumed, download_videos
-from framefleet.demo_pace import ReplayPacer, hold_reason
+from framefleet.demo_pace import IdleHold, ReplayPacer, hold_reason, spot_work
 from framefleet.demo_producer import demo_jobs
 from framefleet.demo_progress import Progress, view
 from framefleet.demo_report import (
     interruptions,
     judge,
     read_timeline,
-    resumed,
     resumed_from_checkpoint,
 )
 from framefleet.demo_stack import (
@@ -80,9 +79,10 @@ ROOT = Path(".demo")
 OUTPUT = Path("demo-output")
 TIMELINE = ROOT / "timeline.jsonl"
 CONSOLE_TOKEN = ROOT / "console-token"
-# A moment of the V100 trace when every us-east-1 zone has spot capacity and loses it a few
-# times within the next three hours (tick 9090 of the whole trace).
-DEFAULT_MOMENT = datetime(2023, 3, 7, 12, 22, 30, tzinfo=UTC)
+# A moment of the V100 trace when the spot zones have capacity and lose it within half an hour
+# (seven or eight ticks), then get it back within minutes (tick 9108 of the whole trace): with
+# the market held until spot workers work, the first loss finds jobs running there.
+DEFAULT_MOMENT = datetime(2023, 3, 7, 13, 21, tzinfo=UTC)
 log = logging.getLogger("framefleet.demo")
 
 
@@ -137,6 +137,7 @@ class DemoRun:
     trace: Trace
     replay: ReplayClock
     pacer: ReplayPacer
+    idle: IdleHold
     started: datetime
     api_port: int
     costs: CostSettings
@@ -163,6 +164,7 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
         assert settings.replay.pace_file is not None
         replay = settings.replay.clock()
         pacer = ReplayPacer(PaceFile(settings.replay.pace_file), replay, SystemClock())
+        pacer.hold_from_the_start("the fleet is starting")
         # One set of books: the demo reads the store on the wall clock, as the console does.
         store = build_store(settings, SystemClock())
         _console_token(store)
@@ -175,6 +177,7 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
             trace,
             replay,
             pacer,
+            IdleHold(),
             epoch,
             options.api_port,
             settings.costs.ledger(),
@@ -262,7 +265,9 @@ async def _watch(
         now = datetime.now(UTC)
         jobs = [j for j in run.store.list_jobs() if j.job_id in wanted]
         # The market waits for the fleet: the pace every replay clock of the demo reads.
-        run.pacer.update(hold_reason(run.store.instance_lives(run.started, now), jobs, now))
+        lives = run.store.instance_lives(run.started, now)
+        idle = run.idle.reason(spot_work(lives, jobs), now)
+        run.pacer.update(hold_reason(lives, jobs, now) or idle)
         found = ec2.describe_instances(
             Filters=[
                 {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET_ID]},
@@ -306,15 +311,16 @@ async def _the_end(run: DemoRun, console: Console) -> int:
     verdict = judge(run.expected, records, histories, ended)
     done = [records[job_id] for job_id in verdict.succeeded]
     videos = download_videos(run.aws.endpoint, done, OUTPUT)
-    again = [record for record in done if resumed(histories[record.job_id])]
-    console.print(f"rendering {len(again)} resumed job(s) again without interruption ...")
-    checks = await check_resumed(run.aws.endpoint, run.registry, ROOT, again, videos)
+    # The jobs that went on from a checkpoint on another instance: each is rendered again
+    # without interruption, and the two videos must be the same bytes.
+    went_on = [r for r in done if resumed_from_checkpoint(run.store.attempts_of(r.job_id))]
+    console.print(f"rendering {len(went_on)} resumed job(s) again without interruption ...")
+    checks = await check_resumed(run.aws.endpoint, run.registry, ROOT, went_on, videos)
     sqs = boto3.client("sqs", region_name=REGION, endpoint_url=run.aws.endpoint)
     dead = [letter.reason for letter in peek_dead_letters(sqs, run.aws.dead_letter_url)]
     console.print(timeline_table(timeline, histories, run.started))
     if checks:
         console.print(resume_table(checks))
-    went_on = [j for j in records if resumed_from_checkpoint(run.store.attempts_of(j))]
     facts = RunFacts(
         verdict,
         interruptions(timeline),

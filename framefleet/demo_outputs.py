@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
+from botocore.config import Config
 
 from framefleet.demo_report import reference_spec, sha256_of
 from framefleet.demo_sheets import contact_sheet, twin_strip
@@ -22,7 +23,9 @@ from worker_ami.agent.settings import WorkerSettings
 
 
 def _download(endpoint: str, spec: JobSpec, target: Path) -> Path:
-    s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+    # The demo's own reading, not a product role's (its transfer threads carry no frame).
+    setup = Config(user_agent_extra="framefleet/setup")
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint, config=setup)
     target.parent.mkdir(parents=True, exist_ok=True)
     s3.download_file(spec.output_bucket, f"{spec.output_prefix}{spec.job_id}.mp4", str(target))
     return target

@@ -2,10 +2,13 @@
 
 At 240x a zone's spot capacity lasts a few wall seconds: less than a worker on a loaded laptop
 needs to start, say hello and load its model. Run on the wall clock alone, every interruption
-hit a booting worker and the demo never showed a checkpoint and a resume. So the replay is held
-while some instance boots (launched, its worker not yet said hello) or some job was given to a
-worker that has not started it; it runs while the fleet works. A hold never outlasts its bound,
-so a worker that never comes up cannot stop the market."""
+hit a booting worker and the demo never showed a checkpoint and a resume; with short jobs, the
+market ran its capacity changes while nothing ran on spot and no job was interrupted. So the
+replay is held while some instance boots (launched, its worker not yet said hello), while some
+job was given to a worker that has not started it, and while no job runs on a spot instance:
+the market moves while spot workers work, the only time its changes tell a story. Every hold
+has a bound, so a worker that never comes up, or jobs waiting for capacity the held market
+would never bring, cannot stop it."""
 
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from datetime import datetime, timedelta
 
 from kernel.clock import Clock
 from kernel.job_record import JobRecord
-from kernel.job_state import JobState
+from kernel.job_state import ACTIVE_STATES, JobState
+from kernel.market import Market
 from kernel.replay_clock import Pace, PaceFile, ReplayClock
 from orchestrator.store.cost_facts import InstanceLife
 
@@ -24,6 +28,32 @@ from orchestrator.store.cost_facts import InstanceLife
 class HoldBounds:
     boot: timedelta = timedelta(seconds=90)  # an instance is booting at most this long
     start: timedelta = timedelta(seconds=60)  # a job given to a worker, not yet started
+    idle: timedelta = timedelta(seconds=45)  # no job on spot: the market waits this long
+
+
+def spot_work(lives: Sequence[InstanceLife], jobs: Sequence[JobRecord]) -> bool:
+    """Whether some job runs on a live spot instance (the work an interruption would hit)."""
+    spot = {
+        life.instance_id for life in lives if life.ended_at is None and life.pool[2] is Market.SPOT
+    }
+    return any(job.state in ACTIVE_STATES and job.worker_id in spot for job in jobs)
+
+
+@dataclass
+class IdleHold:
+    """Holds the market while no job runs on spot, for at most `bound` at a time: then it
+    runs (capacity the jobs wait for may come back) until spot work starts again."""
+
+    bound: timedelta = HoldBounds.idle
+    since: datetime | None = None
+
+    def reason(self, working: bool, now: datetime) -> str | None:
+        if working:
+            self.since = None
+            return None
+        if self.since is None:
+            self.since = now
+        return "no job runs on spot" if now - self.since < self.bound else None
 
 
 def hold_reason(
@@ -56,6 +86,11 @@ class ReplayPacer:
         self._file, self._replay, self._wall = pace_file, replay, wall
         self.held_seconds = 0.0  # wall seconds the market stood still for the fleet
         self._held_since: datetime | None = None
+
+    def hold_from_the_start(self, why: str) -> None:
+        """Before any process reads the pace: the market waits from its first moment."""
+        self._held_since = self._replay.epoch
+        self._file.write(Pace(self._replay.epoch, self._replay.trace_start, False, why))
 
     @property
     def why(self) -> str:

@@ -67,7 +67,7 @@ def demo_jobs(count: int, seed: int, start: datetime, over_seconds: float) -> li
             "height": 128,
             "num_frames": 17,
             "fps": 8,
-            "steps": rng.choice([24, 32, 40]),
+            "steps": rng.choice([16, 24, 32]),
             "guidance": 5.0,
             "seed": rng.randrange(2**31),
             "priority": priority,

@@ -84,7 +84,10 @@ def summary_table(facts: RunFacts) -> Table:
         ),
         ("malformed messages dead-lettered", _reasons(facts.dead_letters)),
         ("videos in demo-output/ (random weights: noise)", str(facts.videos)),
-        ("market held while the fleet booted", f"{facts.held_seconds:.0f} s of wall time"),
+        (
+            "market held for the fleet (booting, starting, no spot work)",
+            f"{facts.held_seconds:.0f} s of wall time",
+        ),
         (
             "cost (the ledger: the instances' wall-clock hours at the trace's prices)",
             f"{usd(cost.total)} for {cost.instances} instances",

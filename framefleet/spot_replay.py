@@ -107,14 +107,23 @@ class SpotReplay:
         lost = self.zones_lost()
         if not lost:
             return
-        for instance in live.values():
-            if (
-                instance.pool.market is Market.SPOT
-                and instance.pool.availability_zone in lost
-                and instance.instance_id not in self._reclaimed
-            ):
-                self._reclaimed.add(instance.instance_id)
-                await self._reclaim(instance)
+        taken = [
+            instance
+            for instance in live.values()
+            if instance.pool.market is Market.SPOT
+            and instance.pool.availability_zone in lost
+            and instance.instance_id not in self._reclaimed
+        ]
+        working = {i.instance_id: await self._running_a_job(i.instance_id) for i in taken}
+        # Those at work first: the zone's first notice goes to a job, the silent one after.
+        for instance in sorted(taken, key=lambda i: not working[i.instance_id]):
+            self._reclaimed.add(instance.instance_id)
+            await self._reclaim(instance, working[instance.instance_id])
+
+    async def _running_a_job(self, instance_id: str) -> bool:
+        if self._busy is None:
+            return True
+        return await asyncio.to_thread(self._busy.running_a_job, instance_id)
 
     def _silent(self, busy: bool) -> bool:
         every = self.settings.silent_every
@@ -126,11 +135,8 @@ class SpotReplay:
         self._after_first += 1
         return self._after_first % every == 1
 
-    async def _reclaim(self, instance: ObservedInstance) -> None:
+    async def _reclaim(self, instance: ObservedInstance, busy: bool) -> None:
         self.interruptions += 1
-        busy = self._busy is None or await asyncio.to_thread(
-            self._busy.running_a_job, instance.instance_id
-        )
         timeline = self._fleet.timeline
         if self._silent(busy):
             timeline.write("spot_reclaimed", instance, notice=False, busy=busy)

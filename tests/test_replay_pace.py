@@ -22,7 +22,7 @@ from kernel.market import Market
 from kernel.replay_clock import Pace, PaceFile, ReplayClock
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
 from tests.support import job_dict
-from tests.test_trace_replay import DOWN, UP, RecordedEvents, launch, trace
+from tests.test_trace_replay import UP, RecordedEvents, launch, trace
 
 START = datetime(2023, 3, 1, tzinfo=UTC)
 SPEED = 100.0
@@ -121,30 +121,36 @@ async def test_the_first_worker_reclaimed_at_work_gets_a_notice_the_silent_ones_
     wall = FakeClock()
     replay = ReplayClock(START, wall.now(), SPEED, wall)
     ec2 = FakeEc2(wall)
-    idle = (await ec2.launch(launch((DOWN,)))).instances[0].instance_id
+    # Three spot instances in the zone that loses its capacity at tick 2; two of them at work.
+    idle = (await ec2.launch(launch((UP,)))).instances[0].instance_id
     working = [(await ec2.launch(launch((UP,)))).instances[0].instance_id for _ in range(2)]
     timeline = Timeline(tmp_path / "timeline.jsonl", wall)
     fleet = LocalFleet(ec2, LocalFleetSettings("demo", tmp_path, timeline.path), wall, timeline)
+    busy = Busy(set(working))
     spot = SpotReplay(
-        fleet,
-        ec2,
-        RecordedEvents(),
-        trace(),
-        replay,
-        wall,
-        ReplaySettings(4.0, 3),
-        Busy(set(working)),
+        fleet, ec2, RecordedEvents(), trace(), replay, wall, ReplaySettings(4.0, 3), busy
     )
-    live = {i.instance_id: i for i in await ec2.describe("demo")}
-    # An idle instance reclaimed first: its notice is not the story's, and the next is no
-    # silent one. Then the working pair: the first gets notice, the second none.
-    for instance_id in (idle, *working):
-        await spot._reclaim(live[instance_id])
-    silent = [
-        e for e in read_timeline(timeline.path) if e["kind"] == "spot_reclaimed" and not e["notice"]
-    ]
-    notices = [e for e in read_timeline(timeline.path) if e["kind"] == "spot_notice"]
-    assert [(e["instance_id"], e["busy"]) for e in notices] == [(idle, False), (working[0], True)]
-    assert [(e["instance_id"], e["busy"]) for e in silent] == [(working[1], True)]
+    for _ in range(3):  # ticks 0, 1, 2
+        await spot.on_poll({i.instance_id: i for i in await ec2.describe("demo")})
+        wall.advance(1)
     await spot.notices_run_out()
+    entries = read_timeline(timeline.path)
+    notices = [(e["instance_id"], e["busy"]) for e in entries if e["kind"] == "spot_notice"]
+    silent = [
+        (e["instance_id"], e["busy"])
+        for e in entries
+        if e["kind"] == "spot_reclaimed" and not e["notice"]
+    ]
+    # The idle one was listed first; those at work go first: the first gets its notice and
+    # checkpoints, the next dies without one, the idle one gets a notice.
+    assert notices == [(working[0], True), (idle, False)]
+    assert silent == [(working[1], True)]
     assert spot.interruptions == 3
+
+
+def test_the_market_can_wait_from_its_first_moment(tmp_path: Path) -> None:
+    wall = FakeClock()
+    demo, autoscaler = clocks(tmp_path, wall)
+    ReplayPacer(PaceFile(tmp_path / "pace"), demo, wall).hold_from_the_start("starting")
+    wall.advance(30)
+    assert demo.now() == autoscaler.now() == START
