@@ -33,7 +33,7 @@ from orchestrator.api.security import (
     services,
 )
 from orchestrator.api.views import costs_view, decode_cursor, encode_cursor
-from orchestrator.costs.money import cents
+from orchestrator.costs.money import apportion, cents
 from orchestrator.store.job_pages import JobFilter
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -208,6 +208,10 @@ def job_page(job_id: str, request: Request, caller: Viewer, services_: Services)
         "job.html",
         caller,
         job=job,
+        # Each category in cents, adding up to the total's cents (largest remainder).
+        cost_cents=apportion({k: Decimal(v) for k, v in job.cost.by_category.items()})
+        if job.cost
+        else {},
         logs=attempt_logs(services_, job_id),
         may_cancel=caller.may(Scope.CANCEL),
     )
