@@ -135,11 +135,6 @@ def resumed_from_checkpoint(attempts: Sequence[AttemptSpan]) -> bool:
     )
 
 
-def resumed(history: Sequence[JobEvent]) -> bool:
-    """A job that lost a worker (interruption, drain or silent death) and ran again."""
-    return any(e.to_state is JobState.ASSIGNED and e.attempt > 1 for e in history)
-
-
 @dataclass(frozen=True)
 class TimelineRow:
     at: datetime

@@ -10,11 +10,12 @@ from pathlib import Path
 import tomli_w
 
 from framefleet.demo_producer import demo_jobs
-from framefleet.demo_report import judge, resumed
+from framefleet.demo_report import judge, resumed_from_checkpoint
 from framefleet.settings import Settings
 from kernel.job_record import JobEvent, JobRecord
-from kernel.job_spec import parse_job
+from kernel.job_spec import CostTags, parse_job
 from kernel.job_state import JobState
+from orchestrator.store.cost_facts import AttemptSpan
 
 NOW = datetime(2026, 12, 3, 12, tzinfo=UTC)
 
@@ -63,9 +64,28 @@ def test_every_way_a_job_can_go_wrong_fails_the_run() -> None:
     assert not judge(["stuck"], records, histories, end).ok
 
 
-def test_a_job_that_ran_again_is_resumed() -> None:
-    assert resumed([event("j", JobState.ASSIGNED, NOW), event("j", JobState.ASSIGNED, NOW, 2)])
-    assert not resumed([event("j", JobState.ASSIGNED, NOW)])
+def span(attempt: int, instance_id: str, checkpointed: bool) -> AttemptSpan:
+    return AttemptSpan(
+        "j",
+        attempt,
+        instance_id,
+        0,
+        NOW,
+        NOW,
+        "preempted",
+        0.0,
+        0.0,
+        int(checkpointed),
+        NOW if checkpointed else None,
+        CostTags(),
+        2.0,
+    )
+
+
+def test_a_job_went_on_from_a_checkpoint_only_on_another_instance() -> None:
+    assert resumed_from_checkpoint([span(2, "i-2", False), span(1, "i-1", True)])
+    assert not resumed_from_checkpoint([span(1, "i-1", False), span(2, "i-2", False)])
+    assert not resumed_from_checkpoint([span(1, "i-1", True), span(2, "i-1", False)])
 
 
 def test_the_settings_file_reads_back_as_written(tmp_path: Path) -> None:
