@@ -22,6 +22,7 @@ from kernel.job_state import JobState
 from orchestrator.api.auth import Caller, Scope, caller_of
 from orchestrator.api.fleet_routes import fleet_view, period_bounds
 from orchestrator.api.jobs_routes import TagFilter, job_detail, job_summaries
+from orchestrator.api.models import JobDetail
 from orchestrator.api.money_groups import GROUPINGS, Grouping, grouped
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import (
@@ -212,19 +213,18 @@ def job_page(job_id: str, request: Request, caller: Viewer, services_: Services)
         cost_cents=apportion({k: Decimal(v) for k, v in job.cost.by_category.items()})
         if job.cost
         else {},
-        logs=attempt_logs(services_, job_id),
+        logs=attempt_logs(services_, job),
         may_cancel=caller.may(Scope.CANCEL),
     )
 
 
-def attempt_logs(services_: ApiServices, job_id: str) -> list[tuple[int, str]]:
+def attempt_logs(services_: ApiServices, job: JobDetail) -> list[tuple[int, str]]:
     """Each attempt's log lines the worker wrote beside the video (newest attempt last)."""
-    record = services_.store.find(job_id)
-    if record is None or services_.read_text is None:
+    if services_.read_text is None:
         return []
     logs = []
-    for attempt in range(max(1, record.attempt - MAX_LOGGED_ATTEMPTS + 1), record.attempt + 1):
-        text = services_.read_text(*record.spec.attempt_log(attempt), LOG_BYTES)
+    for attempt in range(max(1, job.attempt - MAX_LOGGED_ATTEMPTS + 1), job.attempt + 1):
+        text = services_.read_text(*job.spec.attempt_log(attempt), LOG_BYTES)
         if text is not None:
             logs.append((attempt, text))
     return logs

@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse
 
 from kernel.job_state import JobState
 from orchestrator.api.console import Services, Viewer, as_utc, page
-from orchestrator.api.fleet_routes import MAX_PERIOD
+from orchestrator.api.fleet_routes import checked_range
 from orchestrator.api.history import charts, history_view
 from orchestrator.api.security import every_team
 
@@ -23,10 +23,7 @@ def date_range(
 ) -> tuple[datetime, datetime]:
     """The range asked for (naive moments are UTC), the last 24 hours by default."""
     until = as_utc(until) or now
-    since = as_utc(since) or until - DEFAULT_RANGE
-    if until <= since or until - since > MAX_PERIOD:
-        raise HTTPException(400, "since must be before until, at most 93 days apart")
-    return since, until
+    return checked_range(as_utc(since) or until - DEFAULT_RANGE, until)
 
 
 @router.get("/history")

@@ -55,7 +55,11 @@ def period_bounds(
     if since is None:
         current = period_containing(period, now)
         since, until = current.since, min(current.until, now)
-    until = until or now
+    return checked_range(since, until or now)
+
+
+def checked_range(since: datetime, until: datetime) -> tuple[datetime, datetime]:
+    """A range the API and the console read: `since` before `until`, at most 93 days."""
     if until <= since or until - since > MAX_PERIOD:
         raise HTTPException(400, "since must be before until, at most 93 days apart")
     return since, until

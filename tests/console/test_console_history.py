@@ -15,6 +15,7 @@ from pathlib import Path
 import boto3
 from playwright.sync_api import Page, expect
 
+from kernel.clock import FakeClock
 from kernel.fleet_facts import GpuFault, GpuFaultKind, InstanceSeen, PriceSeen
 from kernel.instance_state import InstanceState
 from kernel.job_record import Submission
@@ -24,6 +25,7 @@ from kernel.market import Market
 from tests.api.served import ServedApi
 from tests.conftest import REGION
 from tests.console.test_console import log_in
+from tests.costs.support import FleetHistory
 from tests.support import job_dict
 
 G5 = "g5.xlarge"
@@ -156,17 +158,9 @@ def test_a_jobs_page_shows_its_workers_lines_as_text(
     page: Page, api: ServedApi, moto_endpoint: str, screenshots: Path
 ) -> None:
     job_id = f"logged-{uuid.uuid4().hex[:8]}"
-    api.store.accept_batch([Submission(parse_job(job_dict(job_id), now=None), f"m-{job_id}")])
-    job = api.store.get(job_id)
-    api.store.transition(
-        job_id,
-        JobState.ASSIGNED,
-        expected_version=job.version,
-        actor="test",
-        reason="test",
-        worker_id="i-0bbbbbbbbbbbbbbb1",
-        gpu_index=0,
-    )
+    fleet = FleetHistory(api.store, FakeClock())
+    fleet.submit(job_id)
+    fleet.assign(job_id, "i-0bbbbbbbbbbbbbbb1")
     bucket, key = api.store.get(job_id).spec.attempt_log(1)
     s3 = boto3.client("s3", region_name=REGION, endpoint_url=moto_endpoint)
     s3.create_bucket(Bucket=bucket)
