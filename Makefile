@@ -28,14 +28,14 @@ typecheck: $(VENV)/.dev-installed
 # After the suite: every AWS action it saw the code call against infra/'s IAM policies.
 unit: $(VENV)/.dev-installed
 	$(BIN)/pytest -n 2 --dist worksteal --durations=10
-	$(BIN)/python -m tests.iam_check .aws-actions.jsonl
+	$(BIN)/python -m tests.support.iam_check .aws-actions.jsonl
 
 # `make demo` on a loaded machine: both cores kept busy by two loops, five minutes at most
 # (tests/test_demo.py). Alone, after the suite; every AWS call its processes make must be
 # granted by infra/'s IAM policies, as the suite's are.
 demo-loaded: $(VENV)/.dev-installed
 	FRAMEFLEET_AWS_ACTIONS_LOG=$(CURDIR)/.aws-actions-demo.jsonl $(BIN)/pytest -m loaded_machine tests/test_demo.py
-	$(BIN)/python -m tests.iam_check --calls-only .aws-actions-demo.jsonl
+	$(BIN)/python -m tests.support.iam_check --calls-only .aws-actions-demo.jsonl
 
 # The console's browser tests (Playwright driving Debian's Chromium), in a pytest of their own:
 # Playwright's sync API keeps an event loop running in its process while the browser lives,

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kernel.local_ports import free_port
+from framefleet.local_ports import free_port
 
 RESULTS_DIR = Path(__file__).parent / "results"
 

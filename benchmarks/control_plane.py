@@ -29,15 +29,15 @@ from rich.table import Table
 from sqlalchemy import create_engine, text
 
 from benchmarks.common import write_result
+from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
-from kernel.local_ports import free_port
-from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
+from tests.support.mosquitto import LocalMosquitto
 
 NOW = datetime.now(UTC)
 

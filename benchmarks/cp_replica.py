@@ -15,8 +15,8 @@ import resource
 import time
 from pathlib import Path
 
+from framefleet.heap import settle_heap
 from kernel.clock import SystemClock, stop_on_signals
-from kernel.heap import settle_heap
 from kernel.mqtt_link import LinkSettings, MqttLink
 from orchestrator.control.budgets import MessageBudget, Verdict
 from orchestrator.control.leadership import Leadership

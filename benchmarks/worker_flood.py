@@ -31,12 +31,12 @@ from rich.table import Table
 
 from benchmarks.common import write_result
 from benchmarks.control_plane import bench_submission
+from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
-from kernel.local_ports import free_port
-from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
+from tests.support.mosquitto import LocalMosquitto
 
 SHIPPED_BROKER = Path(__file__).parent.parent / "infra" / "mosquitto" / "mosquitto.conf"
 FLOODER = "i-0f100d0000000000f"

@@ -47,11 +47,11 @@ from autoscaler.snapshot import InstanceView, JobDemand, Plan, PlanInput, Purcha
 from autoscaler.throughput import ThroughputModel, step_time_prior
 from autoscaler.wait_notes import WaitNotes
 from framefleet.control_plane import build_store
+from framefleet.health_server import HealthServer
+from framefleet.heap import settle_heap
 from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError, JobValidationError
-from kernel.health_server import HealthServer
-from kernel.heap import settle_heap
 from kernel.job_spec import parse_job
 from kernel.market import Market
 from kernel.step_time import KNOWN_MODELS, Architecture

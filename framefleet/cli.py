@@ -30,6 +30,7 @@ from framefleet.costs_cli import job_costs
 from framefleet.costs_cli import run_command as run_costs_command
 from framefleet.fleet_cli import add_commands as add_fleet_commands
 from framefleet.fleet_cli import run_command as run_fleet_command
+from framefleet.heap import settle_heap
 from framefleet.jobs_output import JobsOutput, print_jobs
 from framefleet.settings import Settings, load_settings
 from framefleet.simulate_cli import add_commands as add_simulate_commands
@@ -38,7 +39,6 @@ from framefleet.tokens_cli import add_commands as add_token_commands
 from framefleet.tokens_cli import run_command as run_token_commands
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError
-from kernel.heap import settle_heap
 from kernel.job_spec import job_json_schema
 from kernel.job_state import ACTIVE_STATES, JobState
 from kernel.outside_text import printable

@@ -19,9 +19,9 @@ import boto3
 from aiobotocore.config import AioConfig
 from prometheus_client import CollectorRegistry
 
+from framefleet.health_server import HealthServer, ReadinessCheck
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
-from kernel.health_server import HealthServer, ReadinessCheck
 from kernel.mqtt_link import LinkSettings, MqttLink
 from orchestrator.aws.ses import SesSender
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue, queue_depth

@@ -64,10 +64,10 @@ from framefleet.demo_tables import (
     summary_table,
     timeline_table,
 )
+from framefleet.local_ports import free_port
 from framefleet.settings import load_settings
 from kernel.clock import SystemClock
 from kernel.errors import ConfigurationError
-from kernel.local_ports import free_port
 from kernel.replay_clock import PaceFile, ReplayClock
 from kernel.settings_support import exit_with
 from orchestrator.api.auth import Scope, create_token

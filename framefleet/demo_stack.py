@@ -26,7 +26,7 @@ from amqtt.broker import Broker
 from moto.server import ThreadedMotoServer
 
 from framefleet.demo_producer import DEMO_MODEL, OUTPUT_BUCKET
-from kernel.local_ports import free_port
+from framefleet.local_ports import free_port
 from orchestrator.interruptions.events import REBALANCE, SPOT_WARNING, STATE_CHANGE
 from worker_ami.agent.model_cache import publish_model
 from worker_ami.agent.object_store import S3ObjectStore, s3_client

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from framefleet.health_server import HealthServer, ReadinessCheck
 from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock, stop_on_signals
-from kernel.health_server import HealthServer, ReadinessCheck
 from kernel.job_spec import JobSpec, parse_job
 from kernel.log_context import bind
 from kernel.settings_support import configure_logging, exit_with

@@ -15,13 +15,13 @@ import pytest
 from moto.server import ThreadedMotoServer
 from sqlalchemy import create_engine, text
 
+from framefleet.local_ports import free_port
 from kernel.clock import FakeClock
-from kernel.local_ports import free_port
-from kernel.mosquitto import LocalMosquitto
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.aws_actions import LOG_ENV, install
+from tests.support.aws_actions import LOG_ENV, install
+from tests.support.mosquitto import LocalMosquitto
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -31,8 +31,9 @@ os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
-# Every AWS call the code makes is recorded with its process role (tests/aws_actions.py); after
-# the suite, tests/iam_check.py holds infra/'s IAM policies to it.
+# Every AWS call the code makes is recorded with its process role
+# (tests/support/aws_actions.py); after the suite, tests/support/iam_check.py holds infra/'s IAM
+# policies to it.
 AWS_ACTIONS = Path(__file__).parents[1] / ".aws-actions.jsonl"
 
 

@@ -17,7 +17,8 @@ from autoscaler.metrics import AutoscalerMetrics
 from orchestrator.control.plane_metrics import PlaneMetrics
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.interruptions.loop import InterruptionMetrics
-from tests.terraform_support import INFRA, console, infra_copy, init
+from tests.support.paths import INFRA
+from tests.support.terraform_support import console, infra_copy, init
 from tests.test_task_filesystem import SERVICE_VARIABLES
 from worker_ami.agent.metrics import WorkerMetrics
 from worker_ami.agent.telemetry import NvmlUnavailable

@@ -29,7 +29,7 @@ from orchestrator.control.settings import ControlSettings
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import KeptDeadLetters, MemoryLink
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 # On EC2 a worker is its instance (orchestrator.control.identity): named by its instance id.

@@ -38,7 +38,7 @@ from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from simulator.fakes import MemoryLink
 from tests.autoscaler.test_loop import TRACES, autoscaler
-from tests.support import assignment, job_dict
+from tests.support.jobs import assignment, job_dict
 from tests.test_authorised_events import plane_in_memory
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.parts import WorkerParts

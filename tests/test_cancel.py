@@ -13,7 +13,7 @@ from orchestrator.control.cancel import cancel_job
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_authorised_events import OWNER, event, hello, plane_in_memory
 from tests.test_cli import framefleet
 

@@ -20,7 +20,7 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.conftest import REGION, Queues
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

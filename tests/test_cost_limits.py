@@ -23,7 +23,7 @@ from orchestrator.store.job_store import JobStore
 from simulator.fakes import MemoryLink
 from tests.autoscaler.paces import linear_pace
 from tests.autoscaler.test_policy import MARKET, NOW, SETTINGS, job
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_authorised_events import OWNER, hello
 from tests.test_instance_record import started
 

@@ -17,7 +17,7 @@ from orchestrator.control.scheduling_view import QueueReads
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_authorised_events import OWNER, WORKERS, event, hello, plane_in_memory
 
 BACKLOG = 300  # more than the 200 jobs a tick reads when few GPUs are free

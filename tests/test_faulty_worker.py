@@ -27,7 +27,7 @@ from orchestrator.control.service import ControlPlaneService
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
 from orchestrator.store.job_store import JobStore
-from tests.support import assignment, job_dict
+from tests.support.jobs import assignment, job_dict
 from tests.test_authorised_events import NOW, WORKERS, event, placed, plane_in_memory
 from tests.test_bounded_memory import InstantRunner, NoNvml
 from worker_ami.agent.object_store import S3ObjectStore

@@ -21,8 +21,9 @@ from kernel.worker_protocol import Channel, EventKind, Heartbeat, WorkerEvent, t
 from orchestrator.control.settings import ControlSettings
 from orchestrator.store.engine import make_engine
 from orchestrator.store.migrate import upgrade_to_head
-from tests.acl_broker import CONTROL_PLANE, acl_broker, as_worker, plane_on_broker
-from tests.support import async_wait_until, job_dict
+from tests.support.acl_broker import CONTROL_PLANE, acl_broker, as_worker, plane_on_broker
+from tests.support.jobs import job_dict
+from tests.support.waits import async_wait_until
 from tests.test_authorised_events import FORGERIES, NOW, OTHER, OWNER, event, hello
 
 PASSWORDS = {CONTROL_PLANE: "cp-secret", OWNER: "owner-secret", OTHER: "other-secret"}

@@ -12,12 +12,13 @@ import aiohttp
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from kernel.health_server import HealthServer
-from kernel.local_ports import free_port
-from kernel.mosquitto import LocalMosquitto
+from framefleet.health_server import HealthServer
+from framefleet.local_ports import free_port
 from orchestrator.control.cancel import cancel_job
 from tests.conftest import Queues
-from tests.support import async_wait_until, job_dict
+from tests.support.jobs import job_dict
+from tests.support.mosquitto import LocalMosquitto
+from tests.support.waits import async_wait_until
 from tests.test_intake import running, send, settings_for
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import sys
 
 def test_a_settled_heap_is_frozen_and_collects_young_objects_less_often() -> None:
     probe = (
-        "import gc, json; from kernel.heap import settle_heap, YOUNG_THRESHOLD; "
+        "import gc, json; from framefleet.heap import settle_heap, YOUNG_THRESHOLD; "
         "before = gc.get_freeze_count(); settle_heap(); "
         "print(json.dumps([before, gc.get_freeze_count(), gc.get_threshold()[0], YOUNG_THRESHOLD]))"
     )

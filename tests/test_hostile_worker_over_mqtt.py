@@ -35,8 +35,9 @@ from orchestrator.control.settings import ControlSettings
 from orchestrator.scheduling.worker_health import WorkerHealth
 from orchestrator.store.engine import make_engine
 from orchestrator.store.migrate import upgrade_to_head
-from tests.acl_broker import CONTROL_PLANE, acl_broker, as_worker, plane_on_broker
-from tests.support import async_wait_until, job_dict
+from tests.support.acl_broker import CONTROL_PLANE, acl_broker, as_worker, plane_on_broker
+from tests.support.jobs import job_dict
+from tests.support.waits import async_wait_until
 from tests.test_authorised_events import event
 
 HEALTHY, HOSTILE = "i-0aaaaaaaaaaaaaaa1", "i-0bbbbbbbbbbbbbbb2"

@@ -13,7 +13,7 @@ from typing import Any
 
 import hcl2
 
-from tests.terraform_support import INFRA
+from tests.support.paths import INFRA
 
 TF_FILES = sorted(INFRA.rglob("*.tf"))
 

@@ -13,7 +13,7 @@ from kernel.worker_protocol import Channel, EventKind, topic
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_authorised_events import WORKERS, event, hello, plane_in_memory
 
 

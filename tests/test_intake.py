@@ -26,7 +26,8 @@ from orchestrator.aws.dead_letters import peek_dead_letters
 from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.store.job_store import JobStore
 from tests.conftest import Queues
-from tests.support import async_wait_until, job_dict
+from tests.support.jobs import job_dict
+from tests.support.waits import async_wait_until
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -18,7 +18,8 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.conftest import Queues
-from tests.support import job_dict, wait_until
+from tests.support.jobs import job_dict
+from tests.support.waits import wait_until
 from tests.test_intake import queue_is_empty, send
 
 if TYPE_CHECKING:

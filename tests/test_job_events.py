@@ -26,7 +26,7 @@ from orchestrator.control.job_events import (
 from orchestrator.control.scheduling_view import pending_jobs
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.store.job_store import JobStore
-from tests.support import apply_decision, job_dict
+from tests.support.jobs import apply_decision, job_dict
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 CHECKPOINT = "checkpoints/j/1/000005/manifest.json"

@@ -12,7 +12,7 @@ from kernel.job_spec import JOB_SCHEMA_TAG, job_json_schema, parse_job
 from orchestrator.client import submit_job
 from orchestrator.intake.decode import decode_message
 from orchestrator.intake.ports import ReceivedMessage
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SCHEMA_FILE = Path(__file__).parent.parent / "docs" / "job.schema.json"

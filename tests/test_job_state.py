@@ -9,7 +9,7 @@ from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JOB_TRANSITIONS, JobState, check_transition
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 ALL_PAIRS = list(itertools.product(JobState, JobState))
 ILLEGAL = [(a, b) for a, b in ALL_PAIRS if b not in JOB_TRANSITIONS[a]]

@@ -16,7 +16,7 @@ from kernel.job_state import JobState
 from kernel.market import Market
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.leases import NotLeader
-from tests.support import wait_until
+from tests.support.waits import wait_until
 from tests.test_store import submission
 
 TTL = timedelta(seconds=10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from kernel.local_ports import _ephemeral_floor, free_port
+from framefleet.local_ports import _ephemeral_floor, free_port
 
 
 def test_a_free_port_is_bindable_and_below_the_ephemeral_range() -> None:

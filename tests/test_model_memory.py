@@ -15,7 +15,7 @@ from kernel.model_memory import BUILT_IN, gpu_need_gib, resolution_class
 from kernel.precision import Dtype
 from orchestrator.control.scheduling_view import pending_jobs
 from orchestrator.scheduling.registry import WorkerRegistry
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 WAN_14B_480P = {"model": "wan/wan2.1-t2v-14b", "width": 832, "height": 480, "num_frames": 81}

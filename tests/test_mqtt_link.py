@@ -11,9 +11,9 @@ from contextlib import asynccontextmanager
 import pytest
 
 from kernel.clock import FakeClock, SystemClock
-from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink, NotConnected
-from tests.support import async_wait_until
+from tests.support.mosquitto import LocalMosquitto
+from tests.support.waits import async_wait_until
 
 
 class Inbox:

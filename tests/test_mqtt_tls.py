@@ -17,11 +17,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
-from kernel.local_ports import free_port
-from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink
-from tests.support import async_wait_until
+from tests.support.mosquitto import LocalMosquitto
+from tests.support.waits import async_wait_until
 
 
 def certificates(folder: Path) -> tuple[Path, Path, Path]:

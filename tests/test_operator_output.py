@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from framefleet.local_ports import free_port
 from framefleet.settings import Settings
-from kernel.local_ports import free_port
 from kernel.outside_text import printable
 from kernel.settings_support import configure_logging
 from tests.conftest import Queues

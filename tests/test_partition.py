@@ -19,7 +19,7 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.leases import NotLeader
 from orchestrator.store.migrate import upgrade_to_head
-from tests.support import async_wait_until
+from tests.support.waits import async_wait_until
 from tests.test_store import submission
 
 TTL = timedelta(seconds=4)

@@ -23,7 +23,8 @@ from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
 from simulator.fakes import KeptDeadLetters
 from tests.conftest import Queues
-from tests.support import async_wait_until, job_dict
+from tests.support.jobs import job_dict
+from tests.support.waits import async_wait_until
 from tests.test_intake import handled, queue_is_empty, running, send, settings_for
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from kernel.job_state import JobState
 from kernel.worker_protocol import Channel, CommandKind, EventKind, topic
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_authorised_events import OTHER, OWNER, event, hello, plane_in_memory
 
 

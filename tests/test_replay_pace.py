@@ -21,7 +21,7 @@ from kernel.job_state import JobState
 from kernel.market import Market
 from kernel.replay_clock import Pace, PaceFile, ReplayClock
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_trace_replay import UP, RecordedEvents, launch, trace
 
 START = datetime(2023, 3, 1, tzinfo=UTC)

@@ -18,7 +18,7 @@ from kernel.worker_protocol import Channel, CommandKind, EventKind, WorkerEvent,
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import MemoryLink
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_authorised_events import (
     OTHER,
     OWNER,

@@ -27,7 +27,7 @@ from kernel.job_state import JobState
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import alembic_config, upgrade_to_head
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 
 def submission(job_id: str, message_id: str = "m", **overrides: object) -> Submission:

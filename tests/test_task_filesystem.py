@@ -18,7 +18,7 @@ from kernel.clock import FakeClock
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from tests.costs.support import FleetHistory, a_day_of_work
-from tests.terraform_support import console, infra_copy, init
+from tests.support.terraform_support import console, infra_copy, init
 
 SCRATCH = "/var/lib/framefleet"  # the scratch volume's mount point in the task
 ACCOUNT = "arn:aws:secretsmanager:us-east-1:123456789012:secret"

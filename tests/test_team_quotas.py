@@ -38,7 +38,7 @@ from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import MemoryLink
 from tests.costs.support import FleetHistory
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_authorised_events import WORKERS, hello, plane_in_memory
 from tests.test_instance_record import preempted, started
 

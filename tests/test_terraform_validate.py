@@ -8,7 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.terraform_support import INFRA, infra_copy, init, templatefile, terraform
+from tests.support.paths import INFRA
+from tests.support.terraform_support import infra_copy, init, templatefile, terraform
 
 ROOTS = sorted(
     [p.relative_to(INFRA) for p in (INFRA / "modules").iterdir() if (p / "main.tf").exists()]

@@ -22,11 +22,11 @@ from autoscaler.credentials.dynsec import (
 )
 from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.credentials.ssm import INSTANCE_TAG, SsmCredentialDrop
+from framefleet.local_ports import free_port
 from kernel.clock import FakeClock
-from kernel.local_ports import free_port
 from kernel.mqtt_link import LinkSettings
 from tests.conftest import REGION
-from tests.dynsec_broker import BROKER_IMAGE, dynsec_broker
+from tests.support.dynsec_broker import BROKER_IMAGE, dynsec_broker
 
 WORKER_A, WORKER_B = "i-0aaaaaaaaaaaaaaa1", "i-0bbbbbbbbbbbbbbb2"
 CONTROL_PLANE_PASSWORD = "control-plane-secret"

@@ -10,9 +10,8 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from framefleet.local_ports import free_port
 from kernel.job_spec import parse_job
-from kernel.local_ports import free_port
-from kernel.mosquitto import LocalMosquitto
 from kernel.worker_protocol import (
     Channel,
     Command,
@@ -28,7 +27,8 @@ from kernel.worker_protocol import (
     parse_topic,
     topic,
 )
-from tests.support import job_dict
+from tests.support.jobs import job_dict
+from tests.support.mosquitto import LocalMosquitto
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 ACL = Path(__file__).parent.parent / "infra" / "mosquitto" / "acl"

@@ -22,11 +22,12 @@ import pytest
 from autoscaler.credentials.dynsec import CONTROL_PLANE, DynsecAccounts
 from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.credentials.ssm import SsmCredentialDrop
+from framefleet.local_ports import free_port
 from kernel.clock import FakeClock, SystemClock
-from kernel.local_ports import free_port
 from tests.conftest import REGION
-from tests.dynsec_broker import dynsec_broker
-from tests.terraform_support import INFRA, templatefile
+from tests.support.dynsec_broker import dynsec_broker
+from tests.support.paths import INFRA
+from tests.support.terraform_support import templatefile
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 
 USER_DATA = INFRA / "modules" / "worker_fleet" / "user-data.sh.tftpl"

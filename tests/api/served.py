@@ -16,14 +16,14 @@ from typing import Any
 import boto3
 import urllib3
 
+from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
-from kernel.local_ports import free_port
 from orchestrator.api.auth import Scope, create_token
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.conftest import REGION
-from tests.support import wait_until
+from tests.support.waits import wait_until
 
 RATE_PER_MINUTE = 120
 

@@ -19,7 +19,8 @@ from kernel.market import Market
 from orchestrator.api.app import openapi_document
 from orchestrator.store.instances import InstanceLedger
 from tests.api.served import MAX_STREAMS, ServedApi
-from tests.support import job_dict, wait_until
+from tests.support.jobs import job_dict
+from tests.support.waits import wait_until
 
 DOCUMENT = Path(__file__).parents[2] / "docs" / "openapi.json"
 

@@ -17,7 +17,8 @@ from kernel.job_state import JobState
 from orchestrator.store.job_pages import ProgressReport
 from tests.api.served import MAX_CONNECTIONS, RATE_PER_MINUTE, ServedApi
 from tests.conftest import REGION
-from tests.support import job_dict, wait_until
+from tests.support.jobs import job_dict
+from tests.support.waits import wait_until
 
 
 def new_id(prefix: str) -> str:

@@ -12,7 +12,7 @@ from datetime import timedelta
 from kernel.clock import SystemClock
 from orchestrator.api.auth import Scope, create_token
 from tests.api.served import ServedApi
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 EVERYTHING = (Scope.READ, Scope.SUBMIT, Scope.CANCEL)
 

@@ -20,7 +20,7 @@ from orchestrator.control.progress import ProgressRecorder
 from orchestrator.store.job_pages import JobProgress as StoredProgress
 from orchestrator.store.job_pages import ProgressReport
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.test_store import submission
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)

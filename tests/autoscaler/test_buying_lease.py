@@ -17,14 +17,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.ec2.ports import FLEET_TAG
+from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
-from kernel.local_ports import free_port
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.support import job_dict, wait_until
+from tests.support.jobs import job_dict
+from tests.support.waits import wait_until
 
 FLEET = "lease-test"
 REPLICAS = ("as-1", "as-2")
@@ -130,7 +131,7 @@ def test_one_replica_buys_and_a_successor_buys_nothing_twice(
     replicas[dead][0].wait(timeout=30)
     # The lease runs out in 2 s. A standby that never claimed it on a loaded machine had most
     # likely died at start: its /metrics port, drawn from the ephemeral range, was taken by an
-    # outgoing connection (kernel/local_ports.py now draws below that range). A dead standby
+    # outgoing connection (framefleet/local_ports.py now draws below that range). A dead standby
     # now fails here with its log instead of a bare timeout.
     standby_process, standby_log = replicas[standby][0], tmp_path / f"{standby}.log"
     wait_until(

@@ -18,7 +18,7 @@ from kernel.job_state import JobState
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from tests.autoscaler.test_loop import TRACES, autoscaler
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 
 @pytest.fixture

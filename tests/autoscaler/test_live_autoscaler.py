@@ -11,16 +11,16 @@ import boto3
 from autoscaler.credentials.dynsec import DynsecAccounts
 from autoscaler.ec2.ports import FLEET_TAG, MARKET_TAG
 from framefleet.autoscaler_cli import live_autoscaler
+from framefleet.local_ports import free_port
 from framefleet.settings import AutoscalerConfig, BrokerAdminConfig, Settings
 from kernel.clock import SystemClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
-from kernel.local_ports import free_port
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.dynsec_broker import ADMIN_PASSWORD, dynsec_broker
-from tests.support import job_dict
+from tests.support.dynsec_broker import ADMIN_PASSWORD, dynsec_broker
+from tests.support.jobs import job_dict
 
 
 async def test_one_round_buys_tagged_spot_capacity_for_the_queue(

@@ -33,7 +33,7 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.autoscaler.paces import linear_pace
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
 

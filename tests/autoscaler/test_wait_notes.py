@@ -14,7 +14,7 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.market import Market
 from orchestrator.store.job_store import JobStore
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 NO_SPOT = "no spot pool available now; no deadline, so it waits"
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).parents[2]))
 try:
-    from tests.aws_actions import install
+    from tests.support.aws_actions import install
 except ImportError:  # not this checkout's tests
     pass
 else:

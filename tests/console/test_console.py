@@ -10,7 +10,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from tests.api.served import ServedApi
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 
 def log_in(page: Page, base: str, token: str) -> None:

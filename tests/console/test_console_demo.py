@@ -16,9 +16,9 @@ import pytest
 import urllib3
 from playwright.sync_api import Page, expect
 
-from kernel.local_ports import free_port
+from framefleet.local_ports import free_port
 from tests.console.test_console import log_in
-from tests.support import wait_until
+from tests.support.waits import wait_until
 
 RENDER_SECONDS = 240  # a boot, a model load and a tiny render on a CPU shared with the suite
 

@@ -26,7 +26,7 @@ from tests.api.served import ServedApi
 from tests.conftest import REGION
 from tests.console.test_console import log_in
 from tests.costs.support import FleetHistory
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 
 G5 = "g5.xlarge"
 

@@ -18,7 +18,7 @@ from kernel.market import Market
 from kernel.worker_protocol import EventKind, WorkerEvent
 from orchestrator.control.job_events import apply_event
 from orchestrator.store.job_store import JobStore
-from tests.support import apply_decision, job_dict
+from tests.support.jobs import apply_decision, job_dict
 
 SPOT = Decimal("0.918")
 ON_DEMAND = Decimal("3.06")

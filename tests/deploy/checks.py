@@ -15,7 +15,7 @@ from orchestrator.store.job_store import JobStore
 from tests.deploy.ecs import TaskLaunch
 from tests.deploy.network import TaskNetwork
 from tests.deploy.tasks import JOB_ID, start_task, tail
-from tests.support import wait_until
+from tests.support.waits import wait_until
 
 RULES = Path(__file__).parents[2] / "infra" / "alerts" / "framefleet.rules.yml"
 

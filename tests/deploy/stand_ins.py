@@ -28,9 +28,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kernel.local_ports import free_port
-from kernel.mosquitto import wait_until
-from tests.dynsec_broker import dynsec_broker
+from framefleet.local_ports import free_port
+from tests.support.dynsec_broker import dynsec_broker
+from tests.support.waits import wait_until
 
 SSL_REQUEST, GSS_REQUEST = 80877103, 80877104  # PostgreSQL's negotiation codes
 
@@ -108,7 +108,7 @@ def moto_server(host: str, port: int, certs: Certificates, log: Path) -> Iterato
             [str(binary), "-H", host, "-p", str(port), *tls], env=env, stdout=output, stderr=output
         )
     try:
-        wait_until(lambda: reachable(host, port), "moto to listen", timeout=60)
+        wait_until(lambda: reachable(host, port), timeout=60, what="moto to listen")
         yield f"https://{host}:{port}"
     finally:
         process.terminate()
@@ -175,5 +175,5 @@ def broker(folder: Path, gateway: str, admin_password: str, certs: Certificates)
     balancer's TLS listener on gateway:8883, what the tasks reach."""
     tls = f"listener 8883 {gateway}\ncertfile {certs.cert}\nkeyfile {certs.key}\n"
     with dynsec_broker(folder, free_port(), admin_password, tls):
-        wait_until(lambda: reachable(gateway, 8883), "the broker's TLS listener", timeout=30)
+        wait_until(lambda: reachable(gateway, 8883), timeout=30, what="the broker's TLS listener")
         yield

@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 
-from tests.terraform_support import infra_copy, init, terraform
+from tests.support.terraform_support import infra_copy, init, terraform
 
 REGION = "us-east-1"
 BROKER_DOMAIN = "mqtt.rehearsal.example"

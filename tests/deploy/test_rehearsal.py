@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
+from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
 from kernel.job_state import JobState
-from kernel.local_ports import free_port
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from tests.conftest import POSTGRES_ADMIN_URL
@@ -48,7 +48,7 @@ from tests.deploy.stand_ins import (
 )
 from tests.deploy.tasks import JOB_ID, start_task, tail
 from tests.deploy.terraform_run import BROKER_DOMAIN, REGION, Deployment, clients, user_part
-from tests.support import wait_until
+from tests.support.waits import wait_until
 from worker_ami.agent.model_cache import publish_model
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.settings import WorkerSettings

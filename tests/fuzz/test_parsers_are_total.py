@@ -37,7 +37,7 @@ from orchestrator.interruptions.events import (
     parse_events,
 )
 from tests.fuzz.strategies import FUZZ, any_body, mutated
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from worker_ami.agent.checkpoint import parse_checkpoint_manifest
 from worker_ami.agent.errors import CheckpointRejected, ImdsError, ModelCacheError
 from worker_ami.agent.imds import parse_instance_action, parse_rebalance

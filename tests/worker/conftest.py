@@ -15,9 +15,9 @@ import pytest
 
 from kernel.clock import Clock, SystemClock
 from kernel.job_spec import JobSpec, parse_job
-from kernel.mosquitto import LocalMosquitto
 from tests.conftest import Queues
-from tests.support import job_dict
+from tests.support.jobs import job_dict
+from tests.support.mosquitto import LocalMosquitto
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model

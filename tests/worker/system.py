@@ -20,9 +20,9 @@ from framefleet.settings import ControlConfig, IntakeConfig, MqttConfig, Setting
 from kernel.clock import SystemClock
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
-from kernel.mosquitto import LocalBroker
 from orchestrator.store.job_store import JobStore
 from tests.conftest import Queues
+from tests.support.mosquitto import LocalBroker
 from tests.worker.conftest import Buckets
 from tests.worker.test_exact_resume import worker_env
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity

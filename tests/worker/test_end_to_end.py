@@ -15,7 +15,7 @@ from framefleet.control_plane import control_plane
 from framefleet.settings import ControlConfig
 from kernel.clock import SystemClock
 from kernel.job_state import JobState
-from tests.support import async_wait_until
+from tests.support.waits import async_wait_until
 from tests.worker.conftest import read_object, video_job
 from tests.worker.system import LocalSystem, fleet, route_ec2_events_to, spot_warning, where_running
 from worker_ami.agent.report import RunStatus

@@ -15,7 +15,7 @@ import torch
 
 from kernel.job_spec import parse_job
 from kernel.precision import Precision
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.worker.conftest import MODEL, Buckets, read_object, video_job
 from worker_ami.agent.recipe import recipe_for
 from worker_ami.agent.renderer import Renderer, load_pipeline

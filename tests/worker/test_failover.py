@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
 from kernel.job_state import JobState
-from kernel.local_ports import free_port
-from kernel.nats_broker import LocalNats
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.conftest import Queues
-from tests.support import async_wait_until
+from tests.support.nats_broker import LocalNats
+from tests.support.waits import async_wait_until
 from tests.worker.conftest import Buckets, video_job
 from tests.worker.system import LocalSystem, fleet
 from worker_ami.agent.settings import WorkerSettings

@@ -19,7 +19,7 @@ from kernel.job_state import JobState
 from kernel.worker_protocol import Channel, EventKind, WorkerEvent, topic
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
-from tests.support import async_wait_until
+from tests.support.waits import async_wait_until
 from tests.worker.conftest import video_job
 from tests.worker.system import LocalSystem, fleet, where_running
 

@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 
 from kernel.clock import FakeClock, SystemClock
-from tests.support import async_wait_until
+from tests.support.waits import async_wait_until
 from tests.worker.conftest import Buckets, video_job
 from worker_ami.agent.errors import ImdsError
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice

@@ -17,7 +17,7 @@ from kernel.clock import SystemClock
 from kernel.fleet_facts import GpuFaultKind
 from kernel.job_state import JobState
 from orchestrator.store.job_store import JobStore
-from tests.support import async_wait_until
+from tests.support.waits import async_wait_until
 from tests.worker.conftest import read_object, video_job
 from tests.worker.system import LocalSystem, fleet, where_running
 from tests.worker.test_faults_end_to_end import FREQUENT_CHECKPOINTS

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from kernel.job_spec import parse_job
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from worker_ami.agent.checkpoint_policy import (
     ON_DEMAND_MTBI_HOURS,
     CheckpointClock,

@@ -14,7 +14,7 @@ import torch
 
 from kernel.job_spec import parse_job
 from kernel.precision import ComponentDtypes, Dtype, Precision, resolve_dtypes
-from tests.support import job_dict
+from tests.support.jobs import job_dict
 from tests.worker.conftest import MODEL, Buckets, make_runner, video_job
 from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore, ResumeRule
 from worker_ami.agent.model_cache import ModelRegistry

@@ -15,7 +15,7 @@ from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock
 from kernel.job_record import DrainKind
 from kernel.job_state import JobState
-from tests.support import async_wait_until
+from tests.support.waits import async_wait_until
 from tests.worker.conftest import video_job
 from tests.worker.system import LocalSystem, where_running
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity

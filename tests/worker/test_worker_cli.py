@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framefleet.worker_cli import EXIT_PREEMPTED
-from tests.support import async_wait_until
+from tests.support.waits import async_wait_until
 from tests.worker.conftest import Buckets, read_object, video_job
 from tests.worker.test_exact_resume import run_worker, worker_env
 from worker_ami.agent.imds_emulator import ImdsEmulator

@@ -11,11 +11,12 @@ from typing import cast
 
 from prometheus_client import CollectorRegistry
 
+from framefleet.health_server import HealthServer
 from framefleet.worker_cli import worker_checks
 from kernel.clock import FakeClock
-from kernel.health_server import HealthServer
 from kernel.job_spec import parse_job
-from tests.support import assignment, async_wait_until, job_dict
+from tests.support.jobs import assignment, job_dict
+from tests.support.waits import async_wait_until
 from tests.test_bounded_memory import InstantRunner, NoNvml
 from tests.test_faulty_worker import without_broker
 from tests.test_health_and_metrics import get, samples

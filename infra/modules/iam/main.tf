@@ -198,7 +198,7 @@ resource "aws_iam_policy" "producer" {
 }
 
 # -- the services' metrics collectors (modules/service): not FrameFleet's code, so kept apart
-# from the policies above, which tests/iam_check.py holds to the code's calls.
+# from the policies above, which tests/support/iam_check.py holds to the code's calls.
 
 data "aws_iam_policy_document" "ship_metrics" {
   count = var.ship_metrics ? 1 : 0

@@ -12,9 +12,8 @@ from typing import Any
 import aiomqtt
 from sqlalchemy import Engine
 
+from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
-from kernel.local_ports import free_port
-from kernel.mosquitto import LocalMosquitto
 from kernel.mqtt_link import LinkSettings, MqttLink
 from orchestrator.control.reception import WORKER_TOPICS
 from orchestrator.control.refusals import RefusedMessages
@@ -22,6 +21,7 @@ from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
+from tests.support.mosquitto import LocalMosquitto
 from tests.test_worker_protocol import ACL
 
 CONTROL_PLANE = "framefleet-control-plane"

@@ -1,9 +1,9 @@
 """Least privilege, both ways: the AWS actions the test suite saw the code call, per process
-role (tests/aws_actions.py), against the actions each IAM policy in infra/ grants. Nothing the
-code calls may be missing from its role's policy, and nothing granted may go unused, but for
-the exceptions below, each with its reason. Run after the whole suite (`make unit` does):
+role (tests/support/aws_actions.py), against the actions each IAM policy in infra/ grants.
+Nothing the code calls may be missing from its role's policy, and nothing granted may go unused,
+but for the exceptions below, each with its reason. Run after the whole suite (`make unit` does):
 
-    python -m tests.iam_check [--calls-only] [.aws-actions.jsonl]
+    python -m tests.support.iam_check [--calls-only] [.aws-actions.jsonl]
 
 Prints the table (action, role, the code that calls it) and exits 1 on any difference."""
 
@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from tests.terraform_support import INFRA
+from tests.support.paths import INFRA
 from tests.test_infra import parsed
 
 # Policy documents in infra/ and the role each belongs to.

@@ -12,7 +12,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-INFRA = Path(__file__).parents[1] / "infra"
+from tests.support.paths import INFRA
+
 # Where the provider mirror lies on the developers' machines and CI's; FRAMEFLEET_TF_PLUGIN_DIR
 # names another.
 PLUGIN_DIRS = (Path("/opt/tf-plugins"), Path.home() / ".terraform.d" / "plugins")

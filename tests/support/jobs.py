@@ -1,11 +1,8 @@
-"""Helpers shared by tests: waiting on conditions (never on time), job factories."""
+"""Job factories and moves for tests: a job's JSON, an assignment command, a decision applied."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -16,36 +13,6 @@ from kernel.worker_protocol import Channel, Command, CommandKind, topic
 from orchestrator.control.apply import as_move
 from orchestrator.control.job_events import Decision
 from orchestrator.store.job_store import JobStore
-
-DEFAULT_TIMEOUT = 30.0
-
-
-def wait_until(
-    predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, what: str = ""
-) -> None:
-    """Poll a condition until it holds; fail the test if it does not within `timeout`."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        time.sleep(0.05)
-
-
-async def async_wait_until(
-    predicate: Callable[[], bool | Awaitable[bool]],
-    within: float = DEFAULT_TIMEOUT,
-    what: str = "",
-) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        result = predicate()
-        if isinstance(result, Awaitable):
-            result = await result
-        if result:
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what or predicate}")
-        await asyncio.sleep(0.05)
 
 
 def job_dict(job_id: str | None = None, /, **overrides: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kernel.mosquitto import LocalBroker
+from tests.support.mosquitto import LocalBroker
 
 
 class LocalNats(LocalBroker):

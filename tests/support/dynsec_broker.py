@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kernel.mosquitto import port_open, wait_until
 from kernel.mqtt_link import LinkSettings
+from tests.support.mosquitto import port_open
+from tests.support.paths import INFRA
+from tests.support.waits import wait_until
 
-BROKER_IMAGE = Path(__file__).parents[1] / "infra" / "mosquitto"
+BROKER_IMAGE = INFRA / "mosquitto"
 ADMIN_PASSWORD = "admin-secret-for-tests"
 PLUGIN = "/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so"
 
@@ -59,7 +61,7 @@ def dynsec_broker(
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_until(lambda: port_open(port), "the broker to listen")
+        wait_until(lambda: port_open(port), what="the broker to listen")
         yield LinkSettings(
             "127.0.0.1", port, "framefleet-autoscaler", "framefleet-autoscaler", admin_password
         )

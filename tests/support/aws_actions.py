@@ -1,5 +1,6 @@
 """Records every AWS API call the code makes while the tests run, with the process role it
-belongs to, so `tests/iam_check.py` can hold each IAM policy in infra/ to what the code calls.
+belongs to, so `tests/support/iam_check.py` can hold each IAM policy in infra/ to what the
+code calls.
 
 The role is read off the call stack: the innermost frame in the product's own packages decides
 (orchestrator: the control plane, autoscaler: the autoscaler, worker_ami: the worker; the face's
@@ -20,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 LOG_ENV = "FRAMEFLEET_AWS_ACTIONS_LOG"
 ROLE_ENV = "FRAMEFLEET_AWS_ROLE"
 PLACE_ENV = "FRAMEFLEET_AWS_PLACE"

@@ -6,17 +6,9 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+from tests.support.waits import wait_until
 
 
 def port_open(port: int) -> bool:
@@ -36,14 +28,14 @@ class LocalBroker:
 
     def start(self) -> None:
         self._process = subprocess.Popen(self.command(), stderr=subprocess.DEVNULL)
-        wait_until(lambda: port_open(self.port), f"{type(self).__name__} to listen")
+        wait_until(lambda: port_open(self.port), what=f"{type(self).__name__} to listen")
 
     def stop(self) -> None:
         if self._process is not None:
             self._process.terminate()
             self._process.wait(timeout=10)
             self._process = None
-        wait_until(lambda: not port_open(self.port), f"{type(self).__name__} to stop")
+        wait_until(lambda: not port_open(self.port), what=f"{type(self).__name__} to stop")
 
     def restart(self) -> None:
         self.stop()

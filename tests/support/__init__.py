@@ -1,0 +1,1 @@
+"""What tests share: waits, job factories, local brokers, paths, the AWS-action recorder."""
