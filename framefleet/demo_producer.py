@@ -59,7 +59,8 @@ def demo_jobs(count: int, seed: int, start: datetime, over_seconds: float) -> li
             "schema": "framefleet.job/v1",
             "job_id": f"{kind}-{seed}-{index:02d}",
             # The tiny random-weight model at a small size and few steps, so that eight jobs
-            # render within the demo's minutes on a busy 2-core laptop (tests/test_demo.py).
+            # render within the demo's minutes on a busy 2-core laptop
+            # (tests/framefleet/test_demo.py).
             "model": DEMO_MODEL,
             "prompt": prompt,
             "negative_prompt": "blurry, low quality",

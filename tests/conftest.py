@@ -5,15 +5,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
-from sqlalchemy import create_engine, text
 
 from framefleet.local_ports import free_port
 from kernel.clock import FakeClock
@@ -21,6 +18,7 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.support.aws_actions import LOG_ENV, install
+from tests.support.local_services import REGION, Queues, own_postgres_schema
 from tests.support.mosquitto import LocalMosquitto
 
 if TYPE_CHECKING:
@@ -53,15 +51,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     """The console's browser tests run in a pytest of their own (`make browser`): Playwright's
     sync API keeps an event loop running in the test process while its browser lives, which
     the asyncio tests beside it cannot share. They are collected only when named."""
-    if collection_path == Path(__file__).parent / "console":
+    if collection_path == Path(__file__).parent / "orchestrator" / "console":
         return not any("console" in str(arg) for arg in config.args)
     return None
-
-
-POSTGRES_ADMIN_URL = os.environ.get(
-    "FRAMEFLEET_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-REGION = "us-east-1"
 
 
 @pytest.fixture(scope="session")
@@ -78,12 +70,6 @@ def sqs(moto_endpoint: str) -> SQSClient:
     return boto3.client("sqs", region_name=REGION, endpoint_url=moto_endpoint)
 
 
-@dataclass(frozen=True)
-class Queues:
-    jobs_url: str
-    dead_letter_url: str
-
-
 @pytest.fixture
 def queues(sqs: SQSClient) -> Queues:
     suffix = uuid.uuid4().hex[:10]
@@ -95,19 +81,6 @@ def queues(sqs: SQSClient) -> Queues:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'framefleet.db'}"
-
-
-@contextmanager
-def own_postgres_schema() -> Iterator[str]:
-    """A database URL whose schema is its own, dropped afterwards."""
-    schema = f"ff_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield f"{POSTGRES_ADMIN_URL}?options=-csearch_path%3D{schema}"
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
 
 
 @pytest.fixture

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
-ROOT = Path(__file__).parent.parent
+from tests.support.paths import ROOT
 
 
 def test_the_readme_floors_are_the_import_contracts() -> None:

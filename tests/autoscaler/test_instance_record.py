@@ -17,7 +17,7 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
-from tests.autoscaler.test_loop import TRACES, autoscaler
+from tests.support.autoscaling import TRACES, autoscaler
 from tests.support.jobs import job_dict
 
 

@@ -4,24 +4,18 @@ second round buys nothing more, and idle capacity goes after the timeout."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
-from autoscaler.actuation import Actuator
-from autoscaler.demand import StoreDemand, job_demand
+from autoscaler.demand import job_demand
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import REASON_TAG, LaunchRequest
 from autoscaler.loop import LEARN_EVERY, AutoscalerLoop
-from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
-from autoscaler.market.trace import TraceMarket, load_trace
+from autoscaler.market.trace import load_trace
 from autoscaler.pools import Pool
-from autoscaler.reconcile import Reconciler
-from autoscaler.snapshot import PurchaseSettings
 from autoscaler.spend import Spend
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
@@ -32,48 +26,8 @@ from kernel.market import Market
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
-from tests.autoscaler.paces import linear_pace
+from tests.support.autoscaling import TRACES, autoscaler
 from tests.support.jobs import job_dict
-
-TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
-
-
-@pytest.fixture
-def trace_clock() -> FakeClock:
-    trace = load_trace(TRACES)
-    # A tick where all three zones have spot capacity.
-    for tick in range(200, trace.ticks):
-        if all(z.available[tick] for z in trace.zones.values()):
-            return FakeClock(trace.start + trace.gap * tick)
-    raise AssertionError("no tick with all zones available")
-
-
-@pytest.fixture
-def queued_store(sqlite_url: str, trace_clock: FakeClock) -> Iterator[JobStore]:
-    engine = make_engine(sqlite_url)
-    upgrade_to_head(engine)
-    store = JobStore(engine, trace_clock)
-    store.accept_batch(
-        [Submission(parse_job(job_dict(f"j{i}", seed=i), now=None), f"m{i}") for i in range(3)]
-    )
-    yield store
-    store.dispose()
-
-
-def autoscaler(store: JobStore, clock: FakeClock, ec2: FakeEc2) -> AutoscalerLoop:
-    trace = load_trace(TRACES)
-    capacity = CapacityMemory(clock)
-    return AutoscalerLoop(
-        market=TraceMarket(trace, clock),
-        actuator=Actuator(ec2, capacity, "test-fleet", clock),
-        reconciler=Reconciler(ec2, "test-fleet", clock),
-        demand=StoreDemand(store),
-        capacity=capacity,
-        model=linear_pace(),
-        settings=PurchaseSettings(candidate_types=("p3.2xlarge",)),
-        zones=sorted(trace.zones),
-        clock=clock,
-    )
 
 
 def cheapest_price(quotes: list[PoolQuote]) -> float:

@@ -19,8 +19,9 @@ from autoscaler.pools import Pool
 from kernel.clock import FakeClock
 from kernel.errors import ConfigurationError
 from kernel.market import Market
+from tests.support.paths import TEST_TRACES
 
-TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
+TRACES = TEST_TRACES / "v100-slice"
 POOL = Pool("g6e.xlarge", "us-east-1a", Market.SPOT)
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from framefleet.cli import run
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).parent.parent.parent
 TRACES = ROOT / "tests" / "data" / "traces" / "v100-slice"
 EXAMPLES = ROOT / "examples" / "autoscaler"
 

@@ -12,8 +12,8 @@ from autoscaler.policy import plan
 from autoscaler.prewarm import MAX_WARM_GPUS, ArrivalForecaster, poisson_tail, warm_gpus
 from autoscaler.snapshot import InstanceView, PlanInput
 from kernel.market import Market
-from tests.autoscaler.paces import linear_pace
-from tests.autoscaler.test_policy import MARKET, NOW, SETTINGS, SPOT_A, SPOT_B, job
+from tests.support.market_snapshots import MARKET, NOW, SETTINGS, SPOT_A, SPOT_B, job
+from tests.support.paces import linear_pace
 
 WINDOW, BOOT = 0.2, 10 / 60  # hours: a new instance's start-up, and its boot
 

@@ -12,8 +12,8 @@ from autoscaler.policy import plan
 from autoscaler.snapshot import InstanceView, Launch, PlanInput, PurchaseSettings, RunningJob
 from autoscaler.spot_return import ready_to_move, spot_launches
 from kernel.market import Market
-from tests.autoscaler.paces import linear_pace
-from tests.autoscaler.test_policy import MARKET, NOW, ON_DEMAND, SETTINGS, SPOT_A, SPOT_B, job
+from tests.support.market_snapshots import MARKET, NOW, ON_DEMAND, SETTINGS, SPOT_A, SPOT_B, job
+from tests.support.paces import linear_pace
 
 ON_DEMAND_BOX = InstanceView(
     "i-od", ON_DEMAND.pool, 1.861, NOW - timedelta(hours=1), 1, busy_gpus=1, unsaved_work=True

@@ -14,9 +14,10 @@ import pytest
 from autoscaler.market.trace import load_trace
 from autoscaler.market.trace_format import trace_json_schema
 from kernel.errors import ConfigurationError
+from tests.support.paths import DOCS, TEST_TRACES
 
-SCHEMA_FILE = Path(__file__).parents[2] / "docs" / "trace-format.schema.json"
-SHIPPED = Path(__file__).parents[1] / "data" / "traces" / "v100-slice"
+SCHEMA_FILE = DOCS / "trace-format.schema.json"
+SHIPPED = TEST_TRACES / "v100-slice"
 
 
 def write_zone(folder: Path, name: str, data: list[int], **metadata: Any) -> Path:

@@ -10,7 +10,7 @@ import pytest
 from autoscaler.market.trace import load_trace
 from simulator.companions import companions_for, no_companions
 from simulator.fleet_bound import fleet_lower_bound, per_gpu_prices
-from tests.simulator.test_fleet_simulation import TRACES, small_workload, steady_trace
+from tests.support.simulation import TRACES, small_workload, steady_trace
 
 
 def test_per_gpu_prices_take_the_cheapest_type(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from simulator.fleet import FleetSimulation
 from simulator.fleet_faults import FaultWaste, FleetFaults
 from simulator.fleet_setup import setup_for_changeover
 from simulator.workload import daily_poisson
+from tests.support.paths import TEST_TRACES
 
-REAL_TRACES = Path(__file__).parents[1] / "data" / "traces" / "v100-week"
+REAL_TRACES = TEST_TRACES / "v100-week"
 # Far above realistic rates, so that two days of a small fleet see every kind of fault.
 OFTEN = FleetFaults(hangs_per_job_hour=0.1, sick_gpus_per_gpu_week=3.0, seed=2)
 

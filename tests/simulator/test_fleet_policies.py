@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from autoscaler.deadline import choose_market
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
@@ -15,6 +14,7 @@ from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import WorkShape
 from kernel.market import Market
 from simulator.fleet_policies import UniformProgressRule, greedy, on_demand_only, seen_before
+from tests.support.paths import TEST_TRACES
 
 NOW = datetime(2023, 2, 20, 12, 0, tzinfo=UTC)
 SETTINGS = PurchaseSettings(
@@ -24,7 +24,7 @@ SETTINGS = PurchaseSettings(
     checkpoint_interval_seconds=120,
 )
 SHAPE = WorkShape("simulated/video", 64, 64, 9)
-TRACES = Path(__file__).parents[1] / "data" / "traces" / "v100-slice"
+TRACES = TEST_TRACES / "v100-slice"
 
 
 def job(done: int, submitted_h_ago: float, deadline_in_h: float | None) -> JobDemand:

@@ -25,17 +25,7 @@ from simulator.fleet import FleetSimulation, run_fleet
 from simulator.fleet_bound import fleet_lower_bound
 from simulator.fleet_setup import setup_for_changeover
 from simulator.workload import SimJob, daily_poisson, dump_jobs, load_jobs
-
-TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
-
-
-def small_workload() -> list[SimJob]:
-    return [
-        SimJob("tight", 0.5, 2.0, 2.6, 9),
-        SimJob("loose", 1.0, 3.0, 12.0, 5),
-        SimJob("whenever", 2.0, 1.5, None, 1),
-        *daily_poisson(12, 1.5, seed=3),
-    ]
+from tests.support.simulation import TRACES, small_workload, steady_trace
 
 
 async def test_the_product_runs_the_fleet_meets_every_deadline_and_pays_less(
@@ -166,15 +156,6 @@ async def test_a_trace_of_another_type_is_replayed_as_that_type(tmp_path: Path) 
     assert (result.misses, result.unfinished, result.finished_twice) == (0, 0, 0)
     assert {i.pool.instance_type for i in simulation.cloud.records.values()} == {"p5.48xlarge"}
     assert result.cost < 55.04 * (result.on_demand_hours + result.spot_hours)  # p5 prices
-
-
-def steady_trace(folder: Path, zones: dict[str, float], ticks: int = 400) -> Path:
-    """p3.2xlarge spot always available in each zone at a constant price."""
-    folder.mkdir()
-    for zone, price in zones.items():
-        body = {"metadata": {"gap_seconds": 600}, "data": [1] * ticks, "prices": [price] * ticks}
-        (folder / f"{zone}_p3.2xlarge.json").write_text(json.dumps(body))
-    return folder
 
 
 async def test_four_jobs_that_arrive_together_share_one_four_gpu_instance(tmp_path: Path) -> None:

@@ -9,8 +9,6 @@ Here: the first 14 days of the shipped trace, all nine zones, ten starts each.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -18,8 +16,9 @@ from autoscaler.market.trace import load_trace
 from simulator.omniscient import omniscient
 from simulator.single_job import Greedy, Outcome, UniformProgress, simulate
 from simulator.study import StudyConfig, market_from, setup_for
+from tests.support.paths import SHARED_TRACES
 
-SHARED_TRACE = Path(__file__).parents[3] / "shared" / "traces" / "aws-v100-availability-2023-02-15"
+SHARED_TRACE = SHARED_TRACES / "aws-v100-availability-2023-02-15"
 PAPER = {"greedy": (30.8, 17.2), "uniform progress": (25.1, 22.9), "omniscient": (20.7, 27.4)}
 
 

@@ -3,8 +3,6 @@ pays less than the optimum; the simulator's rules (changeover, preemption, safet
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -26,8 +24,9 @@ from simulator.single_job import (
     simulate,
 )
 from simulator.study import StudyConfig, market_from, run_study, setup_for
+from tests.support.paths import TEST_TRACES
 
-TRACES = Path(__file__).parent.parent / "data" / "traces" / "v100-slice"
+TRACES = TEST_TRACES / "v100-slice"
 
 
 def random_case(rng: np.random.Generator) -> tuple[Setup, Market]:

@@ -21,9 +21,10 @@ from orchestrator.costs.summary import summarize
 from simulator.fleet import FleetSimulation
 from simulator.fleet_setup import setup_for_changeover
 from simulator.workload import daily_poisson
+from tests.support.paths import TEST_TRACES
 
 # The first 8.1 days of ../shared/traces/aws-v100-availability-2023-02-15, all nine zones.
-REAL_TRACES = Path(__file__).parents[1] / "data" / "traces" / "v100-week"
+REAL_TRACES = TEST_TRACES / "v100-week"
 
 
 async def test_a_simulated_week_on_the_real_traces_adds_up_to_the_cent(tmp_path: Path) -> None:

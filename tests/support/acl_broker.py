@@ -22,7 +22,7 @@ from orchestrator.control.settings import ControlSettings
 from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from tests.support.mosquitto import LocalMosquitto
-from tests.test_worker_protocol import ACL
+from tests.support.paths import ACL
 
 CONTROL_PLANE = "framefleet-control-plane"
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from framefleet.demo_producer import demo_jobs
 from kernel.errors import FrameFleetError
-from kernel.job_record import JobRecord
-from kernel.job_spec import JobSpec
+from kernel.job_record import (
+    JobRecord,
+    Submission,
+)
+from kernel.job_spec import JobSpec, parse_job
+from kernel.job_state import JobState
 from kernel.worker_protocol import Channel, Command, CommandKind, topic
 from orchestrator.control.apply import as_move
 from orchestrator.control.job_events import Decision
@@ -64,3 +69,17 @@ def apply_decision(store: JobStore, job: JobRecord, decision: Decision, actor: s
     if isinstance(outcome, FrameFleetError):
         raise outcome
     return outcome
+
+
+def submission(job_id: str, message_id: str = "m", **overrides: object) -> Submission:
+    return Submission(parse_job(job_dict(job_id, **overrides), now=None), message_id)
+
+
+# When the demo's records were made (a fixed moment: records compare equal run to run).
+RECORDED = datetime(2026, 12, 3, 12, tzinfo=UTC)
+
+
+def record(job_id: str, state: JobState, deadline: datetime | None = None) -> JobRecord:
+    body = demo_jobs(1, 7, RECORDED, 1.0)[0].body | {"job_id": job_id, "deadline": None}
+    spec = parse_job(body, now=None)
+    return JobRecord(job_id, state, 3, 1, 5, deadline, spec, RECORDED, RECORDED)

@@ -11,6 +11,9 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import hcl2
 
 from tests.support.paths import INFRA
 
@@ -110,3 +113,21 @@ def console(folder: Path, expression: str, variables: Mapping[str, object]) -> o
     # but for the template sequences it doubles.
     text = json.loads(printed).replace("$${", "${").replace("%%{", "%{")
     return json.loads(text)
+
+
+def parsed(path: Path) -> dict[str, Any]:
+    with path.open(encoding="utf-8") as source:
+        tree = unquoted(hcl2.load(source))
+    assert isinstance(tree, dict)
+    return tree
+
+
+def unquoted(value: Any) -> Any:
+    """python-hcl2 keeps the quotes of labels and string literals; the checks read values."""
+    if isinstance(value, dict):
+        return {unquoted(k): unquoted(v) for k, v in value.items() if k != "__is_block__"}
+    if isinstance(value, list):
+        return [unquoted(v) for v in value]
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
+        return value[1:-1]
+    return value

@@ -167,7 +167,7 @@ class WorkerService:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def memory_sizes(self) -> dict[str, int]:
-        """How much each in-memory map holds (tests/test_bounded_memory.py)."""
+        """How much each in-memory map holds (tests/orchestrator/control/test_bounded_memory.py)."""
         return {
             "seen_assignments": len(self._state.seen_assignments),
             "recent": len(self._state.recent),

@@ -140,7 +140,7 @@ variable "deletion_protection" {
 variable "rehearsal_omits" {
   type        = set(string)
   default     = []
-  description = "For the deploy rehearsal against moto only (tests/deploy/): what the stand-in endpoint cannot create, left out. Leave empty in a real deployment."
+  description = "For the deploy rehearsal against moto only (tests/infra/): what the stand-in endpoint cannot create, left out. Leave empty in a real deployment."
   validation {
     condition     = length(setsubtract(var.rehearsal_omits, ["efs_backup_policy", "sqs_redrive_allow_policy", "s3_tls_only_policy"])) == 0
     error_message = "rehearsal_omits names only efs_backup_policy, sqs_redrive_allow_policy and s3_tls_only_policy."

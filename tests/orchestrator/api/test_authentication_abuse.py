@@ -1,0 +1,71 @@
+"""Guessing tokens and forging logins: failed authentication is throttled per source address,
+and the console's login takes only its own form (a CSRF token in the form and in a cookie
+only this site sends, and no foreign Origin)."""
+
+from __future__ import annotations
+
+import re
+
+import urllib3
+
+from tests.support.served_api import ServedApi
+
+FAILED_AUTH_PER_MINUTE = 20  # the served API's (the default)
+
+
+def from_address(api: ServedApi, address: str) -> ServedApi:
+    """The same API, called from another loopback address (another client, as it sees it)."""
+    http = urllib3.PoolManager(retries=False, source_address=(address, 0))
+    return ServedApi(api.base, api.store, api.tokens, api.log, api.process, http)
+
+
+def test_an_address_that_keeps_guessing_tokens_is_held_off(api: ServedApi) -> None:
+    guesser = from_address(api, "127.0.0.3")
+    wrong = {"Authorization": "Bearer ff_guess_nothere"}
+    statuses = [
+        guesser.call("GET", "/v1/jobs", None, headers=wrong).status
+        for _ in range(FAILED_AUTH_PER_MINUTE)
+    ]
+    assert statuses == [401] * FAILED_AUTH_PER_MINUTE
+    held = guesser.call("GET", "/v1/jobs", "reader")  # even a good token, from there
+    assert held.status == 429
+    assert int(held.headers["retry-after"]) >= 1
+    assert api.call("GET", "/v1/jobs", "reader").status == 200  # other addresses are not held
+
+
+def login_form(http: urllib3.PoolManager, base: str) -> tuple[str, str]:
+    """The login page's CSRF field and the cookie it set."""
+    page = http.request("GET", base + "/console/login", redirect=False)
+    found = re.search(r'name="csrf" value="([^"]+)"', page.data.decode())
+    assert found is not None
+    cookie = page.headers["set-cookie"].split(";")[0]
+    return found.group(1), cookie
+
+
+def post_login(
+    http: urllib3.PoolManager, base: str, fields: str, headers: dict[str, str]
+) -> urllib3.BaseHTTPResponse:
+    return http.request(
+        "POST",
+        base + "/console/login",
+        body=fields.encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
+        redirect=False,
+    )
+
+
+def test_the_console_login_takes_only_its_own_form(api: ServedApi) -> None:
+    http = urllib3.PoolManager(retries=False, source_address=("127.0.0.4", 0))
+    token = api.tokens["reader"]
+    csrf, cookie = login_form(http, api.base)
+    # A form posted from another site: no CSRF cookie comes with it (SameSite=Strict).
+    assert post_login(http, api.base, f"token={token}&csrf={csrf}", {}).status == 403
+    # The right cookie and field, but another site's Origin.
+    foreign = {"Cookie": cookie, "Origin": "https://evil.example"}
+    assert post_login(http, api.base, f"token={token}&csrf={csrf}", foreign).status == 403
+    # A field that does not match the cookie.
+    mismatched = post_login(http, api.base, f"token={token}&csrf=guess", {"Cookie": cookie})
+    assert mismatched.status == 403
+    own = post_login(http, api.base, f"token={token}&csrf={csrf}", {"Cookie": cookie})
+    assert own.status == 303
+    assert "framefleet_token=" in own.headers["set-cookie"]

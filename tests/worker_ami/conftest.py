@@ -1,0 +1,163 @@
+"""Worker fixtures: a tiny random-weight Wan pipeline published to moto's S3, a model cache,
+checkpoint store and runner built the way the agent's composition root builds them."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+
+from kernel.clock import Clock, SystemClock
+from kernel.job_spec import JobSpec, parse_job
+from tests.support.jobs import job_dict
+from tests.support.local_services import Queues
+from tests.support.mosquitto import LocalMosquitto
+from worker_ami.agent.checkpoint import CheckpointStore
+from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
+from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model
+from worker_ami.agent.object_store import S3ObjectStore, s3_client
+from worker_ami.agent.runner import JobRunner, RunnerSettings
+from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.tiny_model import build_tiny_wan
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+    from tests.worker_ami.system import LocalSystem
+
+MODEL = "wan/tiny-test"
+REVISION = "r1"
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_wan(tmp_path_factory.mktemp("models") / "wan-tiny")
+
+
+@dataclass(frozen=True)
+class Buckets:
+    models: str
+    checkpoints: str
+    outputs: str
+
+
+@pytest.fixture
+def s3(moto_endpoint: str) -> S3Client:
+    return boto3.client("s3", region_name="us-east-1", endpoint_url=moto_endpoint)
+
+
+@pytest.fixture
+def buckets(s3: S3Client) -> Buckets:
+    suffix = uuid.uuid4().hex[:10]
+    made = Buckets(f"models-{suffix}", f"ckpt-{suffix}", f"out-{suffix}")
+    for name in (made.models, made.checkpoints, made.outputs):
+        s3.create_bucket(Bucket=name)
+    return made
+
+
+@pytest.fixture
+def worker_settings(moto_endpoint: str, buckets: Buckets, tmp_path: Path) -> WorkerSettings:
+    registry = tmp_path / "models.json"
+    registry.write_text(
+        json.dumps(
+            {"models": {MODEL: {"uri": f"s3://{buckets.models}/wan-tiny/", "revision": REVISION}}}
+        )
+    )
+    return WorkerSettings(
+        endpoint_url=moto_endpoint,
+        checkpoint_bucket=buckets.checkpoints,
+        model_registry=registry,
+        cache_dir=tmp_path / "cache",
+        device="cpu",
+        allow_cpu=True,
+        imds_enabled=False,
+        min_free_disk_gib=0,
+    )
+
+
+@pytest.fixture
+async def object_store(worker_settings: WorkerSettings) -> AsyncIterator[S3ObjectStore]:
+    async with s3_client(worker_settings) as client:
+        yield S3ObjectStore(client)
+
+
+@pytest.fixture
+async def published_model(
+    object_store: S3ObjectStore, tiny_model_dir: Path, buckets: Buckets
+) -> ModelRegistry:
+    uri = f"s3://{buckets.models}/wan-tiny/"
+    await publish_model(object_store, tiny_model_dir, uri, MODEL, REVISION)
+    return ModelRegistry(models={MODEL: ModelEntry(uri=uri, revision=REVISION)})
+
+
+def make_runner(
+    objects: S3ObjectStore,
+    registry: ModelRegistry,
+    settings: WorkerSettings,
+    clock: Clock | None = None,
+    **runner_settings: Any,
+) -> JobRunner:
+    clock = clock or SystemClock()
+    bucket = settings.require_checkpoint_bucket()
+    return JobRunner(
+        objects=objects,
+        checkpoints=CheckpointStore(objects, bucket),
+        models=ModelCache(objects, settings.cache_dir, 10**10, clock),
+        registry=registry,
+        clock=clock,
+        settings=RunnerSettings(
+            device="cpu", **({"mean_time_between_interruptions_s": float("inf")} | runner_settings)
+        ),
+    )
+
+
+@pytest.fixture
+def runner(
+    object_store: S3ObjectStore, published_model: ModelRegistry, worker_settings: WorkerSettings
+) -> JobRunner:
+    return make_runner(object_store, published_model, worker_settings)
+
+
+def video_job(buckets: Buckets, job_id: str, **overrides: Any) -> JobSpec:
+    fields: dict[str, Any] = {
+        "model": MODEL,
+        "steps": 8,
+        "output": f"s3://{buckets.outputs}/{job_id}/",
+    }
+    job = job_dict(job_id, **(fields | overrides))
+    return parse_job(job, now=None)
+
+
+@pytest.fixture
+async def imds() -> AsyncIterator[tuple[ImdsEmulator, str]]:
+    emulator = ImdsEmulator(SystemClock(), InstanceIdentity(lifecycle="spot"))
+    url = await emulator.start()
+    yield emulator, url
+    await emulator.stop()
+
+
+def read_object(s3: S3Client, bucket: str, key: str) -> bytes:
+    return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+@pytest.fixture
+def system(
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+    sqs: SQSClient,
+    queues: Queues,
+    moto_endpoint: str,
+    broker: LocalMosquitto,
+    tmp_path: Path,
+) -> LocalSystem:
+    from tests.worker_ami.system import LocalSystem
+
+    return LocalSystem(worker_settings, buckets, sqs, queues, moto_endpoint, broker, tmp_path)
