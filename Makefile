@@ -15,10 +15,13 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
+# tools/house_rules.py: modules of at most 400 lines as the formatter writes them, and the
+# formatter turned off only beneath a reason.
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/python -m tools.house_rules
 
 typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy
@@ -31,17 +34,17 @@ unit: $(VENV)/.dev-installed
 	$(BIN)/python -m tests.support.iam_check .aws-actions.jsonl
 
 # `make demo` on a loaded machine: both cores kept busy by two loops, five minutes at most
-# (tests/test_demo.py). Alone, after the suite; every AWS call its processes make must be
+# (tests/framefleet/test_demo.py). Alone, after the suite; every AWS call its processes make must be
 # granted by infra/'s IAM policies, as the suite's are.
 demo-loaded: $(VENV)/.dev-installed
-	FRAMEFLEET_AWS_ACTIONS_LOG=$(CURDIR)/.aws-actions-demo.jsonl $(BIN)/pytest -m loaded_machine tests/test_demo.py
+	FRAMEFLEET_AWS_ACTIONS_LOG=$(CURDIR)/.aws-actions-demo.jsonl $(BIN)/pytest -m loaded_machine tests/framefleet/test_demo.py
 	$(BIN)/python -m tests.support.iam_check --calls-only .aws-actions-demo.jsonl
 
 # The console's browser tests (Playwright driving Debian's Chromium), in a pytest of their own:
 # Playwright's sync API keeps an event loop running in its process while the browser lives,
 # which the asyncio tests cannot share. Their AWS calls are the demo's, which `unit` checks.
 browser: $(VENV)/.dev-installed
-	FRAMEFLEET_AWS_ACTIONS_LOG=$(CURDIR)/.aws-actions-browser.jsonl $(BIN)/pytest tests/console --durations=5
+	FRAMEFLEET_AWS_ACTIONS_LOG=$(CURDIR)/.aws-actions-browser.jsonl $(BIN)/pytest tests/orchestrator/console --durations=5
 
 # The type check (one core, a minute) runs beside the tests, which wait on processes and
 # brokers as much as they compute.
