@@ -245,7 +245,7 @@ async def control_plane(
                     plane.interruptions = InterruptionsLoop(
                         SqsQueue(sqs, settings.interruptions_queue_url),
                         dead_letters,
-                        plane.service,
+                        plane.service.instance_events,
                         clock,
                         settings.interruption_settings(),
                         InterruptionMetrics(registry),

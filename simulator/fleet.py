@@ -118,7 +118,11 @@ class FleetSimulation:
         self.queue = HandledQueue()
         # The trace's pools span regions; one simulated control plane serves them all.
         self.interruptions = InterruptionsLoop(
-            self.queue, KeptDeadLetters(), self.control, self.clock, InterruptionSettings(region="")
+            self.queue,
+            KeptDeadLetters(),
+            self.control.instance_events,
+            self.clock,
+            InterruptionSettings(region=""),
         )
         companions = companions_for(trace) if setup.multi_gpu else no_companions(trace)
         self.cloud = SimulatedEc2(

@@ -81,3 +81,17 @@ def _heartbeat(beat: Heartbeat, registry: WorkerRegistry, running: dict[str, int
         )
         items.append(Inbound(started, quiet=True))
     return items
+
+
+def ids_of(item: Inbound | None) -> dict[str, str | int | None]:
+    """The worker, job and attempt a message is about, for its log lines."""
+    if item is None:
+        return {}
+    message = item.message
+    if isinstance(message, WorkerEvent):
+        return {
+            "worker_id": message.worker_id,
+            "job_id": message.job_id,
+            "attempt": message.attempt,
+        }
+    return {"worker_id": message.worker_id}

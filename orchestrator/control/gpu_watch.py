@@ -17,7 +17,7 @@ import asyncio
 import logging
 import statistics
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -61,6 +61,10 @@ class Quarantine:
     instance_id: str
     gpu_index: int
     reason: str
+
+    def holds(self, placement: Placement) -> bool:
+        """Whether the placed job runs on the quarantined GPU."""
+        return (placement.worker_id, placement.gpu_index) == (self.worker_id, self.gpu_index)
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,13 @@ class GpuWatch:
         learned = [pace for _, pace in self._learned.get(_shape(job, family or ""), ())]
         return expected_step(planned, statistics.median(learned) if learned else None)
 
-    async def look(self, placements: list[Placement], planned: dict[str, float]) -> Findings:
+    def expected_step_at(self, placement: Placement, planned: Mapping[str, float]) -> float | None:
+        """`expected_step` for a placed job, on the family of the GPU it is placed on."""
+        family = self._registry.family_of(placement.worker_id, placement.gpu_index)
+        job = placement.job
+        return self.expected_step(job, family, planned.get(job.job_id))
+
+    async def look(self, placements: list[Placement], planned: Mapping[str, float]) -> Findings:
         quarantined = await asyncio.to_thread(self._store.quarantined_gpus)
         self._registry.quarantined = quarantined
         findings = Findings()

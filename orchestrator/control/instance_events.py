@@ -12,12 +12,9 @@ import asyncio
 from datetime import timedelta
 
 from kernel.clock import Clock
-from kernel.job_record import DrainKind, JobRecord, Placement
-from kernel.job_state import JobState
-from kernel.worker_protocol import CommandKind
-from orchestrator.control.admission import Inbound
-from orchestrator.control.commands import CommandSender
-from orchestrator.control.job_events import Decision, requeue
+from kernel.job_record import DrainKind
+from orchestrator.control.job_events import requeue
+from orchestrator.control.job_mover import JobMover
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.settings import ACTOR, ControlStore, InstanceBook
 from orchestrator.scheduling.registry import WorkerRegistry
@@ -28,49 +25,45 @@ GONE_MEMORY = timedelta(days=30)
 
 
 class InstanceEvents:
-    """Mixed into ControlPlaneService, which provides these."""
+    """Spot notices, rebalance recommendations, terminations and workers gone: what they mean
+    for the instance's record and for the jobs on it."""
 
-    _store: ControlStore
-    _clock: Clock
-    _instances: InstanceBook
-    _lock: asyncio.Lock
-    _leadership: Leadership | None
-    registry: WorkerRegistry
-
-    _commands: CommandSender
-
-    async def _commit(self, decided: list[tuple[JobRecord, Decision, Inbound | None]]) -> None:
-        raise NotImplementedError
-
-    async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        store: ControlStore,
+        clock: Clock,
+        instances: InstanceBook,
+        registry: WorkerRegistry,
+        mover: JobMover,
+        lock: asyncio.Lock,
+        leadership: Leadership | None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._instances = instances
+        self._registry = registry
+        self._mover = mover
+        self._lock = lock  # the service's: one writer at a time inside this replica
+        self._leadership = leadership
 
     async def remember_gone_instances(self) -> None:
         """Gone instances' retained hellos are refused."""
         since = self._clock.now() - GONE_MEMORY
         for instance_id in await asyncio.to_thread(self._instances.gone_since, since):
-            self.registry.instance_gone(instance_id)
+            self._registry.instance_gone(instance_id)
 
-    async def _interrupt(self, worker_id: str, reason: str) -> None:
+    async def interrupt(self, worker_id: str, reason: str) -> None:
         """A spot notice: no new work there; its jobs checkpoint now and move when durable."""
-        self.registry.mark(worker_id, WorkerHealth.INTERRUPTED, reason)
-        await self._move_jobs_off(worker_id, reason)
+        self._registry.mark(worker_id, WorkerHealth.INTERRUPTED, reason)
+        await self.move_jobs_off(worker_id, reason)
 
-    async def _move_jobs_off(self, worker_id: str, reason: str) -> None:
-        for placement in await asyncio.to_thread(self._store.placements):
-            if placement.worker_id != worker_id:
-                continue
-            if placement.job.state is JobState.RUNNING:
-                await self._checkpoint_now(placement, reason)
-            elif placement.job.state is JobState.ASSIGNED:
-                # Its `started` may still be on the way. A worker that runs it checkpoints and
-                # reports `preempted`; one that never started it refuses the assignment; both
-                # send the job back to the queue.
-                await self._commands.send(placement, CommandKind.CHECKPOINT_NOW, force=True)
+    async def move_jobs_off(self, worker_id: str, reason: str) -> None:
+        placements = await asyncio.to_thread(self._store.placements)
+        await self._mover.move_off(placements, lambda p: p.worker_id == worker_id, reason)
 
-    async def _worker_gone(self, worker_id: str, reason: str) -> None:
+    async def worker_gone(self, worker_id: str, reason: str) -> None:
         """Lost without (further) notice: its jobs resume elsewhere from their checkpoint."""
-        await self._commit(
+        await self._mover.commit(
             [
                 (p.job, requeue(p.job, f"{reason} ({worker_id})"), None)
                 for p in await asyncio.to_thread(self._store.placements)
@@ -90,15 +83,15 @@ class InstanceEvents:
         if not self.leads():
             return []
         async with self._lock:
-            workers = self.registry.by_instance(instance_id)
+            workers = self._registry.by_instance(instance_id)
             for worker_id in workers:
-                await self._interrupt(worker_id, reason)
+                await self.interrupt(worker_id, reason)
             return workers
 
     async def _record_gone(self, instance_id: str, reason: str, ended: bool = False) -> None:
         """Durable first: a restarted control plane must refuse its retained hello too."""
         await asyncio.to_thread(self._instances.record_gone, instance_id, reason, ended)
-        self.registry.instance_gone(instance_id)
+        self._registry.instance_gone(instance_id)
 
     async def stop_assigning(self, instance_id: str, reason: str) -> None:
         """A rebalance recommendation (EventBridge, or a worker's IMDS): no new work there, its
@@ -115,6 +108,6 @@ class InstanceEvents:
         if not self.leads():
             return
         async with self._lock:
-            for worker_id in self.registry.by_instance(instance_id):
-                self.registry.mark(worker_id, WorkerHealth.LOST, reason)
-                await self._worker_gone(worker_id, reason)
+            for worker_id in self._registry.by_instance(instance_id):
+                self._registry.mark(worker_id, WorkerHealth.LOST, reason)
+                await self.worker_gone(worker_id, reason)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from kernel.clock import Clock
@@ -15,6 +15,7 @@ from kernel.job_record import JobRecord, Placement
 from kernel.worker_protocol import CommandKind
 from orchestrator.control.apply import assignment_move
 from orchestrator.control.commands import CommandSender
+from orchestrator.control.job_mover import JobMover
 from orchestrator.control.scheduling_view import freeing_now, pending_jobs, running_jobs
 from orchestrator.control.settings import ACTOR, ControlSettings, ControlStats, ControlStore
 from orchestrator.scheduling.policy import schedule
@@ -36,17 +37,18 @@ class SchedulingRound:
         settings: ControlSettings,
         stats: ControlStats,
         commands: CommandSender,
-        checkpoint_now: Callable[[Placement, str], Awaitable[None]],
-        fence: Callable[[], Fence | None],
+        mover: JobMover,
+        planned: dict[str, float],
         team_spend: TeamSpend | None = None,
     ) -> None:
-        """`team_spend`: what each team's jobs cost today (for quotas with a spend per day)."""
+        """`planned`: filled each round with the seconds per step the autoscaler planned each
+        reserved job at (the stall watch's pace). `team_spend`: what each team's jobs cost
+        today (for quotas with a spend per day)."""
         self._store, self._registry, self._clock = store, registry, clock
         self._settings, self._stats, self._commands = settings, stats, commands
-        self._checkpoint_now, self._fence = checkpoint_now, fence
+        self._mover = mover
         self._team_spend = team_spend
-        # job -> the seconds per step the autoscaler planned it at (the stall watch's pace).
-        self.planned: dict[str, float] = {}
+        self._planned = planned
         self._spent: tuple[datetime, Mapping[str, float]] | None = None
 
     async def _spent_today(self) -> Mapping[str, float]:
@@ -70,7 +72,10 @@ class SchedulingRound:
         if not queued:
             return
         reserved = await asyncio.to_thread(self._store.live_reservations)
-        self.planned = {j: r.seconds_per_step for j, r in reserved.items() if r.seconds_per_step}
+        self._planned.clear()
+        self._planned.update(
+            {j: r.seconds_per_step for j, r in reserved.items() if r.seconds_per_step}
+        )
         faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
         holds = await asyncio.to_thread(self._store.preemption_holds)
         freeing, held, freed_for = freeing_now(holds, queued, placements)
@@ -88,7 +93,7 @@ class SchedulingRound:
         self._stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}
         moves = [assignment_move(a, by_id[a.job_id]) for a in decisions.assignments]
-        fence = self._fence()
+        fence = self._mover.fence()
         outcomes = (
             await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, fence) if moves else []
         )
@@ -110,7 +115,7 @@ class SchedulingRound:
         await self._commands.send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)
         for preemption in decisions.preemptions:
             victim = next(p for p in placements if p.job.job_id == preemption.victim_job_id)
-            await self._checkpoint_now(victim, preemption.reason)
+            await self._mover.checkpoint_now(victim, preemption.reason)
 
     async def _note_waits(
         self, queued: list[JobRecord], waits: Sequence[Wait], fence: Fence | None

@@ -12,28 +12,29 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from functools import partial
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
-from kernel.job_record import JobMove, JobRecord, Placement
+from kernel.job_record import JobRecord
 from kernel.job_state import JobState
 from kernel.log_context import log_context
-from kernel.log_throttle import LogThrottle, held_back
+from kernel.log_throttle import held_back
 from kernel.worker_protocol import (
     CommandKind,
     EventKind,
     Status,
     WorkerEvent,
 )
-from orchestrator.control.admission import Inbound
-from orchestrator.control.apply import as_move
+from orchestrator.control.admission import Inbound, ids_of
 from orchestrator.control.checkpoint_pace import CheckpointPace
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.cost_limits import CostLimits, JobCost
 from orchestrator.control.drains import Drains
 from orchestrator.control.gpu_watch import GpuWatch
 from orchestrator.control.instance_events import InstanceEvents
-from orchestrator.control.job_events import Decision, Ignore, Refusal, apply_event
+from orchestrator.control.job_events import Decision, Ignore, apply_event
+from orchestrator.control.job_mover import JobMover
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.readiness import Readiness
 from orchestrator.control.reception import Reception
@@ -51,23 +52,8 @@ from orchestrator.control.settings import (
 from orchestrator.control.watch_actions import WatchActions
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
-from orchestrator.store.leases import Fence
 
 log = logging.getLogger(__name__)
-
-
-def ids_of(item: Inbound | None) -> dict[str, str | int | None]:
-    """The worker, job and attempt a message is about, for its log lines."""
-    if item is None:
-        return {}
-    message = item.message
-    if isinstance(message, WorkerEvent):
-        return {
-            "worker_id": message.worker_id,
-            "job_id": message.job_id,
-            "attempt": message.attempt,
-        }
-    return {"worker_id": message.worker_id}
 
 
 REBALANCE_NOTICE = "rebalance"  # a worker's notice_seen: what its IMDS showed
@@ -77,7 +63,7 @@ REBALANCE_NOTICE = "rebalance"  # a worker's notice_seen: what its IMDS showed
 HELD_EVENTS = 20_000
 
 
-class ControlPlaneService(InstanceEvents, WatchActions):
+class ControlPlaneService:
     def __init__(
         self,
         store: ControlStore,
@@ -121,11 +107,25 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         self.link: WorkerLink = connect(self.reception.deliver, self.reception.admit)
         pace = CheckpointPace(store, self.registry, clock)
         self.watch = GpuWatch(store, self.registry, clock, settings.watch)
-        self._ignored_lines = LogThrottle(clock)
+        # job -> the seconds per step the autoscaler planned it at: the scheduling round
+        # fills it, the watch and each assignment's stall bound read it.
+        self._planned: dict[str, float] = {}
         self._commands = CommandSender(
-            self.link, clock, settings, self.stats, pace, self.expected_step
+            self.link,
+            clock,
+            settings,
+            self.stats,
+            pace,
+            partial(self.watch.expected_step_at, planned=self._planned),
         )
-        self._drains = Drains(store, self.registry, self._move_jobs_off)
+        self._mover = JobMover(store, clock, self.stats, refusals, self._commands, leadership)
+        self.instance_events = InstanceEvents(
+            store, clock, instances, self.registry, self._mover, self._lock, leadership
+        )
+        self._watch_actions = WatchActions(
+            store, self.registry, self.watch, self._planned, self.stats, self._commands, self._mover
+        )
+        self._drains = Drains(store, self.registry, self.instance_events.move_jobs_off)
         self._scheduling = SchedulingRound(
             store,
             self.registry,
@@ -133,8 +133,8 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             settings,
             self.stats,
             self._commands,
-            self._checkpoint_now,
-            self._fence,
+            self._mover,
+            self._planned,
             team_spend,
         )
         self._readiness = Readiness(store, self.registry)
@@ -142,7 +142,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         self._cost_limits = CostLimits(store, job_cost, clock, ACTOR) if job_cost else None
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.remember_gone_instances()
+        await self.instance_events.remember_gone_instances()
         link = asyncio.create_task(self.link.run(stop))
         background = [
             asyncio.create_task(self._process_inbox(stop)),
@@ -172,7 +172,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             "refusals": self.refusals.remembered(),
             "running": len(self._running),
             "watch": self.watch.remembered(),
-            "planned": len(self._scheduling.planned),
+            "planned": len(self._planned),
             "inbox": self._inbox.qsize(),
             "budgets": self.reception.remembered(),
         }
@@ -189,7 +189,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         hello = self.registry.hello(worker_id)
         if hello is None:
             return
-        await self.stop_assigning(
+        await self.instance_events.stop_assigning(
             hello.instance_id or worker_id, "its worker floods the control plane"
         )
 
@@ -248,13 +248,15 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             if isinstance(message, Status):
                 self.registry.on_status(message)
                 if not message.online:
-                    await self._worker_gone(message.worker_id, "worker went offline")
+                    await self.instance_events.worker_gone(message.worker_id, "worker went offline")
             elif (message.notice or "").startswith(REBALANCE_NOTICE):
                 hello = self.registry.hello(message.worker_id)
                 if hello is not None:  # admitted messages come from workers that said hello
-                    await self.stop_assigning(hello.instance, f"{message.notice} in IMDS")
+                    await self.instance_events.stop_assigning(
+                        hello.instance, f"{message.notice} in IMDS"
+                    )
             else:
-                await self._interrupt(message.worker_id, f"notice: {message.notice}")
+                await self.instance_events.interrupt(message.worker_id, f"notice: {message.notice}")
         await self._apply_events(events)
 
     async def _apply_events(self, items: list[Inbound]) -> None:
@@ -277,7 +279,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                     continue
                 job = jobs.get(event.job_id)
                 if job is None:  # once a minute per worker: heartbeats repeat their outcomes
-                    held = self._ignored_lines.allow(f"{event.worker_id}|unknown job")
+                    held = self._mover.ignored_line(f"{event.worker_id}|unknown job")
                     if held is not None:
                         with log_context(**ids_of(item)):
                             log.warning(
@@ -294,58 +296,10 @@ class ControlPlaneService(InstanceEvents, WatchActions):
                     stalls.append(event)
                 if event.kind is EventKind.STARTED and isinstance(decision, Ignore):
                     await self._commands.cancel_zombie(job, event)
-            await self._commit(decided)
+            await self._mover.commit(decided)
             for stall in stalls:
-                await self._stalled_on_worker(stall)
+                await self._watch_actions.stalled_on_worker(stall)
             items = later
-
-    async def _commit(self, decided: list[tuple[JobRecord, Decision, Inbound | None]]) -> None:
-        """Write the moves; `None` for the cause marks a decision of the control plane's own."""
-        moves = []
-        for job, decision, cause in decided:
-            quiet = cause is not None and cause.quiet
-            move = as_move(job, decision)
-            if move is not None:
-                moves.append(move)
-            elif isinstance(decision, Refusal) and cause is not None:
-                assert isinstance(cause.message, WorkerEvent)  # refusals answer events only
-                self.refusals.refuse_event(cause.message, decision.reason)
-            elif isinstance(decision, Ignore):
-                if "stale attempt" in decision.reason:
-                    self.stats.stale_events += 1
-                # Heartbeats repeat their outcomes: one line per job and reason a minute.
-                held = (
-                    None if quiet else self._ignored_lines.allow(f"{job.job_id}|{decision.reason}")
-                )
-                if held is not None:
-                    with log_context(**ids_of(cause)):
-                        log.info(
-                            "job %s: ignored: %s%s", job.job_id, decision.reason, held_back(held)
-                        )
-        if not moves:
-            return
-        outcomes = await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, self._fence())
-        for move, outcome in zip(moves, outcomes, strict=True):
-            if isinstance(outcome, FrameFleetError):
-                log.info(
-                    "job %s not moved (the next message or tick decides again): %s",
-                    move.job_id,
-                    outcome,
-                )
-
-    async def _checkpoint_now(self, placement: Placement, reason: str) -> None:
-        """Record that the job must checkpoint (durable first), then tell its worker."""
-        job = placement.job
-        move = JobMove(job.job_id, job.version, (JobState.CHECKPOINTING,), reason)
-        fence = self._fence()
-        (outcome,) = await asyncio.to_thread(self._store.apply_moves, [move], ACTOR, fence)
-        if isinstance(outcome, FrameFleetError):
-            return  # moved meanwhile: the next message or tick decides again
-        await self._commands.send(placement, CommandKind.CHECKPOINT_NOW, force=True)
-
-    def _fence(self) -> Fence | None:
-        """What every write of this replica carries while it leads (NotLeader once not)."""
-        return self._leadership.current() if self._leadership is not None else None
 
     # -- the tick: timeouts, re-sends, scheduling ---------------------------------------------
 
@@ -358,7 +312,7 @@ class ControlPlaneService(InstanceEvents, WatchActions):
         async with self._lock:
             for change in self.registry.sweep():
                 if change.after is WorkerHealth.LOST:
-                    await self._worker_gone(change.worker_id, "heartbeats stopped")
+                    await self.instance_events.worker_gone(change.worker_id, "heartbeats stopped")
             placements = await asyncio.to_thread(self._store.placements)
             self._running = {
                 p.job.job_id: p.job.attempt
@@ -377,5 +331,9 @@ class ControlPlaneService(InstanceEvents, WatchActions):
             await self._drains.step(placements)  # before anything is assigned
             if self._cost_limits is not None:
                 await self._cost_limits.step(placements)
-            await self._watch(placements)
+            await self._watch_actions.step(placements)
             await self._scheduling.run(placements)
+
+    def leads(self) -> bool:
+        """Whether this replica schedules and moves jobs now (always, without leadership)."""
+        return self.instance_events.leads()

@@ -133,12 +133,12 @@ async def test_a_gone_instance_stays_gone_across_a_restart(
 ) -> None:
     plane = service(store, clock, KeptDeadLetters())
     owner = await placed(store, clock, plane)
-    await plane.instance_gone(owner, "EventBridge: terminated")
+    await plane.instance_events.instance_gone(owner, "EventBridge: terminated")
     assert store.get("victim").state is JobState.QUEUED
 
     # A new control plane on the same database gets the retained hello again.
     restarted = service(store, clock, KeptDeadLetters())
-    await restarted.remember_gone_instances()
+    await restarted.instance_events.remember_gone_instances()
     await restarted.on_message(topic(owner, Channel.HELLO), hello(owner, clock))
     assert restarted.registry.health(owner) is None
     assert restarted.refusals.count("gone_instance") == 1

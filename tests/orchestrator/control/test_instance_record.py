@@ -19,8 +19,9 @@ from tests.support.jobs import job_dict
 
 async def replicas(
     store: JobStore, clock: FakeClock
-) -> tuple[ControlPlaneService, ControlPlaneService, Leadership]:
-    """A leader and a standby on one store, both hearing the workers' hellos."""
+) -> tuple[ControlPlaneService, ControlPlaneService, Leadership, Leadership]:
+    """A leader and a standby on one store, both hearing the workers' hellos, and their
+    leaderships."""
     leading = Leadership(store, clock, "control-plane", "replica-a")
     waiting = Leadership(store, clock, "control-plane", "replica-b")
     await leading.step()
@@ -32,7 +33,7 @@ async def replicas(
     for plane in (leader, standby):
         for worker_id in WORKERS:
             await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
-    return leader, standby, waiting
+    return leader, standby, leading, waiting
 
 
 def submit(store: JobStore, *jobs: tuple[str, int]) -> None:
@@ -47,12 +48,17 @@ def submit(store: JobStore, *jobs: tuple[str, int]) -> None:
 async def test_a_warning_a_standby_hears_moves_the_jobs_on_the_leader(
     store: JobStore, clock: FakeClock
 ) -> None:
-    leader, standby, _ = await replicas(store, clock)
+    leader, standby, _, _ = await replicas(store, clock)
     submit(store, ("victim", 5))
     await leader.tick()
     warned = await started(leader, store, "victim")
 
-    assert await standby.interrupt_instance(warned, "EC2 Spot Instance Interruption Warning") == []
+    assert (
+        await standby.instance_events.interrupt_instance(
+            warned, "EC2 Spot Instance Interruption Warning"
+        )
+        == []
+    )
     status = store.instance_statuses()[warned]
     assert status.state is InstanceState.WARNED  # at once, in the store every replica reads
     await leader.tick()
@@ -69,7 +75,7 @@ async def test_a_warning_a_standby_hears_moves_the_jobs_on_the_leader(
 
 
 async def test_a_new_leader_keeps_the_preemption_hold(store: JobStore, clock: FakeClock) -> None:
-    leader, standby, waiting = await replicas(store, clock)
+    leader, standby, leading, waiting = await replicas(store, clock)
     submit(store, ("low-a", 1), ("low-b", 1))
     await leader.tick()
     for job_id in ("low-a", "low-b"):
@@ -81,7 +87,7 @@ async def test_a_new_leader_keeps_the_preemption_hold(store: JobStore, clock: Fa
     assert store.preemption_holds() == {(freed_on, 0): "urgent"}
 
     # The leader goes; the standby takes the lease and has never seen the preemption.
-    fence = leader._fence()
+    fence = leading.current()
     assert fence is not None
     store.release_lease(fence)
     await waiting.step()

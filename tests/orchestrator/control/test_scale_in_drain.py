@@ -104,7 +104,9 @@ async def test_a_rebalance_recommendation_stops_assignments_and_lets_the_job_fin
     plane, link, owner = await _running(store, clock)
     instance = owner
     if source == "eventbridge":
-        await plane.stop_assigning(instance, "EC2 Instance Rebalance Recommendation")
+        await plane.instance_events.stop_assigning(
+            instance, "EC2 Instance Rebalance Recommendation"
+        )
     else:
         notice = WorkerEvent(
             worker_id=owner,
