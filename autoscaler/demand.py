@@ -114,6 +114,10 @@ class FinishedWork:
     finished_at: datetime
 
 
+class RateBook(Protocol):
+    def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None: ...
+
+
 class JobSource(Protocol):
     """The part of the control plane's job store the autoscaler reads and writes (declared
     here so the autoscaler never imports the control plane; JobStore has these)."""
@@ -142,7 +146,8 @@ class JobSource(Protocol):
         self, instance_ids: Sequence[str], after: InstanceState, reason: str, actor: str
     ) -> list[str]: ...
 
-    def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None: ...
+    @property
+    def rates(self) -> RateBook: ...
 
     def arrivals_since(self, since: datetime, limit: int = ...) -> list[datetime]: ...
 
@@ -184,7 +189,7 @@ class StoreDemand:
             self._store.move_instances([move.instance_id], move.after, move.reason, move.actor)
 
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
-        self._store.record_pool_rates(rates)
+        self._store.rates.record_pool_rates(rates)
 
     def arrivals_since(self, since: datetime) -> list[datetime]:
         return self._store.arrivals_since(since)

@@ -61,7 +61,7 @@ def main() -> None:
             week = Period("custom", trace.start, simulation.clock.now())
             reporter = Reporter(
                 simulation.ledger,
-                simulation.store,
+                simulation.store.report_sends,
                 None,
                 ReportSettings(out_dir=args.out),
                 simulation.clock,

@@ -46,7 +46,7 @@ async def serve(args: argparse.Namespace) -> dict[str, object]:
     def connect(deliver: MessageHandler, admit: Admit) -> WorkerLink:
         return MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit)
 
-    lease = Leadership(store, clock, "control-plane", args.name)
+    lease = Leadership(store.leases, clock, "control-plane", args.name)
     service = ControlPlaneService(
         store,
         clock,

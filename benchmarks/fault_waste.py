@@ -69,7 +69,7 @@ async def _fleet_run(faults: FleetFaults, jobs_per_day: int) -> dict[str, Any]:
         )
         try:
             result = await simulation.run()
-            kinds = [f.kind.value for f in simulation.store.gpu_faults()]
+            kinds = [f.kind.value for f in simulation.store.faults.gpu_faults()]
         finally:
             simulation.store.dispose()
     waste = simulation.waste

@@ -215,7 +215,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         session.client("ssm", endpoint_url=settings.endpoint_url) as ssm,
         session.client("sts", endpoint_url=settings.endpoint_url) as sts,
     ):
-        capacity = CapacityMemory(clock, log=store)  # shared by the autoscaler replicas
+        capacity = CapacityMemory(clock, log=store.pool_marks)  # shared by the autoscaler replicas
         adapter = Ec2FleetAdapter(
             ec2,
             config.launch_template,
@@ -304,7 +304,7 @@ def buying_lease(live: _Live, settings: Settings, clock: Clock) -> Leadership:
     """One replica buys at a time: the holder of the autoscaler's lease."""
     holder = settings.control.replica_id or f"ff-as-{uuid.uuid4().hex[:12]}"
     ttl = timedelta(seconds=settings.control.lease_seconds)
-    return Leadership(live.store, clock, "autoscaler", holder, ttl=ttl)
+    return Leadership(live.store.leases, clock, "autoscaler", holder, ttl=ttl)
 
 
 async def _run(settings: Settings) -> None:

@@ -304,7 +304,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             elif args.command == "cancel":
                 cancel(store, args.job_id, args.reason, console)
             elif args.command == "tokens":
-                run_token_commands(args, store, console, lambda: secret_writer(settings))
+                run_token_commands(args, store.api_tokens, console, lambda: secret_writer(settings))
             elif args.command == "db":
                 store.upgrade()
                 console.print("database schema is at the newest migration")

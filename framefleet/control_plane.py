@@ -153,7 +153,7 @@ def reporter(settings: Settings, store: JobStore, clock: Clock, email: bool = Tr
         sender = SesSender(ses)
     return Reporter(
         ledger=CostLedger(store, clock, costs.ledger()),
-        sends=store,
+        sends=store.report_sends,
         sender=sender,
         settings=ReportSettings(
             tuple(costs.finance_recipients),
@@ -229,7 +229,7 @@ async def control_plane(
                 dead_letters = SqsDeadLetterQueue(sqs, settings.require_queues()[1])
                 refusals = RefusedMessages(clock, dead_letters, registry)
                 plane.leadership = Leadership(
-                    store,
+                    store.leases,
                     clock,
                     "control-plane",
                     settings.control.replica_id or replica_id(),

@@ -199,7 +199,7 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
 
 def _console_token(store: JobStore) -> None:
     """A token for the console, in a file only this user may read."""
-    _, token = create_token(store, "demo", (Scope.READ, Scope.SUBMIT, Scope.CANCEL))
+    _, token = create_token(store.api_tokens, "demo", (Scope.READ, Scope.SUBMIT, Scope.CANCEL))
     CONSOLE_TOKEN.touch(mode=0o600)
     CONSOLE_TOKEN.write_text(token + "\n")
 

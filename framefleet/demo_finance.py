@@ -36,7 +36,7 @@ def finance_report(
     end = FakeClock(ended)  # live instances are billed up to the end
     ledger = CostLedger(store, end, costs)
     settings = ReportSettings((FINANCE,), SENDER, folder)
-    reporter = Reporter(ledger, store, None, settings, end)
+    reporter = Reporter(ledger, store.report_sends, None, settings, end)
     report = reporter.build(Period("custom", started, ended))
     reporter.write(report)
     message = report_email(report, SENDER, [FINANCE])

@@ -22,7 +22,7 @@ from orchestrator.api.auth import (
     parse_teams,
 )
 from orchestrator.aws.secrets import SecretWriter
-from orchestrator.store.job_store import JobStore
+from orchestrator.store.tokens import TokenBook
 
 MAX_DAYS = 3650
 
@@ -56,7 +56,7 @@ def add_commands(commands: Any) -> None:
 
 def run_command(
     args: argparse.Namespace,
-    store: JobStore,
+    tokens: TokenBook,
     console: Console,
     secrets: Callable[[], SecretWriter] | None = None,
 ) -> None:
@@ -79,13 +79,13 @@ def run_command(
             if not 0 < args.expires_in_days <= MAX_DAYS:
                 raise ConfigurationError(f"--expires-in-days must be over 0 and at most {MAX_DAYS}")
             expires_at = SystemClock().now() + timedelta(days=args.expires_in_days)
-        token_id, token = create_token(store, args.name, scopes, teams, expires_at)
+        token_id, token = create_token(tokens, args.name, scopes, teams, expires_at)
         if args.into_secret and secrets is not None:
             # A deployment's first token: into the secret, never into the task's log.
             try:
                 secrets().put(args.into_secret, token)
             except FrameFleetError:
-                store.revoke_token(token_id)  # nobody can have it: no live token left behind
+                tokens.revoke_token(token_id)  # nobody can have it: no live token left behind
                 raise
             written = f"token {token_id} ({', '.join(scopes)}) written to {args.into_secret}"
             console.print(written, markup=False, emoji=False, highlight=False)
@@ -98,7 +98,7 @@ def run_command(
         table = Table(title="API tokens")
         for column in ("id", "name", "scopes", "teams", "created", "expires", "revoked"):
             table.add_column(column)
-        for stored in store.tokens():
+        for stored in tokens.tokens():
             table.add_row(
                 stored.token_id,
                 stored.name,
@@ -109,7 +109,7 @@ def run_command(
                 f"{stored.revoked_at:%Y-%m-%d %H:%M} UTC" if stored.revoked_at else "-",
             )
         console.print(table)
-    elif not store.revoke_token(args.token_id):
+    elif not tokens.revoke_token(args.token_id):
         raise ConfigurationError(f"no live token {args.token_id!r}")
     else:
         console.print(f"revoked {args.token_id}")

@@ -24,6 +24,9 @@ from tests.support.mosquitto import LocalMosquitto
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+# Fixtures several folders share, from the support package (found by name, never imported).
+pytest_plugins = ["tests.support.autoscaling"]
+
 # moto accepts any credentials; these keep boto from looking for real ones.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")

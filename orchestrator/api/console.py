@@ -118,7 +118,7 @@ async def login(request: Request, services_: Services) -> Response:
         error = "This login form has expired or came from another site; log in again."
         return _login_page(request, error, 403)
     token = form.get("token", [""])[0].strip()
-    caller = caller_of(services_.store, token, services_.clock.now()) if token else None
+    caller = caller_of(services_.store.api_tokens, token, services_.clock.now()) if token else None
     if caller is None or not caller.may(Scope.READ):
         count_failure(request)
         error = "That token is unknown, revoked, or lacks the read scope."

@@ -66,8 +66,8 @@ def history_page(
 def gpus_page(request: Request, caller: Viewer, services_: Services) -> HTMLResponse:
     every_team(caller)
     store = services_.store
-    faults = sorted(store.gpu_faults(), key=lambda fault: fault.at, reverse=True)
-    quarantined = sorted(store.quarantined_gpus())
+    faults = sorted(store.faults.gpu_faults(), key=lambda fault: fault.at, reverse=True)
+    quarantined = sorted(store.faults.quarantined_gpus())
     return page(request, "gpus.html", caller, faults=faults[:500], quarantined=quarantined)
 
 

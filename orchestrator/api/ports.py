@@ -20,6 +20,7 @@ from kernel.job_record import (
     Submission,
 )
 from kernel.job_state import JobState
+from orchestrator.api.auth import TokenReader
 from orchestrator.costs.job_cost import JobCostParts
 from orchestrator.costs.summary import CostSummary
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
@@ -31,7 +32,6 @@ from orchestrator.store.job_pages import (
     JobProgress,
     PageCursor,
 )
-from orchestrator.store.tokens import StoredToken
 
 
 class ApiStore(Protocol):
@@ -79,7 +79,15 @@ class ApiStore(Protocol):
 
     def gone_between(self, since: datetime, until: datetime) -> list[GoneInstance]: ...
 
-    def token_with_digest(self, sha256: str) -> StoredToken | None: ...
+    @property
+    def api_tokens(self) -> TokenReader: ...
+
+    @property
+    def faults(self) -> GpuFaultReader: ...
+
+
+class GpuFaultReader(Protocol):
+    """The GPU faults recorded and the GPUs quarantined (the console's GPU page)."""
 
     def gpu_faults(self, worker_id: str | None = ...) -> list[GpuFault]: ...
 

@@ -98,7 +98,7 @@ def check_token(request: Request, token: str | None, from_cookie: bool) -> Calle
         )
     refuse_if_failing(request)
     found = services(request)
-    caller = caller_of(found.store, token, found.clock.now())
+    caller = caller_of(found.store.api_tokens, token, found.clock.now())
     if caller is None:
         count_failure(request)
         challenge = 'Bearer error="invalid_token"'

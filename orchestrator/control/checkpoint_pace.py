@@ -19,6 +19,8 @@ REFRESH = timedelta(seconds=30)
 
 
 class PoolRates(Protocol):
+    """Each pool's interruptions per hour, as the autoscaler last recorded them."""
+
     def pool_rates(self) -> dict[tuple[str, str], float]: ...
 
 

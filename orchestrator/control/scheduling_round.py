@@ -77,7 +77,7 @@ class SchedulingRound:
             {j: r.seconds_per_step for j, r in reserved.items() if r.seconds_per_step}
         )
         faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
-        holds = await asyncio.to_thread(self._store.preemption_holds)
+        holds = await asyncio.to_thread(self._store.holds.preemption_holds)
         freeing, held, freed_for = freeing_now(holds, queued, placements)
         pending = pending_jobs(queued, reserved, self._registry, now, freed_for, faulted)
         running = running_jobs(placements, reserved, now)
@@ -110,7 +110,7 @@ class SchedulingRound:
         for preemption in decisions.preemptions:
             freeing[(preemption.worker_id, preemption.gpu_index)] = preemption.for_job_id
         if freeing != holds:  # durable before the victims are told, so a failover keeps it
-            await asyncio.to_thread(self._store.keep_preemption_holds, freeing, fence)
+            await asyncio.to_thread(self._store.holds.keep_preemption_holds, freeing, fence)
         await self._note_waits(queued, decisions.waits, fence)
         await self._commands.send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)
         for preemption in decisions.preemptions:

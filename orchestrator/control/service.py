@@ -105,8 +105,8 @@ class ControlPlaneService:
         )
         self._inbox = self.reception.inbox
         self.link: WorkerLink = connect(self.reception.deliver, self.reception.admit)
-        pace = CheckpointPace(store, self.registry, clock)
-        self.watch = GpuWatch(store, self.registry, clock, settings.watch)
+        pace = CheckpointPace(store.rates, self.registry, clock)
+        self.watch = GpuWatch(store.faults, self.registry, clock, settings.watch)
         # job -> the seconds per step the autoscaler planned it at: the scheduling round
         # fills it, the watch and each assignment's stall bound read it.
         self._planned: dict[str, float] = {}

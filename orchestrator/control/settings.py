@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from kernel.errors import FrameFleetError
-from kernel.fleet_facts import GpuFault
 from kernel.instance_state import InstanceState, InstanceStatus
 from kernel.job_record import (
     DrainKind,
@@ -24,7 +23,8 @@ from kernel.job_record import (
 from kernel.job_state import JobState
 from kernel.market import Market
 from orchestrator.control.budgets import MessageBudget
-from orchestrator.control.gpu_watch import WatchSettings
+from orchestrator.control.checkpoint_pace import PoolRates
+from orchestrator.control.gpu_watch import GpuFaultStore, WatchSettings
 from orchestrator.control.job_events import RetryPolicy
 from orchestrator.control.scheduling_view import QueueReads
 from orchestrator.scheduling.snapshots import SchedulerSettings
@@ -89,6 +89,16 @@ Admit = Callable[[str], bool]  # a message on this topic is read at all (see `re
 ConnectLink = Callable[[MessageHandler, Admit], WorkerLink]
 
 
+class PreemptionHolds(Protocol):
+    """The GPUs being freed for a job: (worker, GPU) -> the job it is freed for."""
+
+    def preemption_holds(self) -> dict[tuple[str, int], str]: ...
+
+    def keep_preemption_holds(
+        self, holds: Mapping[tuple[str, int], str], fence: Fence | None = ...
+    ) -> None: ...
+
+
 class ControlStore(Protocol):
     """The job store operations the control plane uses (JobStore has them)."""
 
@@ -112,13 +122,7 @@ class ControlStore(Protocol):
 
     def live_reservations(self) -> dict[str, Reservation]: ...
 
-    def preemption_holds(self) -> dict[tuple[str, int], str]: ...
-
     def note_waits(self, reasons: Mapping[str, str | None], fence: Fence | None = ...) -> None: ...
-
-    def keep_preemption_holds(
-        self, holds: Mapping[tuple[str, int], str], fence: Fence | None = ...
-    ) -> None: ...
 
     def instance_statuses(
         self, states: Iterable[InstanceState] | None = ...
@@ -134,15 +138,16 @@ class ControlStore(Protocol):
 
     def mark_drained(self, instance_ids: list[str]) -> None: ...
 
-    def pool_rates(self) -> dict[tuple[str, str], float]: ...
-
     def record_instance_ready(self, instance_id: str, at: datetime) -> None: ...
 
-    def record_gpu_fault(self, fault: GpuFault) -> None: ...
+    @property
+    def holds(self) -> PreemptionHolds: ...
 
-    def gpu_faults(self, worker_id: str | None = None) -> list[GpuFault]: ...
+    @property
+    def rates(self) -> PoolRates: ...
 
-    def quarantined_gpus(self) -> set[tuple[str, int]]: ...
+    @property
+    def faults(self) -> GpuFaultStore: ...
 
 
 class InstanceBook(Protocol):

@@ -112,10 +112,15 @@ def in_chunks(job_ids: Sequence[str], size: int = 500) -> Iterator[Sequence[str]
 
 
 class StoreBase:
-    def __init__(self, engine: Engine, clock: Clock) -> None:
+    """What every part of the store stands on: the engine, the clock, sessions, and the parsed
+    specs (`specs`: one cache shared by the parts of one store)."""
+
+    def __init__(
+        self, engine: Engine, clock: Clock, specs: dict[str, JobSpec] | None = None
+    ) -> None:
         self._engine = engine
         self._clock = clock
-        self._specs: dict[str, JobSpec] = {}
+        self._specs: dict[str, JobSpec] = {} if specs is None else specs
 
     @contextmanager
     def _session(self) -> Iterator[Session]:

@@ -1,4 +1,5 @@
-"""The job store's queries: jobs by id, the queue, history, placements, counts."""
+"""The job store's queries: jobs by id, the queue, history, placements, counts, and what the
+metrics and the autoscaler read of the queue (the oldest queued job, deadlines near, arrivals)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from orchestrator.store.tables import JobAttemptRow, JobEventRow, JobRow
 # At-risk deadline jobs one read takes at most: more than a fleet has GPUs, so the bound is
 # reached only where most of them will miss anyway.
 AT_RISK_MOST = 10_000
+UNFINISHED = tuple(s.value for s in (JobState.QUEUED, JobState.PREEMPTED, *ACTIVE_STATES))
 
 
 class JobQueries(StoreBase):
@@ -185,3 +187,38 @@ class JobQueries(StoreBase):
         with self._session() as session:
             rows = session.exec(query).all()
         return {JobState(state): count for state, count in rows}
+
+    # -- what the metrics and the autoscaler read of the queue (small, indexed queries) --
+
+    def oldest_queued_at(self) -> datetime | None:
+        with self._session() as session:
+            oldest = session.exec(
+                select(func.min(JobRow.created_at)).where(
+                    col(JobRow.state) == JobState.QUEUED.value
+                )
+            ).one()
+        return utc(oldest) if oldest is not None else None
+
+    def deadlines_before(self, moment: datetime) -> list[tuple[str, datetime]]:
+        """Unfinished jobs due before `moment`: (job id, deadline), soonest first."""
+        with self._session() as session:
+            rows = session.exec(
+                select(JobRow.job_id, JobRow.deadline)
+                .where(col(JobRow.state).in_(UNFINISHED))
+                .where(col(JobRow.deadline).is_not(None))
+                .where(col(JobRow.deadline) < moment)
+                .order_by(col(JobRow.deadline))
+                .limit(10_000)
+            ).all()
+        return [(job_id, utc(deadline)) for job_id, deadline in rows if deadline is not None]
+
+    def arrivals_since(self, since: datetime, limit: int = 50_000) -> list[datetime]:
+        """When each job accepted after `since` arrived, oldest first (the forecast's input)."""
+        with self._session() as session:
+            rows = session.exec(
+                select(JobRow.created_at)
+                .where(col(JobRow.created_at) > since)
+                .order_by(col(JobRow.created_at))
+                .limit(limit)
+            ).all()
+        return [utc(at) for at in rows]

@@ -14,9 +14,11 @@ from typing import Any
 
 from sqlalchemy import Row, bindparam, delete, insert, update
 from sqlalchemy import select as select_columns
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from kernel.clock import Clock
 from kernel.errors import (
     ConcurrentModification,
     FrameFleetError,
@@ -35,7 +37,6 @@ from orchestrator.store.base import (
     table_of,
 )
 from orchestrator.store.cost_facts import CostFactBook
-from orchestrator.store.fleet_view import FleetViewBook
 from orchestrator.store.gpu_faults import GpuFaultBook
 from orchestrator.store.instance_records import InstanceRecordBook
 from orchestrator.store.intake_ledger import IntakeLedger
@@ -85,20 +86,26 @@ class _StaleBatch(Exception):
 
 class JobStore(
     JobQueries,
-    LeaseBook,
     IntakeLedger,
     ReservationBook,
     InstanceRecordBook,
-    PoolRateBook,
-    PoolMarkBook,
     CostFactBook,
-    ReportSendBook,
-    FleetViewBook,
     JobPageBook,
-    TokenBook,
-    GpuFaultBook,
-    PreemptionHoldBook,
 ):
+    """The jobs' queue and their moves; every other table through the part of the store that
+    owns it, each an object of its own over the same engine (`store.leases`, ...)."""
+
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        super().__init__(engine, clock)
+        parts = (engine, clock, self._specs)
+        self.leases = LeaseBook(*parts)
+        self.api_tokens = TokenBook(*parts)
+        self.faults = GpuFaultBook(*parts)
+        self.holds = PreemptionHoldBook(*parts)
+        self.rates = PoolRateBook(*parts)
+        self.pool_marks = PoolMarkBook(*parts)
+        self.report_sends = ReportSendBook(*parts)
+
     # -- the state machine ------------------------------------------------------------------
 
     def note_waits(self, reasons: Mapping[str, str | None], fence: Fence | None = None) -> None:

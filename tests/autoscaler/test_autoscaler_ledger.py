@@ -19,9 +19,7 @@ from kernel.market import Market
 from orchestrator.costs.fleet_record import LedgerRecord
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.store.job_store import JobStore
-from tests.support.autoscaling import autoscaler, queued_store, trace_clock
-
-__all__ = ["queued_store", "trace_clock"]  # fixtures
+from tests.support.autoscaling import autoscaler
 
 
 def with_ledger(

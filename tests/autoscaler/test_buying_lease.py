@@ -116,7 +116,7 @@ def test_one_replica_buys_and_a_successor_buys_nothing_twice(
         return sum(len(r["Instances"]) for r in found["Reservations"])
 
     wait_until(lambda: bought() >= 2, 90, "the queue's capacity")
-    holder = store.lease_holder("autoscaler")
+    holder = store.leases.lease_holder("autoscaler")
     assert holder is not None
     dead, standby = holder[0], next(name for name in REPLICAS if name != holder[0])
     # Five rounds of the buyer later, still one instance per queued job.
@@ -137,12 +137,12 @@ def test_one_replica_buys_and_a_successor_buys_nothing_twice(
     wait_until(
         lambda: (
             still_running(standby_process, standby_log)
-            and (store.lease_holder("autoscaler") or ("",))[0] == standby
+            and (store.leases.lease_holder("autoscaler") or ("",))[0] == standby
         ),
         60,
         "the standby to hold the buying lease",
     )
-    successor = store.lease_holder("autoscaler")
+    successor = store.leases.lease_holder("autoscaler")
     assert successor is not None
     assert successor[1] > holder[1]  # a new fence: the dead holder's writes would fail
     wait_until(lambda: rounds(replicas[standby][1]) >= 5, 30, "the successor's five rounds")

@@ -193,7 +193,7 @@ def test_a_first_token_goes_into_a_secret_not_onto_the_screen(
     missing = framefleet("tokens", "create", "--name", "x", "--into-secret", arn + "-gone", env=env)
     assert missing.returncode == 2
     store = JobStore(make_engine(env["FRAMEFLEET_DATABASE_URL"]), SystemClock())
-    revoked = {t.name: t.revoked_at is not None for t in store.tokens()}
+    revoked = {t.name: t.revoked_at is not None for t in store.api_tokens.tokens()}
     store.dispose()
     assert revoked == {"platform": False, "x": True}  # the unwritten token is no one's
 

@@ -32,7 +32,7 @@ async def run(faults: FleetFaults, folder: Path) -> tuple[FaultWaste, list[GpuFa
         result = await simulation.run()
         return (
             simulation.waste,
-            [f.kind for f in simulation.store.gpu_faults()],
+            [f.kind for f in simulation.store.faults.gpu_faults()],
             result.finished_twice,
         )
     finally:

@@ -36,7 +36,7 @@ async def test_a_simulated_week_on_the_real_traces_adds_up_to_the_cent(tmp_path:
         await simulation.run()
         # The control plane's stall watch and quarantine ran all week on healthy workers:
         # no job was found stalled and no GPU quarantined (no false positive).
-        assert simulation.store.gpu_faults() == []
+        assert simulation.store.faults.gpu_faults() == []
         assert not any(
             "stalled" in e.reason
             for j in simulation.jobs

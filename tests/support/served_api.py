@@ -109,8 +109,10 @@ def serve_api(
     engine = make_engine(database_url)
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())
-    tokens = {role: create_token(store, role, scopes)[1] for role, scopes in ROLES.items()}
-    store.revoke_token(tokens["revoked"].split("_")[1])
+    tokens = {
+        role: create_token(store.api_tokens, role, scopes)[1] for role, scopes in ROLES.items()
+    }
+    store.api_tokens.revoke_token(tokens["revoked"].split("_")[1])
     port = free_port()
     env = {
         **os.environ,

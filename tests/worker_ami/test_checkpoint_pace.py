@@ -20,13 +20,15 @@ async def test_an_assignment_carries_its_pools_mean_time_between_interruptions(
     store: JobStore, clock: FakeClock
 ) -> None:
     # The hellos of tests/support/control_plane.py: spot g6.xlarge workers in us-east-1a.
-    store.record_pool_rates({("g6.xlarge", "us-east-1a"): 4.0, ("g6.xlarge", "us-east-1b"): 1.0})
+    store.rates.record_pool_rates(
+        {("g6.xlarge", "us-east-1a"): 4.0, ("g6.xlarge", "us-east-1b"): 1.0}
+    )
     plane, link = plane_in_memory(store, clock)
     owner = await placed(store, clock, plane)
     (assign,) = [c for c in link.commands if c.kind is CommandKind.ASSIGN]
     assert assign.worker_id == owner
     assert assign.mtbi_seconds == 900.0  # four interruptions an hour
-    assert store.pool_rates()[("g6.xlarge", "us-east-1b")] == 1.0
+    assert store.rates.pool_rates()[("g6.xlarge", "us-east-1b")] == 1.0
 
 
 async def test_a_pool_never_measured_leaves_the_interval_to_the_worker(

@@ -122,7 +122,7 @@ async def test_the_leader_is_killed_and_a_standby_finishes_every_job_once(
                 return sum(store.get(i).state is JobState.SUCCEEDED for i in ids if store.find(i))
 
             await async_wait_until(lambda: done() >= 2, 180, "two jobs done")
-            holder = store.lease_holder("control-plane")
+            holder = store.leases.lease_holder("control-plane")
             assert holder is not None
             leader, fence, _ = holder
             replicas[leader].send_signal(signal.SIGKILL)
@@ -130,13 +130,13 @@ async def test_the_leader_is_killed_and_a_standby_finishes_every_job_once(
             replicas[leader].wait(timeout=10)
 
             def taken_over() -> bool:
-                now = store.lease_holder("control-plane")
+                now = store.leases.lease_holder("control-plane")
                 return now is not None and now[0] != leader
 
             await async_wait_until(taken_over, 30, "a standby to lead")
             took = time.monotonic() - killed_at
             await async_wait_until(lambda: done() == len(ids), 240, "every job done")
-        successor = store.lease_holder("control-plane")
+        successor = store.leases.lease_holder("control-plane")
         assert successor is not None
         assert successor[1] > fence
         # Within the lease and one renewal (a third of it), and the store's round trips.

@@ -106,7 +106,7 @@ async def test_a_gpu_with_uncorrected_ecc_errors_is_quarantined_and_its_job_move
             await async_wait_until(lambda: store.get(spec.job_id).last_checkpoint is not None, 60)
             async with worker(system, WELL, well):
                 sick.ecc_uncorrected = 2
-                await async_wait_until(lambda: store.quarantined_gpus() == {(SICK, 0)}, 30)
+                await async_wait_until(lambda: store.faults.quarantined_gpus() == {(SICK, 0)}, 30)
                 await async_wait_until(
                     lambda: store.get(spec.job_id).state is JobState.SUCCEEDED, 120
                 )
@@ -115,7 +115,7 @@ async def test_a_gpu_with_uncorrected_ecc_errors_is_quarantined_and_its_job_move
             await task
         history = store.history(spec.job_id)
         drains = store.drain_requests()
-        faults = store.gpu_faults(SICK)
+        faults = store.faults.gpu_faults(SICK)
     said = " | ".join(e.reason for e in history)
     assert f"GPU 0 of {SICK} quarantined: 2 uncorrected ECC errors" in said
     assert f"finished on {WELL}" in history[-1].reason

@@ -32,7 +32,9 @@ def with_token(api: ServedApi, role: str, token: str) -> ServedApi:
 
 def test_a_teams_token_sees_and_moves_its_teams_jobs_only(api: ServedApi) -> None:
     red_job, blue_job = team_job(api, "red"), team_job(api, "blue")
-    red = with_token(api, "red", create_token(api.store, "red-ci", EVERYTHING, ("red",))[1])
+    red = with_token(
+        api, "red", create_token(api.store.api_tokens, "red-ci", EVERYTHING, ("red",))[1]
+    )
 
     listed = {job["job_id"] for job in red.call("GET", "/v1/jobs?limit=500", "red").json()["jobs"]}
     assert red_job in listed
@@ -64,7 +66,7 @@ def test_a_teams_event_stream_carries_its_teams_jobs_only(api: ServedApi) -> Non
     start = api.store.last_job_event_id()
     blue_job = team_job(api, "blue")  # first: its event comes before the red job's
     red_job = team_job(api, "red")
-    token = create_token(api.store, "red-stream", (Scope.READ,), ("red",))[1]
+    token = create_token(api.store.api_tokens, "red-stream", (Scope.READ,), ("red",))[1]
     reply = api.http.request(
         "GET",
         f"{api.base}/v1/events?after={start}",
@@ -90,9 +92,11 @@ def test_a_teams_event_stream_carries_its_teams_jobs_only(api: ServedApi) -> Non
 
 def test_an_expired_token_is_refused(api: ServedApi) -> None:
     past = SystemClock().now() - timedelta(seconds=1)
-    token = create_token(api.store, "old", (Scope.READ,), None, past)[1]
+    token = create_token(api.store.api_tokens, "old", (Scope.READ,), None, past)[1]
     expired = with_token(api, "old", token)
     assert expired.call("GET", "/v1/jobs", "old").status == 401
     later = SystemClock().now() + timedelta(days=1)
-    fresh = with_token(api, "new", create_token(api.store, "new", (Scope.READ,), None, later)[1])
+    fresh = with_token(
+        api, "new", create_token(api.store.api_tokens, "new", (Scope.READ,), None, later)[1]
+    )
     assert fresh.call("GET", "/v1/jobs", "new").status == 200

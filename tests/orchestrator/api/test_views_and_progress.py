@@ -89,19 +89,21 @@ def test_a_cursor_round_trips_and_anything_else_is_refused() -> None:
 
 
 def test_tokens_are_stored_as_digests_and_revocable(store: JobStore) -> None:
-    token_id, token = create_token(store, "ci", parse_scopes("read, submit"))
+    token_id, token = create_token(store.api_tokens, "ci", parse_scopes("read, submit"))
     assert token.startswith(f"ff_{token_id}_")
-    assert all(token not in repr(stored) for stored in store.tokens())
-    caller = caller_of(store, token, NOW)
+    assert all(token not in repr(stored) for stored in store.api_tokens.tokens())
+    caller = caller_of(store.api_tokens, token, NOW)
     assert caller is not None
     assert caller.may(Scope.SUBMIT)
     assert not caller.may(Scope.CANCEL)
-    assert caller_of(store, token + "x", NOW) is None
-    assert caller_of(store, "x" * 10_000, NOW) is None
-    assert store.revoke_token(token_id)
-    assert not store.revoke_token(token_id)
-    assert caller_of(store, token, NOW) is None
-    admin = caller_of(store, create_token(store, "ops", (Scope.ADMIN,))[1], NOW)
+    assert caller_of(store.api_tokens, token + "x", NOW) is None
+    assert caller_of(store.api_tokens, "x" * 10_000, NOW) is None
+    assert store.api_tokens.revoke_token(token_id)
+    assert not store.api_tokens.revoke_token(token_id)
+    assert caller_of(store.api_tokens, token, NOW) is None
+    admin = caller_of(
+        store.api_tokens, create_token(store.api_tokens, "ops", (Scope.ADMIN,))[1], NOW
+    )
     assert admin is not None
     assert admin.may(Scope.CANCEL)
     with pytest.raises(UnknownScope):

@@ -61,7 +61,7 @@ def seed_a_day(api: ServedApi) -> None:
     store.move_instances([spot], InstanceState.INTERRUPTED, "reclaimed by the spot market", "t")
     store.record_instance_ended(spot, now - timedelta(minutes=10), "interrupted")
     for kind in (GpuFaultKind.ERRORS, GpuFaultKind.QUARANTINE):
-        store.record_gpu_fault(
+        store.faults.record_gpu_fault(
             GpuFault(on_demand, on_demand, 0, kind, "Xid 79: GPU has fallen off the bus", now)
         )
 

@@ -22,8 +22,8 @@ async def replicas(
 ) -> tuple[ControlPlaneService, ControlPlaneService, Leadership, Leadership]:
     """A leader and a standby on one store, both hearing the workers' hellos, and their
     leaderships."""
-    leading = Leadership(store, clock, "control-plane", "replica-a")
-    waiting = Leadership(store, clock, "control-plane", "replica-b")
+    leading = Leadership(store.leases, clock, "control-plane", "replica-a")
+    waiting = Leadership(store.leases, clock, "control-plane", "replica-b")
     await leading.step()
     await waiting.step()
     assert leading.leading()
@@ -84,12 +84,12 @@ async def test_a_new_leader_keeps_the_preemption_hold(store: JobStore, clock: Fa
     await leader.tick()
     [victim] = [j for j in ("low-a", "low-b") if store.get(j).state is JobState.CHECKPOINTING]
     freed_on = store.get(victim).worker_id
-    assert store.preemption_holds() == {(freed_on, 0): "urgent"}
+    assert store.holds.preemption_holds() == {(freed_on, 0): "urgent"}
 
     # The leader goes; the standby takes the lease and has never seen the preemption.
     fence = leading.current()
     assert fence is not None
-    store.release_lease(fence)
+    store.leases.release_lease(fence)
     await waiting.step()
     assert waiting.leading()
     for _ in range(3):  # the victim takes a while to checkpoint; rounds go on meanwhile
@@ -102,4 +102,4 @@ async def test_a_new_leader_keeps_the_preemption_hold(store: JobStore, clock: Fa
     await standby.tick()
     urgent = store.get("urgent")
     assert (urgent.state, urgent.worker_id) == (JobState.ASSIGNED, freed_on)
-    assert store.preemption_holds() == {}
+    assert store.holds.preemption_holds() == {}

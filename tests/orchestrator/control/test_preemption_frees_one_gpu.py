@@ -59,4 +59,4 @@ async def test_one_urgent_job_evicts_one_victim_and_takes_its_gpu(
     urgent = store.get("urgent")
     assert (urgent.state, urgent.worker_id) == (JobState.ASSIGNED, freed_on)
     assert [(c.kind, c.job_id) for c in link.commands] == [(CommandKind.ASSIGN, "urgent")]
-    assert store.preemption_holds() == {}  # placed: nothing left to hold
+    assert store.holds.preemption_holds() == {}  # placed: nothing left to hold

@@ -52,7 +52,9 @@ def a_reported_day(
     ses = boto3.client("ses", region_name=REGION, endpoint_url=moto_endpoint)
     ses.verify_email_identity(EmailAddress=SENDER)
     settings = ReportSettings((recipient,), SENDER, tmp_path / "reports")
-    reports = Reporter(CostLedger(store, clock), store, SesSender(ses), settings, clock)
+    reports = Reporter(
+        CostLedger(store, clock), store.report_sends, SesSender(ses), settings, clock
+    )
     return reports, Period("day", day, end), recipient
 
 
@@ -152,7 +154,7 @@ def test_a_period_is_sent_once_unless_forced(
     assert len(sent_to(recipient)) == 1
     assert reports.send(period, force=True) is not None
     assert len(sent_to(recipient)) == 2
-    assert store.report_state("day", period.since) == ("sent", 2, None)
+    assert store.report_sends.report_state("day", period.since) == ("sent", 2, None)
 
 
 class FailingOnce:
@@ -177,7 +179,7 @@ def test_a_failed_send_is_recorded_and_the_schedule_sends_it_later(
     assert due.since == day
     with pytest.raises(ReportNotSent, match="unreachable"):
         reports.send(due)
-    state = store.report_state("day", day)
+    state = store.report_sends.report_state("day", day)
     assert state is not None
     assert state[0] == "failed"
     assert "unreachable" in (state[2] or "")

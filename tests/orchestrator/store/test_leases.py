@@ -25,9 +25,9 @@ TTL = timedelta(seconds=10)
 def _expire(store: JobStore, clock: FakeClock, name: str) -> None:
     """Let the lease run out: the fake clock on SQLite, the database's own on PostgreSQL."""
     if store.engine.dialect.name == "postgresql":
-        store.claim_lease(name, "a", timedelta(milliseconds=1))  # renewed to expire at once
+        store.leases.claim_lease(name, "a", timedelta(milliseconds=1))  # renewed to expire at once
         wait_until(
-            lambda: store.claim_lease(name, "probe", timedelta(0)) is not None,
+            lambda: store.leases.claim_lease(name, "probe", timedelta(0)) is not None,
             timeout=5,
             what="the lease to expire",
         )
@@ -38,18 +38,18 @@ def _expire(store: JobStore, clock: FakeClock, name: str) -> None:
 def test_one_holder_at_a_time_and_each_new_holder_a_larger_fence(
     store: JobStore, clock: FakeClock
 ) -> None:
-    first = store.claim_lease("control-plane", "a", TTL)
+    first = store.leases.claim_lease("control-plane", "a", TTL)
     assert first is not None
-    assert store.claim_lease("control-plane", "b", TTL) is None
-    again = store.claim_lease("control-plane", "a", TTL)
+    assert store.leases.claim_lease("control-plane", "b", TTL) is None
+    again = store.leases.claim_lease("control-plane", "a", TTL)
     assert again == first  # a renewal keeps the fence
     _expire(store, clock, "control-plane")
-    taken = store.claim_lease("control-plane", "b", TTL)
+    taken = store.leases.claim_lease("control-plane", "b", TTL)
     assert taken is not None
     assert taken.token > first.token
-    assert store.claim_lease("control-plane", "a", TTL) is None
-    store.release_lease(taken)
-    after = store.claim_lease("control-plane", "a", TTL)  # at once: no wait for expiry
+    assert store.leases.claim_lease("control-plane", "a", TTL) is None
+    store.leases.release_lease(taken)
+    after = store.leases.claim_lease("control-plane", "a", TTL)  # at once: no wait for expiry
     assert after is not None
     assert after.token > taken.token
 
@@ -58,11 +58,11 @@ def test_a_deposed_holders_write_fails_and_changes_nothing(
     store: JobStore, clock: FakeClock
 ) -> None:
     store.accept_batch([submission("fenced-1")])
-    old = store.claim_lease("control-plane", "a", TTL)
+    old = store.leases.claim_lease("control-plane", "a", TTL)
     assert old is not None
     assign = JobMove("fenced-1", 1, (JobState.ASSIGNED,), "test", worker_id="i-0a", gpu_index=0)
     _expire(store, clock, "control-plane")
-    assert store.claim_lease("control-plane", "b", TTL) is not None
+    assert store.leases.claim_lease("control-plane", "b", TTL) is not None
     with pytest.raises(NotLeader):
         store.apply_moves([assign], "a", old)
     assert store.get("fenced-1").state is JobState.QUEUED
@@ -91,7 +91,10 @@ def test_the_database_refuses_two_open_attempts_on_one_gpu(store: JobStore) -> N
 async def test_a_pool_one_replica_found_failing_is_avoided_by_the_next(
     store: JobStore, clock: FakeClock
 ) -> None:
-    first, second = CapacityMemory(clock, log=store), CapacityMemory(clock, log=store)
+    first, second = (
+        CapacityMemory(clock, log=store.pool_marks),
+        CapacityMemory(clock, log=store.pool_marks),
+    )
     pool = Pool("g5.xlarge", "us-east-1a", Market.SPOT)
     first.mark(pool, "InsufficientInstanceCapacity on launch")
     first.interrupted(Pool("g5.xlarge", "us-east-1b", Market.SPOT))

@@ -85,7 +85,7 @@ async def test_a_leader_cut_off_from_the_database_steps_down_before_its_lease_en
     )
     standby_store.accept_batch([submission("partitioned-1")])
     leader = Leadership(
-        leader_store,
+        leader_store.leases,
         SystemClock(),
         "control-plane",
         "leader",
@@ -100,12 +100,17 @@ async def test_a_leader_cut_off_from_the_database_steps_down_before_its_lease_en
         proxy.flowing.clear()  # the partition
         await async_wait_until(lambda: not leader.leading(), 10, "the leader to step down")
         # It stepped down while its lease still ran: nobody else could lead yet.
-        assert await asyncio.to_thread(standby_store.claim_lease, "control-plane", "b", TTL) is None
+        assert (
+            await asyncio.to_thread(standby_store.leases.claim_lease, "control-plane", "b", TTL)
+            is None
+        )
         with pytest.raises(NotLeader):
             leader.current()
 
         async def standby_leads() -> bool:
-            taken = await asyncio.to_thread(standby_store.claim_lease, "control-plane", "b", TTL)
+            taken = await asyncio.to_thread(
+                standby_store.leases.claim_lease, "control-plane", "b", TTL
+            )
             return taken is not None
 
         await async_wait_until(standby_leads, 15, "the lease to run out for the standby")
