@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from autoscaler.snapshot import JobDemand, RunningJob
+from autoscaler.snapshot import JobDemand, RunningDemand
 from autoscaler.throughput import WorkShape
 from kernel.instance_state import InstanceChange, InstanceState, InstanceStatus
 from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, Reservation
@@ -49,7 +49,7 @@ def demand_of(
 
 
 def moving_off(
-    running: Sequence[RunningJob], instances: set[str], queued: Sequence[JobDemand]
+    running: Sequence[RunningDemand], instances: set[str], queued: Sequence[JobDemand]
 ) -> list[JobDemand]:
     """The jobs running on these instances (spot-warned: checkpointing to move), not queued
     yet: demand to buy for now."""
@@ -98,7 +98,7 @@ class DemandSource(Protocol):
         """When the jobs accepted after `since` arrived (for the forecast)."""
         ...
 
-    def running(self) -> list[RunningJob]:
+    def running(self) -> list[RunningDemand]:
         """The jobs on GPUs now, with their progress (steps of their last checkpoint)."""
         ...
 
@@ -118,6 +118,22 @@ class RateBook(Protocol):
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None: ...
 
 
+class InstanceRecords(Protocol):
+    """Each instance's one record: its state, and the drains asked of it."""
+
+    def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None: ...
+
+    def drain_requests(self) -> dict[str, DrainRequest]: ...
+
+    def instance_statuses(
+        self, states: Iterable[InstanceState] | None = ...
+    ) -> dict[str, InstanceStatus]: ...
+
+    def move_instances(
+        self, instance_ids: Sequence[str], after: InstanceState, reason: str, actor: str
+    ) -> list[str]: ...
+
+
 class JobSource(Protocol):
     """The part of the control plane's job store the autoscaler reads and writes (declared
     here so the autoscaler never imports the control plane; JobStore has these)."""
@@ -134,17 +150,8 @@ class JobSource(Protocol):
 
     def finished_since(self, since: datetime, limit: int = ...) -> list[FinishedRun]: ...
 
-    def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None: ...
-
-    def drain_requests(self) -> dict[str, DrainRequest]: ...
-
-    def instance_statuses(
-        self, states: Iterable[InstanceState] | None = ...
-    ) -> dict[str, InstanceStatus]: ...
-
-    def move_instances(
-        self, instance_ids: Sequence[str], after: InstanceState, reason: str, actor: str
-    ) -> list[str]: ...
+    @property
+    def instance_records(self) -> InstanceRecords: ...
 
     @property
     def rates(self) -> RateBook: ...
@@ -176,17 +183,19 @@ class StoreDemand:
         return Counter(p.worker_id for p in self._store.placements())
 
     def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None:
-        self._store.ask_to_drain(instance_ids, reason)
+        self._store.instance_records.ask_to_drain(instance_ids, reason)
 
     def drains(self) -> dict[str, DrainRequest]:
-        return self._store.drain_requests()
+        return self._store.instance_records.drain_requests()
 
     def instance_statuses(self, states: Iterable[InstanceState]) -> dict[str, InstanceStatus]:
-        return self._store.instance_statuses(states)
+        return self._store.instance_records.instance_statuses(states)
 
     def record_moves(self, moves: Sequence[InstanceChange]) -> None:
         for move in moves:
-            self._store.move_instances([move.instance_id], move.after, move.reason, move.actor)
+            self._store.instance_records.move_instances(
+                [move.instance_id], move.after, move.reason, move.actor
+            )
 
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None:
         self._store.rates.record_pool_rates(rates)
@@ -194,8 +203,8 @@ class StoreDemand:
     def arrivals_since(self, since: datetime) -> list[datetime]:
         return self._store.arrivals_since(since)
 
-    def running(self) -> list[RunningJob]:
-        return [RunningJob(job_demand(p.job), p.worker_id) for p in self._store.placements()]
+    def running(self) -> list[RunningDemand]:
+        return [RunningDemand(job_demand(p.job), p.worker_id) for p in self._store.placements()]
 
     def finished_since(self, since: datetime) -> list[FinishedWork]:
         return [

@@ -34,7 +34,7 @@ from autoscaler.snapshot import (
     Plan,
     PlanInput,
     PurchaseSettings,
-    RunningJob,
+    RunningDemand,
     Terminate,
 )
 from autoscaler.spend import Spend
@@ -161,14 +161,14 @@ class AutoscalerLoop:
         await asyncio.to_thread(self.demand.reserve, chosen)
         return done
 
-    async def _moving_to_spot(self, now: datetime) -> tuple[list[RunningJob], dict[str, str]]:
+    async def _moving_to_spot(self, now: datetime) -> tuple[list[RunningDemand], dict[str, str]]:
         """The running jobs, and instance -> job for the spot instances held for those of them
         moving back to spot (no other job may take those GPUs, and scale-in leaves them)."""
         on_demand = (i.pool.market is Market.ON_DEMAND for i in self.reconciler.ledger.values())
         if not self.settings.return_to_spot or not any(on_demand):
             return [], {}  # no job runs on on-demand: nothing to read
 
-        def read() -> tuple[list[RunningJob], dict[str, str]]:
+        def read() -> tuple[list[RunningDemand], dict[str, str]]:
             running = self.demand.running()
             held = self.demand.reservations(now, [job.demand.job_id for job in running])
             return running, held
@@ -179,7 +179,7 @@ class AutoscalerLoop:
     async def _back_to_spot(
         self,
         state: PlanInput,
-        running: Sequence[RunningJob],
+        running: Sequence[RunningDemand],
         moving: Mapping[str, str],
         busy: Counter[str],
     ) -> None:

@@ -33,7 +33,7 @@ from autoscaler.deadline import MarketChoice, MarketRule, choose_market, new_ins
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.pool_choice import fits, spot_zone_allowed
 from autoscaler.snapshot import JobDemand, PurchaseSettings
-from autoscaler.spot_planner import CapacityModel, Hold, PlanGrid, Problem, Solution, coarsen
+from autoscaler.spot_planner import CapacityModel, Hold, PlanGrid, PlanProblem, Solution, coarsen
 from kernel.instance_types import kind_of
 from kernel.market import Market
 
@@ -227,7 +227,7 @@ class PlannedMarketRule:
         )
         steps = coarsen(series, grid.ticks_per_step)
         hours = grid.step_seconds / 3600
-        problem = Problem(
+        problem = PlanProblem(
             grid.steps(work_seconds),
             grid.steps_within(to_deadline),
             grid.steps(startup),

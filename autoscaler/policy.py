@@ -33,6 +33,7 @@ from autoscaler.pool_choice import fits, pick_pool, spot_zone_allowed, type_leve
 from autoscaler.pools import Pool
 from autoscaler.prewarm import warm_gpus
 from autoscaler.snapshot import (
+    CapacityWait,
     InstanceView,
     JobDemand,
     Launch,
@@ -40,7 +41,6 @@ from autoscaler.snapshot import (
     PlanInput,
     PurchaseSettings,
     Terminate,
-    Wait,
 )
 from autoscaler.throughput import ThroughputModel
 from kernel.instance_types import InstanceKind, kind_of
@@ -166,7 +166,7 @@ class _Round:
     # The jobs after the one being served, by what they need (their market, VRAM, families,
     # spot zones): a count per kind of need keeps sizing a launch cheap with 10,000 queued.
     later: Counter[_Need] = field(default_factory=Counter)
-    waits: list[Wait] = field(default_factory=list)
+    waits: list[CapacityWait] = field(default_factory=list)
     placed: list[tuple[str, str]] = field(default_factory=list)
 
     def keep_reserved(self, queue: list[JobDemand]) -> set[str]:
@@ -191,7 +191,7 @@ class _Round:
             return
         choice = self.choices[job.job_id]
         if choice.wait:
-            self.waits.append(Wait(job.job_id, choice.reason))
+            self.waits.append(CapacityWait(job.job_id, choice.reason))
             return
         opening = next((o for o in self.partial if o.takes(job, choice.market)), None)
         if opening is not None:
@@ -201,7 +201,7 @@ class _Round:
             return
         if len(self.openings) >= self.settings.max_launches:
             limit = self.settings.max_launches
-            self.waits.append(Wait(job.job_id, f"launch limit of {limit} per plan"))
+            self.waits.append(CapacityWait(job.job_id, f"launch limit of {limit} per plan"))
             return
         picked = pick_pool(
             self.state,
@@ -220,11 +220,13 @@ class _Round:
                 if job.deadline is None
                 else (f"{choice.slack_seconds / 3600:.2f} h slack; on-demand once it runs short")
             )
-            self.waits.append(Wait(job.job_id, f"no spot pool available now; {why}, so it waits"))
+            self.waits.append(
+                CapacityWait(job.job_id, f"no spot pool available now; {why}, so it waits")
+            )
             return
         if picked is None:
             self.waits.append(
-                Wait(
+                CapacityWait(
                     job.job_id, "no pool fits this job (VRAM, GPU families, prices, its cost limit)"
                 )
             )
@@ -232,7 +234,7 @@ class _Round:
         quote = picked.quote
         over = self._over_budget(quote)
         if over is not None:
-            self.waits.append(Wait(job.job_id, over))
+            self.waits.append(CapacityWait(job.job_id, over))
             return
         self.hourly += quote.price_per_hour
         if quote.pool.market is Market.SPOT:

@@ -36,7 +36,7 @@ class JobDemand:
 
 
 @dataclass(frozen=True)
-class RunningJob:
+class RunningDemand:
     demand: JobDemand  # steps done: its last durable checkpoint's
     instance_id: str
 
@@ -125,7 +125,7 @@ class PlanInput:
     typical_job: JobDemand | None = None
     # Spot instance -> the running job moving there from on-demand: its GPU is spoken for.
     moving_to_spot: Mapping[str, str] = field(default_factory=dict)
-    running: tuple[RunningJob, ...] = ()  # with their progress (for the reservations)
+    running: tuple[RunningDemand, ...] = ()  # with their progress (for the reservations)
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class Terminate:
 
 
 @dataclass(frozen=True)
-class Wait:
+class CapacityWait:
     job_id: str
     reason: str
 
@@ -155,7 +155,7 @@ class Wait:
 class Plan:
     launches: tuple[Launch, ...] = ()
     terminations: tuple[Terminate, ...] = ()
-    waits: tuple[Wait, ...] = ()
+    waits: tuple[CapacityWait, ...] = ()
     placed: tuple[tuple[str, str], ...] = ()  # (job, instance) on capacity already there
 
     def markets(self) -> dict[Market, int]:

@@ -185,7 +185,7 @@ def cells(deadline: int, work: int, changeover: int, states: int) -> int:
 
 
 @dataclass(frozen=True)
-class Problem:
+class PlanProblem:
     work: int  # ticks of compute
     deadline: int  # ticks
     changeover: int  # start-up ticks without progress
@@ -198,7 +198,7 @@ class Solution:
     """choice[t][hold, startup_left, done, capacity]: 0 idle, 1 on-demand, 2 spot (a kept
     instance or a fresh one: the same hold as before means keep it)."""
 
-    def __init__(self, problem: Problem, first_tick: int = 0) -> None:
+    def __init__(self, problem: PlanProblem, first_tick: int = 0) -> None:
         self.problem, self.first_tick = problem, first_tick
         self.choices, self.expected_cost = _solve(problem, first_tick)
 
@@ -215,7 +215,7 @@ class Solution:
         return Hold(int(self.choices[tick - self.first_tick, hold, r, done, capacity]))
 
 
-def _solve(problem: Problem, first_tick: int) -> tuple[npt.NDArray[np.int8], float]:
+def _solve(problem: PlanProblem, first_tick: int) -> tuple[npt.NDArray[np.int8], float]:
     p = problem
     warm = max(1, p.changeover)
     states, down = p.model.states, ~p.model.up
@@ -291,13 +291,13 @@ class SpotPlanner:
     price_tolerance: float = 0.25
     solution: Solution | None = None
 
-    def solution_for(self, problem: Problem, tick: int) -> Solution:
+    def solution_for(self, problem: PlanProblem, tick: int) -> Solution:
         current = self.solution
         if current is None or self.due(problem, tick):
             current = self.solution = Solution(problem, tick)
         return current
 
-    def due(self, problem: Problem, tick: int) -> bool:
+    def due(self, problem: PlanProblem, tick: int) -> bool:
         """Whether `problem` at `tick` needs a new solution (its model aside: a caller may
         learn a fresh one only when it does)."""
         current = self.solution
@@ -308,7 +308,7 @@ class SpotPlanner:
         )
 
 
-def _moved(old: Problem, new: Problem, tolerance: float) -> bool:
+def _moved(old: PlanProblem, new: PlanProblem, tolerance: float) -> bool:
     if (old.work, old.deadline, old.changeover) != (new.work, new.deadline, new.changeover):
         return True
     pairs = [(old.spot_cost, new.spot_cost), (old.on_demand_cost, new.on_demand_cost)]

@@ -29,7 +29,7 @@ from autoscaler.snapshot import (
     Launch,
     PlanInput,
     PurchaseSettings,
-    RunningJob,
+    RunningDemand,
     Terminate,
 )
 from autoscaler.throughput import ThroughputModel
@@ -37,7 +37,9 @@ from kernel.instance_types import kind_of
 from kernel.market import Market
 
 
-def _alone_on_demand(job: RunningJob, instances: Mapping[str, InstanceView]) -> InstanceView | None:
+def _alone_on_demand(
+    job: RunningDemand, instances: Mapping[str, InstanceView]
+) -> InstanceView | None:
     instance = instances.get(job.instance_id)
     if instance is None or instance.pool.market is not Market.ON_DEMAND:
         return None
@@ -46,7 +48,7 @@ def _alone_on_demand(job: RunningJob, instances: Mapping[str, InstanceView]) -> 
 
 def spot_launches(
     state: PlanInput,
-    running: Sequence[RunningJob],
+    running: Sequence[RunningDemand],
     settings: PurchaseSettings,
     model: ThroughputModel,
     rule: MarketRule,
@@ -97,7 +99,7 @@ def spot_launches(
 
 def ready_to_move(
     state: PlanInput,
-    running: Sequence[RunningJob],
+    running: Sequence[RunningDemand],
     held: Mapping[str, str],
     settings: PurchaseSettings,
 ) -> list[Terminate]:

@@ -78,7 +78,7 @@ def bench_submission(n: int, **fields: object) -> Submission:
 
 def queue_jobs(store: JobStore, jobs: int) -> None:
     for start in range(0, jobs, 1000):
-        store.accept_batch(
+        store.intake.accept_batch(
             [bench_submission(i, priority=i % 10) for i in range(start, min(start + 1000, jobs))]
         )
 

@@ -18,19 +18,18 @@ from pathlib import Path
 from framefleet.heap import settle_heap
 from kernel.clock import SystemClock, stop_on_signals
 from kernel.mqtt_link import LinkSettings, MqttLink
-from orchestrator.control.budgets import MessageBudget, Verdict
+from orchestrator.control.budgets import BudgetVerdict, MessageBudget
 from orchestrator.control.leadership import Leadership
 from orchestrator.control.reception import WORKER_TOPICS
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import Admit, ControlSettings, MessageHandler, WorkerLink
 from orchestrator.store.engine import make_engine
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 
 # Why worker messages were refused or dropped (orchestrator.control.reception).
 REASONS = (
-    *(verdict.value for verdict in Verdict if verdict is not Verdict.ALLOWED),
+    *(verdict.value for verdict in BudgetVerdict if verdict is not BudgetVerdict.ALLOWED),
     "inbox_full",
     "malformed",
     "unknown_worker",
@@ -57,7 +56,7 @@ async def serve(args: argparse.Namespace) -> dict[str, object]:
         ),
         connect=connect,
         refusals=RefusedMessages(clock),
-        instances=InstanceLedger(store.engine, clock),
+        instances=store.instance_records,
         leadership=lease,
     )
     waits: list[tuple[float, float]] = []  # (when, seconds the job waited to be assigned)

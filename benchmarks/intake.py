@@ -102,7 +102,7 @@ async def intake_drain(
     clock = SystemClock()
     store = build_store(settings, clock)
     metrics = IntakeMetrics(CollectorRegistry())
-    intake = build_intake(sqs, settings, store, clock, metrics)
+    intake = build_intake(sqs, settings, store.intake, clock, metrics)
     stop = asyncio.Event()
     started = time.perf_counter()
     task = asyncio.create_task(intake.run(stop))

@@ -63,7 +63,7 @@ async def arrivals(store: JobStore, per_second: float, until: float) -> None:
     """Jobs at a steady pace, as producers send them."""
     n = 0
     while time.time() < until:
-        await asyncio.to_thread(store.accept_batch, [bench_submission(n)])
+        await asyncio.to_thread(store.intake.accept_batch, [bench_submission(n)])
         n += 1
         await asyncio.sleep(1 / per_second)  # the producers' pace
 

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServices:
-    ledger = CostLedger(store, clock, settings.costs.ledger())
+    ledger = CostLedger(store.cost_facts, clock, settings.costs.ledger())
     s3 = boto3.client(
         "s3",
         region_name=settings.region,
@@ -40,7 +40,7 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
     )
 
     def cost_of(job_id: str) -> JobCostParts | None:
-        return job_cost(store, ledger, job_id, clock.now())
+        return job_cost(store.cost_facts, ledger, job_id, clock.now())
 
     def period_costs(
         since: datetime, until: datetime, teams: tuple[str, ...] | None

@@ -56,7 +56,7 @@ from kernel.job_spec import parse_job
 from kernel.market import Market
 from kernel.step_time import KNOWN_MODELS, Architecture
 from orchestrator.control.leadership import Leadership
-from orchestrator.costs.fleet_record import LedgerRecord
+from orchestrator.costs.fleet_record import StoreFleetRecord
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.store.job_store import JobStore
 
@@ -249,7 +249,9 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             zones=config.zones,
             clock=clock,
             interval_seconds=config.interval_seconds,
-            record=LedgerRecord(store, CostLedger(store, clock, settings.costs.ledger())),
+            record=StoreFleetRecord(
+                store.cost_facts, CostLedger(store.cost_facts, clock, settings.costs.ledger())
+            ),
             metrics=AutoscalerMetrics(registry),
             spot_history=history,
             wait_notes=WaitNotes(store),

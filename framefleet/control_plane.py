@@ -42,7 +42,6 @@ from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.ports import JobSink
 from orchestrator.interruptions.loop import InterruptionMetrics, InterruptionsLoop
 from orchestrator.store.engine import make_engine, redact_url
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 
@@ -115,7 +114,7 @@ def build_control_service(
         tls=mqtt.tls,
         ca_file=str(mqtt.ca_file) if mqtt.ca_file else None,
     )
-    ledger = CostLedger(store, clock, settings.costs.ledger())
+    ledger = CostLedger(store.cost_facts, clock, settings.costs.ledger())
     plane_settings = control.scheduling.apply(
         ControlSettings(
             tick_seconds=control.tick_seconds,
@@ -138,10 +137,10 @@ def build_control_service(
         plane_settings,
         connect=lambda deliver, admit: MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit),
         refusals=refusals,
-        instances=InstanceLedger(store.engine, clock),
+        instances=store.instance_records,
         leadership=leadership,
         team_spend=ledger.spent_today_by_team,
-        job_cost=lambda job_id: job_cost_so_far(store, ledger, job_id, clock.now()),
+        job_cost=lambda job_id: job_cost_so_far(store.cost_facts, ledger, job_id, clock.now()),
     )
 
 
@@ -152,7 +151,7 @@ def reporter(settings: Settings, store: JobStore, clock: Clock, email: bool = Tr
         ses = boto3.client("ses", region_name=settings.region, endpoint_url=settings.endpoint_url)
         sender = SesSender(ses)
     return Reporter(
-        ledger=CostLedger(store, clock, costs.ledger()),
+        ledger=CostLedger(store.cost_facts, clock, costs.ledger()),
         sends=store.report_sends,
         sender=sender,
         settings=ReportSettings(
@@ -221,7 +220,7 @@ async def control_plane(
     metrics = IntakeMetrics(registry)
     try:
         async with sqs_client(settings) as sqs:
-            intake = build_intake(sqs, settings, store, clock, metrics)
+            intake = build_intake(sqs, settings, store.intake, clock, metrics)
             plane = ControlPlane(store, intake, metrics, registry)
             if settings.costs.finance_recipients and settings.costs.sender:
                 plane.reports = reporter(settings, store, clock)
@@ -239,7 +238,7 @@ async def control_plane(
                     settings, store, clock, refusals, plane.leadership
                 )
                 plane.progress = ProgressRecorder(
-                    plane.service.registry, store, clock, leads=plane.service.leads
+                    plane.service.registry, store.pages, clock, leads=plane.service.leads
                 )
                 if settings.interruptions_queue_url:
                     plane.interruptions = InterruptionsLoop(
@@ -264,7 +263,7 @@ def _observe(plane: ControlPlane, settings: Settings, sqs: SQSClient, clock: Clo
     """The control plane's metrics, and its health endpoints when a port is set."""
     jobs_url, dead_letter_url = settings.require_queues()
     store = plane.store
-    ledger = CostLedger(store, clock, settings.costs.ledger())
+    ledger = CostLedger(store.cost_facts, clock, settings.costs.ledger())
 
     def money() -> FleetMoney:
         today = ledger.today()

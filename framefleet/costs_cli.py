@@ -61,8 +61,8 @@ def run_command(
 
 def job_costs(store: JobStore, clock: Clock, settings: Settings, job_id: str) -> Table | None:
     """What the job cost, by category (waste included), across all its attempts."""
-    ledger = CostLedger(store, clock, settings.costs.ledger())
-    parts = job_cost(store, ledger, job_id, clock.now())
+    ledger = CostLedger(store.cost_facts, clock, settings.costs.ledger())
+    parts = job_cost(store.cost_facts, ledger, job_id, clock.now())
     if parts is None:
         return None
     table = Table(title=f"cost of {job_id} (UTC; waste: lost, idle, draining)")
@@ -80,7 +80,7 @@ def _export(
 ) -> None:
     now = clock.now()
     since, until = args.since or now - timedelta(days=30), args.until or now
-    ledger = CostLedger(store, clock, settings.costs.ledger())
+    ledger = CostLedger(store.cost_facts, clock, settings.costs.ledger())
     period = ledger.period(since, until)
     account = settings.costs.billing_account_id
     s3 = ledger.s3_usd(period.attempts)

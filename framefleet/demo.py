@@ -265,7 +265,7 @@ async def _watch(
         now = datetime.now(UTC)
         jobs = [j for j in run.store.list_jobs() if j.job_id in wanted]
         # The market waits for the fleet: the pace every replay clock of the demo reads.
-        lives = run.store.instance_lives(run.started, now)
+        lives = run.store.cost_facts.instance_lives(run.started, now)
         idle = run.idle.reason(spot_work(lives, jobs), now)
         run.pacer.update(hold_reason(lives, jobs, now) or idle)
         found = ec2.describe_instances(
@@ -313,7 +313,9 @@ async def _the_end(run: DemoRun, console: Console) -> int:
     videos = download_videos(run.aws.endpoint, done, OUTPUT)
     # The jobs that went on from a checkpoint on another instance: each is rendered again
     # without interruption, and the two videos must be the same bytes.
-    went_on = [r for r in done if resumed_from_checkpoint(run.store.attempts_of(r.job_id))]
+    went_on = [
+        r for r in done if resumed_from_checkpoint(run.store.cost_facts.attempts_of(r.job_id))
+    ]
     console.print(f"rendering {len(went_on)} resumed job(s) again without interruption ...")
     checks = await check_resumed(run.aws.endpoint, run.registry, ROOT, went_on, videos)
     sqs = boto3.client("sqs", region_name=REGION, endpoint_url=run.aws.endpoint)

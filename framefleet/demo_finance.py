@@ -34,7 +34,7 @@ def finance_report(
     """Builds, keeps and emails the report of the demo's run, from `started` to `ended`;
     returns it and the .eml file."""
     end = FakeClock(ended)  # live instances are billed up to the end
-    ledger = CostLedger(store, end, costs)
+    ledger = CostLedger(store.cost_facts, end, costs)
     settings = ReportSettings((FINANCE,), SENDER, folder)
     reporter = Reporter(ledger, store.report_sends, None, settings, end)
     report = reporter.build(Period("custom", started, ended))

@@ -30,7 +30,9 @@ class StoreBusyInstances:
         self._store = store
 
     def running_a_job(self, instance_id: str) -> bool:
-        return any(span.ended_at is None for span in self._store.attempts_on([instance_id]))
+        return any(
+            span.ended_at is None for span in self._store.cost_facts.attempts_on([instance_id])
+        )
 
 
 def add_commands(commands: Any) -> None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -55,13 +59,31 @@ class FakeClock:
         await asyncio.sleep(0)
 
 
+@dataclass(frozen=True)
+class Done(Generic[T]):
+    """What work that finished gave (boxed, so that a result of None is told from stopped)."""
+
+    value: T
+
+
+async def unless_stopped(work: Awaitable[T], stop: asyncio.Event) -> Done[T] | None:
+    """Await `work` unless `stop` is set first: its result, or None once stopped (the work is
+    then cancelled). Work that finished at the moment `stop` was set counts as done, so what
+    it received is handled rather than lost; its error propagates."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+        if not task.done():
+            task.cancel()
+    return Done(task.result()) if task in done else None
+
+
 async def sleep_unless_stopped(clock: Clock, stop: asyncio.Event, seconds: float) -> None:
     """Sleep on the injected clock, waking early when `stop` is set."""
-    sleeper = asyncio.ensure_future(clock.sleep(seconds))
-    stopper = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    sleeper.cancel()
-    stopper.cancel()
+    await unless_stopped(clock.sleep(seconds), stop)
 
 
 def stop_on_signals() -> asyncio.Event:

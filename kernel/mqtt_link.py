@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import aiomqtt
 
-from kernel.clock import Clock, sleep_unless_stopped
+from kernel.clock import Clock, sleep_unless_stopped, unless_stopped
 from kernel.errors import FrameFleetError
 from kernel.outside_text import printable
 
@@ -148,14 +148,8 @@ class MqttLink:
             )
             if self._on_connect is not None:
                 await self._on_connect()
-            receiver = asyncio.ensure_future(self._receive(client))
-            stopper = asyncio.ensure_future(stop.wait())
-            done, _ = await asyncio.wait({receiver, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
-            if receiver in done:
-                receiver.result()  # re-raises the MqttError that ended the session
-            else:
-                receiver.cancel()
+            # The MqttError that ends the session propagates from here.
+            await unless_stopped(self._receive(client), stop)
 
     async def _receive(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:

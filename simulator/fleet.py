@@ -43,12 +43,11 @@ from orchestrator.control.gpu_watch import WatchSettings
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
-from orchestrator.costs.fleet_record import LedgerRecord
+from orchestrator.costs.fleet_record import StoreFleetRecord
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
 from orchestrator.store.engine import make_engine
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimulatedEc2, instance_kind
 from simulator.companions import WithCompanions, companions_for, no_companions
@@ -102,7 +101,7 @@ class FleetSimulation:
         )
         self.store = JobStore(make_engine(f"sqlite:///{database}"), self.clock)
         self.store.upgrade()
-        self.ledger = CostLedger(self.store, self.clock)
+        self.ledger = CostLedger(self.store.cost_facts, self.clock)
         self.link = MemoryLink()
         # Worker messages are handed to the service directly, so the link only takes commands.
         self.control = ControlPlaneService(
@@ -113,16 +112,13 @@ class FleetSimulation:
             ),
             connect=lambda _deliver, _admit: self.link,
             refusals=RefusedMessages(self.clock),
-            instances=InstanceLedger(self.store.engine, self.clock),
+            instances=self.store.instance_records,
         )
         self.queue = HandledQueue()
         # The trace's pools span regions; one simulated control plane serves them all.
+        events, anywhere = self.control.instance_events, InterruptionSettings(region="")
         self.interruptions = InterruptionsLoop(
-            self.queue,
-            KeptDeadLetters(),
-            self.control.instance_events,
-            self.clock,
-            InterruptionSettings(region=""),
+            self.queue, KeptDeadLetters(), events, self.clock, anywhere
         )
         companions = companions_for(trace) if setup.multi_gpu else no_companions(trace)
         self.cloud = SimulatedEc2(
@@ -150,7 +146,7 @@ class FleetSimulation:
             interval_seconds=trace.gap.total_seconds(),
             market_rule=policy.make_rule(history),
             spot_history=history,
-            record=LedgerRecord(self.store, self.ledger),
+            record=StoreFleetRecord(self.store.cost_facts, self.ledger),
         )
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_hours, j.job_id))
         self._arrivals = list(self.jobs)
@@ -227,7 +223,8 @@ class FleetSimulation:
     def _start_delays(self) -> dict[str, float]:
         """Mean, p50 and p95 of arrival -> first start, over the jobs that started (hours)."""
         first_start: dict[str, datetime] = {}
-        for span in self.store.attempts_on(list(self.cloud.records)):  # one query, in chunks
+        spans = self.store.cost_facts.attempts_on(list(self.cloud.records))  # one query, in chunks
+        for span in spans:
             known = first_start.get(span.job_id)
             first_start[span.job_id] = min(known or span.started_at, span.started_at)
         return start_delays(
@@ -351,7 +348,7 @@ class FleetSimulation:
         due = []
         while self._arrivals and self._arrival_at(self._arrivals[0]) <= now:
             due.append(self._arrivals.pop(0))
-        self.store.accept_batch([Submission(self._spec(j), f"sim-{j.job_id}") for j in due])
+        self.store.intake.accept_batch([Submission(self._spec(j), f"sim-{j.job_id}") for j in due])
         return bool(due)
 
     def _spec(self, job: SimJob) -> JobSpec:

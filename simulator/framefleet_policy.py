@@ -13,7 +13,7 @@ from autoscaler.deadline import choose_market
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from autoscaler.throughput import WorkShape
 from kernel.market import Market as Purchase
-from simulator.single_job import Action, JobState, Market, Mode, Setup
+from simulator.single_job import Action, MarketWindow, Mode, Setup, SingleJobState
 
 EPOCH = datetime(2023, 1, 1, tzinfo=UTC)
 SHAPE = WorkShape("single-job", 16, 16, 1)
@@ -24,7 +24,7 @@ class FrameFleetPolicy:
         self.zones = list(zones)
         self.name = name
 
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+    def act(self, state: SingleJobState, setup: Setup, market: MarketWindow) -> Action:
         tick_seconds = setup.tick_hours * 3600
         settings = _settings(setup)
         now = EPOCH + timedelta(seconds=state.tick * tick_seconds)

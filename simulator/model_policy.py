@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 
 from autoscaler.planned_market import MODEL_EDGES
-from autoscaler.spot_planner import CapacityModel, Hold, PlanGrid, Problem, SpotPlanner, coarsen
-from simulator.single_job import Action, JobState, Market, Mode, Setup, paper_safety_net
+from autoscaler.spot_planner import CapacityModel, Hold, PlanGrid, PlanProblem, SpotPlanner, coarsen
+from simulator.single_job import Action, MarketWindow, Mode, Setup, SingleJobState, paper_safety_net
 
 # How much of the past the estimate reads: long enough to have seen droughts, short enough to
 # follow a zone whose behaviour changes.
@@ -36,7 +36,7 @@ class ModelPolicy:
         self.name = name or f"framefleet planner ({_where(self.zones)})"
         self.planner = SpotPlanner()
 
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+    def act(self, state: SingleJobState, setup: Setup, market: MarketWindow) -> Action:
         grid = _grid(setup, self.budget_bytes)
         k = grid.ticks_per_step
         if k > 1 and paper_safety_net(state, setup):
@@ -48,7 +48,7 @@ class ModelPolicy:
         series = coarsen(self._capacity(market)[-LOOKBACK_TICKS:], k)
         # The model is learned again only when the planner solves again.
         kept = self.planner.solution
-        problem = Problem(
+        problem = PlanProblem(
             -(-setup.work // k),
             setup.deadline // k,
             -(-setup.changeover // k),
@@ -71,7 +71,7 @@ class ModelPolicy:
             return Action(Mode.SPOT, zone)
         return Action(Mode.ON_DEMAND) if choice is Hold.ON_DEMAND else Action(Mode.IDLE)
 
-    def _zone(self, state: JobState, market: Market) -> int:
+    def _zone(self, state: SingleJobState, market: MarketWindow) -> int:
         """The zone a spot move would use: the one it is in while that lasts, else the
         cheapest with capacity (else the first). (Weighting zones by their learned
         interruption rates measured no better on the V100 traces.)"""
@@ -83,7 +83,7 @@ class ModelPolicy:
             return self.zones[0]
         return min(open_zones, key=lambda z: (market.price[z, t], z))
 
-    def _capacity(self, market: Market) -> np.ndarray:
+    def _capacity(self, market: MarketWindow) -> np.ndarray:
         """Across zones: some zone had capacity (the model's "up")."""
         seen = np.stack([market.seen(z) for z in self.zones])
         return np.asarray(seen.max(axis=0), dtype=np.int8)

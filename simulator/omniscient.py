@@ -12,14 +12,14 @@ import numpy as np
 import numpy.typing as npt
 
 from kernel.errors import ConfigurationError
-from simulator.single_job import Market, Outcome, Setup
+from simulator.single_job import MarketWindow, Outcome, Setup
 
 INF = float("inf")
 MAX_CHOICE_BYTES = 4 * 2**30
 Vector = npt.NDArray[np.float64]
 
 
-def omniscient(setup: Setup, market: Market, zones: Sequence[int] | None = None) -> Outcome:
+def omniscient(setup: Setup, market: MarketWindow, zones: Sequence[int] | None = None) -> Outcome:
     """Kinds: 0 idle, 1 on-demand, 2.. spot in each allowed zone."""
     allowed = list(range(len(market.zones))) if zones is None else list(zones)
     kinds = 2 + len(allowed)
@@ -84,7 +84,7 @@ def _after(value: npt.NDArray[np.float64], kind: int, startup_left: int) -> Vect
 
 def _replay(
     setup: Setup,
-    market: Market,
+    market: MarketWindow,
     allowed: list[int],
     choices: npt.NDArray[np.int8],
     cost: float,

@@ -5,7 +5,7 @@ idle, on a spot instance in some zone, or on on-demand. Starting an instance (an
 another zone) costs `changeover` ticks of paid time without progress. A spot instance is lost
 when its zone's availability is 0 (a two-minute notice is far shorter than a tick, so progress
 made so far is kept, as in the paper). Prices are the trace's spot price per tick and the fixed
-on-demand price. Policies are handed only the past and the present tick (`Market.until`); the
+on-demand price. Policies are handed only the past and the present tick (`MarketWindow.until`); the
 omniscient optimum (`omniscient.py`) sees everything.
 """
 
@@ -36,7 +36,7 @@ class Setup:
 
 
 @dataclass(frozen=True)
-class Market:
+class MarketWindow:
     """Availability (1/0) and spot price (USD/hour) per zone, from the job's start on."""
 
     zones: tuple[str, ...]
@@ -45,9 +45,9 @@ class Market:
     # The capacity before the job's start (what a live system has recorded), [zone, tick].
     history: npt.NDArray[np.int8] | None = None
 
-    def until(self, tick: int) -> Market:
+    def until(self, tick: int) -> MarketWindow:
         """What a live system has seen by `tick`: the policies get this, never the future."""
-        return Market(
+        return MarketWindow(
             self.zones, self.available[:, : tick + 1], self.price[:, : tick + 1], self.history
         )
 
@@ -65,7 +65,7 @@ class Action:
 
 
 @dataclass
-class JobState:
+class SingleJobState:
     tick: int = 0
     done: float = 0.0  # ticks of work done
     mode: Mode = Mode.IDLE
@@ -76,7 +76,7 @@ class JobState:
 class Policy(Protocol):
     name: str
 
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+    def act(self, state: SingleJobState, setup: Setup, market: MarketWindow) -> Action:
         """Decide for tick `state.tick`; may read `market` up to and including that tick."""
         ...
 
@@ -97,7 +97,7 @@ class Outcome:
         return self.finished_tick is not None
 
 
-def must_go_on_demand(state: JobState, setup: Setup) -> bool:
+def must_go_on_demand(state: SingleJobState, setup: Setup) -> bool:
     """The safety net: one more tick without progress would leave no time to finish on
     on-demand (including its start-up)."""
     left = setup.work - state.done
@@ -105,7 +105,7 @@ def must_go_on_demand(state: JobState, setup: Setup) -> bool:
     return setup.deadline - state.tick - 1 < left + start
 
 
-def paper_safety_net(state: JobState, setup: Setup) -> bool:
+def paper_safety_net(state: SingleJobState, setup: Setup) -> bool:
     """The paper's Safety Net Rule, R(t) < C(t) + 2d: on-demand once the time left could not
     take two more changeovers (one lost spot start-up, then on-demand's own), or once one more
     tick without progress would leave no time at all (`must_go_on_demand`, for d = 0)."""
@@ -115,8 +115,8 @@ def paper_safety_net(state: JobState, setup: Setup) -> bool:
     )
 
 
-def simulate(policy: Policy, setup: Setup, market: Market) -> Outcome:
-    state = JobState()
+def simulate(policy: Policy, setup: Setup, market: MarketWindow) -> Outcome:
+    state = SingleJobState()
     cost = spot_hours = on_demand_hours = 0.0
     work_hours = {Mode.SPOT: 0.0, Mode.ON_DEMAND: 0.0}
     while state.tick < setup.deadline and state.done < setup.work:
@@ -159,7 +159,7 @@ def simulate(policy: Policy, setup: Setup, market: Market) -> Outcome:
 class OnDemandOnly:
     name = "on-demand only"
 
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+    def act(self, state: SingleJobState, setup: Setup, market: MarketWindow) -> Action:
         return Action(Mode.ON_DEMAND)
 
 
@@ -172,7 +172,7 @@ class Greedy:
     def __init__(self, zone: int = 0) -> None:
         self.zone = zone
 
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+    def act(self, state: SingleJobState, setup: Setup, market: MarketWindow) -> Action:
         if state.mode is Mode.ON_DEMAND or paper_safety_net(state, setup):
             return Action(Mode.ON_DEMAND)
         if market.available[self.zone, state.tick]:
@@ -180,12 +180,12 @@ class Greedy:
         return Action(Mode.IDLE)
 
 
-def cheapest_open_zone(zones: list[int], market: Market, tick: int) -> int | None:
+def cheapest_open_zone(zones: list[int], market: MarketWindow, tick: int) -> int | None:
     open_zones = [z for z in zones if market.available[z, tick]]
     return min(open_zones, key=lambda z: (market.price[z, tick], z)) if open_zones else None
 
 
-def spot_anywhere(state: JobState, zones: list[int], market: Market) -> Action | None:
+def spot_anywhere(state: SingleJobState, zones: list[int], market: MarketWindow) -> Action | None:
     """A job free to move: keep a running spot instance while its zone lasts, else (re)launch
     in the cheapest zone with capacity (SkyPilot's managed jobs); None when no zone has any."""
     if state.mode is Mode.SPOT and market.available[state.zone, state.tick]:
@@ -202,7 +202,7 @@ class GreedyAnyZone:
         self.zones = zones
         self.name = f"greedy ({len(zones)} zones)"
 
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+    def act(self, state: SingleJobState, setup: Setup, market: MarketWindow) -> Action:
         if state.mode is Mode.ON_DEMAND or paper_safety_net(state, setup):
             return Action(Mode.ON_DEMAND)
         return spot_anywhere(state, self.zones, market) or Action(Mode.IDLE)
@@ -225,7 +225,7 @@ class UniformProgress:
         self.name = name or f"uniform progress{where}"
         self.committed = False  # the safety net fired: on-demand to the end
 
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+    def act(self, state: SingleJobState, setup: Setup, market: MarketWindow) -> Action:
         if state.tick == 0:
             self.committed = False  # a new job
         if self.committed or paper_safety_net(state, setup):

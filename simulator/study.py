@@ -19,7 +19,7 @@ from simulator.omniscient import omniscient
 from simulator.single_job import (
     Greedy,
     GreedyAnyZone,
-    Market,
+    MarketWindow,
     OnDemandOnly,
     Outcome,
     Policy,
@@ -74,7 +74,7 @@ def setup_for(trace: Trace, config: StudyConfig) -> Setup:
     )
 
 
-def market_from(trace: Trace, start: int, length: int, history_ticks: int = 3000) -> Market:
+def market_from(trace: Trace, start: int, length: int, history_ticks: int = 3000) -> MarketWindow:
     """The trace from `start` for `length` ticks, and up to `history_ticks` before it (the
     record a live system has when the job arrives)."""
     zones = sorted(trace.zones)
@@ -84,10 +84,10 @@ def market_from(trace: Trace, start: int, length: int, history_ticks: int = 3000
     price = np.array([trace.zones[z].prices[start : start + length] for z in zones])
     first = max(0, start - history_ticks)
     history = np.array([trace.zones[z].available[first:start] for z in zones], dtype=np.int8)
-    return Market(tuple(zones), available, price, history.reshape(len(zones), start - first))
+    return MarketWindow(tuple(zones), available, price, history.reshape(len(zones), start - first))
 
 
-Runner = Callable[[Setup, Market], Outcome]
+Runner = Callable[[Setup, MarketWindow], Outcome]
 
 
 def online(policy: Policy) -> Runner:

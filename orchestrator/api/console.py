@@ -163,7 +163,7 @@ def queue(
     tags = {"team": team, "project": project, "customer": customer}
     chosen = {name: value for name, value in tags.items() if value}
     where = JobFilter((state,) if state else (), tuple(chosen.items()), teams=teams)
-    found = store.job_page(where, cursor, QUEUE_ROWS + 1)
+    found = store.pages.job_page(where, cursor, QUEUE_ROWS + 1)
     recent = found[:QUEUE_ROWS]
     jobs = job_summaries(services_, recent)
     template = _submit_template(
@@ -235,7 +235,7 @@ def fleet_page(request: Request, caller: Viewer, services_: Services) -> HTMLRes
     every_team(caller)
     fleet = fleet_view(services_)
     now = services_.clock.now()
-    gone = services_.store.gone_between(now - timedelta(hours=24), now + timedelta(seconds=1))
+    gone = services_.store.pages.gone_between(now - timedelta(hours=24), now + timedelta(seconds=1))
     hours = Counter(int((now - g.gone_at).total_seconds() // 3600) for g in gone)
     per_hour = [(f"{23 - h}", hours.get(23 - h, 0)) for h in range(24)]  # oldest first
     groups = Counter((i.availability_zone, i.market) for i in fleet.instances)

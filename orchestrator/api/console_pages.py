@@ -40,14 +40,14 @@ def history_page(
     now = services_.clock.now()
     since, until = date_range(now, since, until)
     store = services_.store
-    lives = store.instance_lives(since, until)
+    lives = store.cost_facts.instance_lives(since, until)
     view = history_view(
         since,
         until,
         services_.history.state_moves_until(until),
         lives,
-        store.price_changes([life.pool for life in lives], until),
-        store.gone_between(since, until),
+        store.cost_facts.price_changes([life.pool for life in lives], until),
+        store.pages.gone_between(since, until),
         services_.history.deadline_outcomes(since, until),
         services_.period_costs(since, min(until, now), None)[0].by_day_market,
         now,

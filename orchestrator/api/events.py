@@ -64,7 +64,9 @@ class FleetWatch:
         events = [instance_event("launch", life) for i, life in alive.items() if i not in before]
         ended = [life for i, life in before.items() if i not in alive]
         if ended:
-            gone = {g.instance_id: g for g in store.gone_between(now - timedelta(hours=1), now)}
+            gone = {
+                g.instance_id: g for g in store.pages.gone_between(now - timedelta(hours=1), now)
+            }
             for life in ended:
                 why = gone.get(life.instance_id)
                 kind = "interruption" if why and "interrupt" in why.reason.lower() else "ended"
@@ -86,14 +88,14 @@ async def stream(
     """Job moves of the caller's teams' jobs; instances' launches and ends only for a token of
     every team (the fleet is everyone's)."""
     store = services.store
-    last = after if after is not None else await run_in_threadpool(store.last_job_event_id)
+    last = after if after is not None else await run_in_threadpool(store.pages.last_job_event_id)
     fleet = FleetWatch(services) if caller.teams is None else None
     if fleet is not None:
         await run_in_threadpool(fleet.look)
     yield ServerSentEvent(comment="connected", retry=2000)
     quiet = 0.0
     while True:
-        moves = await run_in_threadpool(store.job_events_after, last, BACKLOG)
+        moves = await run_in_threadpool(store.pages.job_events_after, last, BACKLOG)
         shown = await run_in_threadpool(seen_by, services, caller, moves) if moves else set()
         for event_id, event in moves:
             if event.job_id in shown:

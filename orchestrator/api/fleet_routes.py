@@ -23,16 +23,18 @@ MAX_PERIOD = timedelta(days=93)
 
 def alive_instances(store: ApiStore, now: datetime) -> list[InstanceLife]:
     """The instances not ended at `now`, as the cost ledger records them."""
-    lives = store.instance_lives(now, now + timedelta(seconds=1))
+    lives = store.cost_facts.instance_lives(now, now + timedelta(seconds=1))
     return [life for life in lives if life.ended_at is None]
 
 
 def fleet_view(services: ApiServices) -> FleetView:
     store, now = services.store, services.clock.now()
     lives = alive_instances(store, now)
-    prices = store.price_changes([life.pool for life in lives], now + timedelta(seconds=1))
+    prices = store.cost_facts.price_changes(
+        [life.pool for life in lives], now + timedelta(seconds=1)
+    )
     instances = fleet_instances(lives, prices, store.placements())
-    gone = store.gone_between(now - timedelta(hours=24), now + timedelta(seconds=1))
+    gone = store.pages.gone_between(now - timedelta(hours=24), now + timedelta(seconds=1))
     return FleetView(
         instances=instances,
         usd_per_hour=fleet_usd_per_hour(instances),

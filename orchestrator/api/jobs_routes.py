@@ -83,7 +83,7 @@ def job_summaries(services: ApiServices, jobs: Sequence[JobRecord]) -> list[JobS
     """Each with its deadline risk: two queries for the page, not two per job."""
     now, ids = services.clock.now(), [job.job_id for job in jobs]
     reservations = services.store.reservations(ids)
-    progress = services.store.progress_of_jobs(ids)
+    progress = services.store.pages.progress_of_jobs(ids)
     return [
         summary(
             job,
@@ -120,7 +120,7 @@ async def submit(
     store = services.store
     actor = f"api:{caller.name}"[:128]
     (outcome,) = await run_in_threadpool(
-        store.accept_batch, [Submission(spec, request_id)], actor, "API request"
+        store.intake.accept_batch, [Submission(spec, request_id)], actor, "API request"
     )
     if outcome is AcceptOutcome.CONFLICT:
         raise HTTPException(409, f"job_id {spec.job_id!r} was already accepted with another spec")
@@ -156,7 +156,7 @@ def list_jobs(
         if v is not None
     )
     where = JobFilter(tuple(state), tags, created_since, created_until, caller.team_list())
-    jobs = services.store.job_page(where, after, limit + 1)
+    jobs = services.store.pages.job_page(where, after, limit + 1)
     shown = jobs[:limit]
     more = encode_cursor(shown[-1]) if len(jobs) > limit else None
     return JobPage(jobs=job_summaries(services, shown), next_cursor=more)
@@ -173,8 +173,8 @@ def job_detail(services: ApiServices, caller: Caller, job_id: str) -> JobDetail:
     return detail(
         job,
         store.history(job_id),
-        store.attempts_facts(job_id),
-        store.progress_of(job_id),
+        store.pages.attempts_facts(job_id),
+        store.pages.progress_of(job_id),
         store.reservations([job_id]).get(job_id),
         services.job_cost(job_id),
         services.clock.now(),

@@ -28,7 +28,7 @@ from orchestrator.costs.job_cost import JobCostParts
 from orchestrator.costs.money import ZERO
 from orchestrator.costs.summary import CostSummary
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
-from orchestrator.store.job_pages import AttemptFacts, JobProgress, PageCursor
+from orchestrator.store.job_pages import AttemptFacts, PageCursor, StoredProgress
 
 # With no estimate, a deadline this near is a risk (the metrics' at-risk window).
 NEAR = timedelta(minutes=30)
@@ -36,7 +36,7 @@ NEAR = timedelta(minutes=30)
 
 def estimated_finish(
     job: JobRecord,
-    progress: JobProgress | None,
+    progress: StoredProgress | None,
     reservation: Reservation | None,
     now: datetime,
 ) -> datetime | None:
@@ -105,7 +105,7 @@ def detail(
     job: JobRecord,
     history: Sequence[JobEvent],
     attempts: Sequence[AttemptFacts],
-    progress: JobProgress | None,
+    progress: StoredProgress | None,
     reservation: Reservation | None,
     cost: JobCostParts | None,
     now: datetime,

@@ -29,7 +29,7 @@ class MessageBudget:
     quarantine_seconds: float = 600.0
 
 
-class Verdict(StrEnum):
+class BudgetVerdict(StrEnum):
     ALLOWED = "allowed"
     OVER_BUDGET = "over_budget"  # dropped
     FLOODING = "flooding"  # dropped, and the sender is quarantined from now
@@ -51,7 +51,7 @@ class SenderBudgets:
         self._budget = budget
         self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
 
-    def take(self, sender: str) -> Verdict:
+    def take(self, sender: str) -> BudgetVerdict:
         now = self._clock.monotonic()
         budget = self._budget
         bucket = self._buckets.get(sender)
@@ -66,14 +66,18 @@ class SenderBudgets:
             bucket.at = now
         if bucket.tokens >= 1.0:
             bucket.tokens -= 1.0
-            return Verdict.QUARANTINED if now < bucket.quarantined_until else Verdict.ALLOWED
+            return (
+                BudgetVerdict.QUARANTINED
+                if now < bucket.quarantined_until
+                else BudgetVerdict.ALLOWED
+            )
         if now - bucket.window_start >= budget.quarantine_seconds:
             bucket.window_start, bucket.dropped = now, 0
         bucket.dropped += 1
         if bucket.dropped == budget.flood_after and now >= bucket.quarantined_until:
             bucket.quarantined_until = now + budget.quarantine_seconds
-            return Verdict.FLOODING
-        return Verdict.OVER_BUDGET
+            return BudgetVerdict.FLOODING
+        return BudgetVerdict.OVER_BUDGET
 
     def forget_idle(self) -> None:
         """Drop the buckets of senders quiet long enough to be full again and past any

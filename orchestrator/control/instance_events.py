@@ -16,7 +16,7 @@ from kernel.job_record import DrainKind
 from orchestrator.control.job_events import requeue
 from orchestrator.control.job_mover import JobMover
 from orchestrator.control.leadership import Leadership
-from orchestrator.control.settings import ACTOR, ControlStore, InstanceBook
+from orchestrator.control.settings import ACTOR, ControlStore, InstanceFacts
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
 
@@ -32,7 +32,7 @@ class InstanceEvents:
         self,
         store: ControlStore,
         clock: Clock,
-        instances: InstanceBook,
+        instances: InstanceFacts,
         registry: WorkerRegistry,
         mover: JobMover,
         lock: asyncio.Lock,
@@ -98,7 +98,11 @@ class InstanceEvents:
         jobs run on, and the autoscaler replaces it now and terminates it once it is empty."""
         why = f"rebalance recommendation: {reason}"
         await asyncio.to_thread(
-            self._store.ask_to_drain, [instance_id], why, DrainKind.REBALANCE, ACTOR
+            self._store.instance_records.ask_to_drain,
+            [instance_id],
+            why,
+            DrainKind.REBALANCE,
+            ACTOR,
         )
 
     async def instance_gone(self, instance_id: str, reason: str) -> None:

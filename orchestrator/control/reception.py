@@ -27,10 +27,10 @@ from kernel.worker_protocol import (
     topic,
 )
 from orchestrator.control.admission import Inbound, Refused, admit
-from orchestrator.control.budgets import MessageBudget, SenderBudgets, Verdict
+from orchestrator.control.budgets import BudgetVerdict, MessageBudget, SenderBudgets
 from orchestrator.control.identity import KnownInstance, vet_hello
 from orchestrator.control.refusals import RefusedMessages
-from orchestrator.control.settings import ControlStats, InstanceBook
+from orchestrator.control.settings import ControlStats, InstanceFacts
 from orchestrator.scheduling.registry import WorkerRegistry
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class Reception:
         self,
         registry: WorkerRegistry,
         refusals: RefusedMessages,
-        instances: InstanceBook,
+        instances: InstanceFacts,
         stats: ControlStats,
         clock: Clock,
         *,
@@ -90,12 +90,12 @@ class Reception:
         except ProtocolError:
             sender, channel = UNKNOWN_SENDER, None
         verdict = self._budgets.take(sender)
-        if verdict is Verdict.ALLOWED:
+        if verdict is BudgetVerdict.ALLOWED:
             return True
-        if verdict is Verdict.QUARANTINED and channel is not Channel.HELLO:
+        if verdict is BudgetVerdict.QUARANTINED and channel is not Channel.HELLO:
             return True  # read; but a hello would bring it back to work before its time
         self._refusals.drop(verdict.value, sender)
-        if verdict is Verdict.FLOODING and sender != UNKNOWN_SENDER:
+        if verdict is BudgetVerdict.FLOODING and sender != UNKNOWN_SENDER:
             log.warning("worker %s floods the control plane: quarantined", sender)
             task = asyncio.get_running_loop().create_task(self._quarantine(sender))
             self._quarantining.add(task)

@@ -20,7 +20,7 @@ from orchestrator.control.scheduling_view import freeing_now, pending_jobs, runn
 from orchestrator.control.settings import ACTOR, ControlSettings, ControlStats, ControlStore
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerRegistry
-from orchestrator.scheduling.snapshots import Wait
+from orchestrator.scheduling.snapshots import QuotaWait
 from orchestrator.store.leases import Fence
 
 # Teams' spend is read from the cost ledger at most this often: it moves by cents a minute.
@@ -118,7 +118,7 @@ class SchedulingRound:
             await self._mover.checkpoint_now(victim, preemption.reason)
 
     async def _note_waits(
-        self, queued: list[JobRecord], waits: Sequence[Wait], fence: Fence | None
+        self, queued: list[JobRecord], waits: Sequence[QuotaWait], fence: Fence | None
     ) -> None:
         """Each read job's reason to wait, written when it changed (a placed job has none)."""
         reasons = {wait.job_id: wait.reason for wait in waits}

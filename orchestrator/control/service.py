@@ -46,7 +46,7 @@ from orchestrator.control.settings import (
     ControlSettings,
     ControlStats,
     ControlStore,
-    InstanceBook,
+    InstanceFacts,
     WorkerLink,
 )
 from orchestrator.control.watch_actions import WatchActions
@@ -72,7 +72,7 @@ class ControlPlaneService:
         *,
         connect: ConnectLink,
         refusals: RefusedMessages,
-        instances: InstanceBook,
+        instances: InstanceFacts,
         leadership: Leadership | None = None,
         team_spend: TeamSpend | None = None,
         job_cost: JobCost | None = None,
@@ -125,7 +125,9 @@ class ControlPlaneService:
         self._watch_actions = WatchActions(
             store, self.registry, self.watch, self._planned, self.stats, self._commands, self._mover
         )
-        self._drains = Drains(store, self.registry, self.instance_events.move_jobs_off)
+        self._drains = Drains(
+            store.instance_records, self.registry, self.instance_events.move_jobs_off
+        )
         self._scheduling = SchedulingRound(
             store,
             self.registry,
@@ -137,7 +139,7 @@ class ControlPlaneService:
             self._planned,
             team_spend,
         )
-        self._readiness = Readiness(store, self.registry)
+        self._readiness = Readiness(store.cost_facts, self.registry)
         # Jobs' cost limits, where the composition root gives the ledger's per-job cost.
         self._cost_limits = CostLimits(store, job_cost, clock, ACTOR) if job_cost else None
 

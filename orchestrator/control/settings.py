@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from kernel.errors import FrameFleetError
-from kernel.instance_state import InstanceState, InstanceStatus
 from kernel.job_record import (
     DrainKind,
-    DrainRequest,
     JobMove,
     JobRecord,
     Placement,
@@ -24,8 +22,10 @@ from kernel.job_state import JobState
 from kernel.market import Market
 from orchestrator.control.budgets import MessageBudget
 from orchestrator.control.checkpoint_pace import PoolRates
+from orchestrator.control.drains import DrainStore
 from orchestrator.control.gpu_watch import GpuFaultStore, WatchSettings
 from orchestrator.control.job_events import RetryPolicy
+from orchestrator.control.readiness import ReadinessStore
 from orchestrator.control.scheduling_view import QueueReads
 from orchestrator.scheduling.snapshots import SchedulerSettings
 from orchestrator.store.leases import Fence
@@ -99,6 +99,14 @@ class PreemptionHolds(Protocol):
     ) -> None: ...
 
 
+class InstanceRecords(DrainStore, Protocol):
+    """Each instance's one record: its state, and the drains asked of it."""
+
+    def ask_to_drain(
+        self, instance_ids: Sequence[str], reason: str, kind: DrainKind = ..., actor: str = ...
+    ) -> None: ...
+
+
 class ControlStore(Protocol):
     """The job store operations the control plane uses (JobStore has them)."""
 
@@ -124,21 +132,13 @@ class ControlStore(Protocol):
 
     def note_waits(self, reasons: Mapping[str, str | None], fence: Fence | None = ...) -> None: ...
 
-    def instance_statuses(
-        self, states: Iterable[InstanceState] | None = ...
-    ) -> dict[str, InstanceStatus]: ...
-
     def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]: ...
 
-    def drain_requests(self) -> dict[str, DrainRequest]: ...
+    @property
+    def instance_records(self) -> InstanceRecords: ...
 
-    def ask_to_drain(
-        self, instance_ids: Sequence[str], reason: str, kind: DrainKind = ..., actor: str = ...
-    ) -> None: ...
-
-    def mark_drained(self, instance_ids: list[str]) -> None: ...
-
-    def record_instance_ready(self, instance_id: str, at: datetime) -> None: ...
+    @property
+    def cost_facts(self) -> ReadinessStore: ...
 
     @property
     def holds(self) -> PreemptionHolds: ...
@@ -150,9 +150,9 @@ class ControlStore(Protocol):
     def faults(self) -> GpuFaultStore: ...
 
 
-class InstanceBook(Protocol):
+class InstanceFacts(Protocol):
     """Where instances that are gone are remembered, and what EC2 said of each instance the
-    autoscaler saw (InstanceLedger)."""
+    autoscaler saw (the store's instance records)."""
 
     def record_gone(self, instance_id: str, reason: str, ended: bool = ...) -> None: ...
 

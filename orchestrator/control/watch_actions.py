@@ -85,5 +85,9 @@ class WatchActions:
             log.warning("ALERT %s; its jobs move and instance %s is replaced", why, q.instance_id)
             await self._mover.move_off(placements, q.holds, why)
             await asyncio.to_thread(
-                self._store.ask_to_drain, [q.instance_id], why, DrainKind.REBALANCE, ACTOR
+                self._store.instance_records.ask_to_drain,
+                [q.instance_id],
+                why,
+                DrainKind.REBALANCE,
+                ACTOR,
             )

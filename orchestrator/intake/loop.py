@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from kernel.clock import Clock, sleep_unless_stopped
+from kernel.clock import Clock, sleep_unless_stopped, unless_stopped
 from kernel.dead_letter import ATTR_BODY_TRUNCATED, dead_letter_attributes
 from kernel.errors import FrameFleetError, MessageTooLarge, StoreUnavailable
 from kernel.job_record import AcceptOutcome, Rejection, Submission
@@ -89,22 +89,15 @@ class IntakeLoop:
                 backoff = min(backoff * 2, self._settings.max_backoff_seconds)
 
     async def _receive_until(self, stop: asyncio.Event) -> list[ReceivedMessage]:
-        receive = asyncio.create_task(
-            self._queue.receive(
-                self._settings.batch_size,
-                self._settings.wait_seconds,
-                self._settings.visibility_timeout,
-            )
+        receive = self._queue.receive(
+            self._settings.batch_size,
+            self._settings.wait_seconds,
+            self._settings.visibility_timeout,
         )
-        stopper = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait({receive, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
-        if receive in done:
-            # Received even if stop came at the same moment: process it rather than leave it
-            # invisible for a whole timeout.
-            return receive.result()
-        receive.cancel()
-        return []
+        # Received even if stop came at the same moment: processed rather than left invisible
+        # for a whole timeout.
+        received = await unless_stopped(receive, stop)
+        return received.value if received is not None else []
 
     async def process(self, batch: Sequence[ReceivedMessage]) -> None:
         """Handle one received batch to the end (store, dead-letter, delete)."""

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter
 
-from kernel.clock import Clock, sleep_unless_stopped
+from kernel.clock import Clock, sleep_unless_stopped, unless_stopped
 from kernel.dead_letter import dead_letter_attributes
 from kernel.errors import FrameFleetError
 from kernel.outside_text import printable
@@ -89,15 +89,11 @@ class InterruptionsLoop:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             wait = self._settings.wait_seconds
-            receive = asyncio.ensure_future(self._queue.receive(10, wait, 60))
-            stopper = asyncio.ensure_future(stop.wait())
-            done, _ = await asyncio.wait({receive, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
-            if receive not in done:
-                receive.cancel()
+            received = await unless_stopped(self._queue.receive(10, wait, 60), stop)
+            if received is None:
                 return
             try:
-                for message in receive.result():
+                for message in received.value:
                     await self.handle(message)
             except FrameFleetError as error:
                 # SQS itself failed (receive, delete or dead-letter): the process's trouble,

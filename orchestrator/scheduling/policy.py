@@ -23,9 +23,9 @@ from orchestrator.scheduling.snapshots import (
     GpuSlot,
     PendingJob,
     Preemption,
+    QuotaWait,
     RunningJob,
     SchedulerSettings,
-    Wait,
     WorkerSnapshot,
 )
 
@@ -364,10 +364,10 @@ def schedule(
 
 def _quota_waits(
     queue: Sequence[PendingJob], placed: set[str], shares: ShareBook
-) -> tuple[Wait, ...]:
+) -> tuple[QuotaWait, ...]:
     """The jobs left waiting whose team's quota admits them to no GPU they may use."""
     return tuple(
-        Wait(job.job_id, shares.why_waits(job.team, job.families))
+        QuotaWait(job.job_id, shares.why_waits(job.team, job.families))
         for job in queue
         if job.team is not None
         and job.job_id not in placed

@@ -110,7 +110,7 @@ class Preemption:
 
 
 @dataclass(frozen=True)
-class Wait:
+class QuotaWait:
     """A job that a free GPU would have fitted, held back by its team's quota."""
 
     job_id: str
@@ -121,4 +121,4 @@ class Wait:
 class Decisions:
     assignments: tuple[Assignment, ...] = field(default_factory=tuple)
     preemptions: tuple[Preemption, ...] = field(default_factory=tuple)
-    waits: tuple[Wait, ...] = field(default_factory=tuple)
+    waits: tuple[QuotaWait, ...] = field(default_factory=tuple)

@@ -9,16 +9,20 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from kernel.instance_state import (
+    NOT_WELCOME,
     InstanceChange,
     InstanceState,
     InstanceStatus,
     may_move,
 )
 from kernel.job_record import DrainKind, DrainRequest
+from kernel.market import Market
 from orchestrator.store.base import StoreBase, utc
+from orchestrator.store.cost_facts import end_instance_life
 from orchestrator.store.tables import InstanceChangeRow, InstanceLifeRow, InstanceRow
 
 _DRAINS = (InstanceState.DRAINING.value, InstanceState.DRAINED.value)
@@ -157,3 +161,38 @@ class InstanceRecordBook(StoreBase):
             ):
                 row.drained_at = now
             session.commit()
+
+    # -- what the control plane records of instances gone, and checks hellos against ---------
+
+    def record_gone(self, instance_id: str, reason: str, ended: bool = False) -> None:
+        """A spot warning (the instance is warned: its GPUs are no capacity, its hello is
+        refused), or with `ended` EC2's word that it stopped running, which the cost ledger
+        takes as the end of its bill unless an earlier end is known. The instance's one record
+        keeps the first end reported."""
+        now = self._clock.now()
+        after = InstanceState.TERMINATED if ended else InstanceState.WARNED
+        with self._session() as session:
+            try:
+                move_instances(session, [instance_id], after, reason, "control-plane", now)
+                if ended:
+                    end_instance_life(session, instance_id, now, reason)
+                session.commit()
+            except IntegrityError:
+                pass  # another replica recorded it first
+
+    def gone_since(self, since: datetime) -> list[str]:
+        """The instances warned or gone since `since`, whose hellos are refused."""
+        with self._session() as session:
+            query = select(InstanceRow.instance_id).where(
+                col(InstanceRow.since) >= since,
+                col(InstanceRow.state).in_([s.value for s in NOT_WELCOME]),
+            )
+            return list(session.exec(query))
+
+    def launched_as(self, instance_id: str) -> tuple[str, Market] | None:
+        """Its type and market as EC2 listed them, or None if the autoscaler has not seen it."""
+        with self._session() as session:
+            row = session.get(InstanceLifeRow, instance_id)
+        if row is None:
+            return None
+        return row.instance_type, Market(row.market)

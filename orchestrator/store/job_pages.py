@@ -62,7 +62,7 @@ class ProgressReport:
 
 
 @dataclass(frozen=True)
-class JobProgress:
+class StoredProgress:
     attempt: int
     step: int
     total_steps: int
@@ -173,18 +173,18 @@ class JobPageBook(StoreBase):
                 session.add(row)
             session.commit()
 
-    def progress_of(self, job_id: str) -> JobProgress | None:
+    def progress_of(self, job_id: str) -> StoredProgress | None:
         return self.progress_of_jobs([job_id]).get(job_id)
 
-    def progress_of_jobs(self, job_ids: Sequence[str]) -> dict[str, JobProgress]:
-        found: dict[str, JobProgress] = {}
+    def progress_of_jobs(self, job_ids: Sequence[str]) -> dict[str, StoredProgress]:
+        found: dict[str, StoredProgress] = {}
         with self._session() as session:
             for chunk in in_chunks(job_ids):
                 rows = session.exec(
                     select(JobProgressRow).where(col(JobProgressRow.job_id).in_(chunk))
                 ).all()
                 for row in rows:
-                    found[row.job_id] = JobProgress(
+                    found[row.job_id] = StoredProgress(
                         row.attempt,
                         row.step,
                         row.total_steps,

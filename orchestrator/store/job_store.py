@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, insert, update
+from sqlalchemy import Row, bindparam, delete, insert, select, update
 from sqlalchemy import select as select_columns
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -25,8 +25,8 @@ from kernel.errors import (
     InvalidTransition,
     JobNotFound,
 )
-from kernel.job_record import JobChanges, JobMove, JobRecord
-from kernel.job_state import JobState
+from kernel.job_record import JobChanges, JobMove, JobRecord, Reservation
+from kernel.job_state import ACTIVE_STATES, JobState
 from orchestrator.store.base import (
     ATTEMPTS,
     CURRENT_ATTEMPT,
@@ -35,11 +35,12 @@ from orchestrator.store.base import (
     RESERVATIONS,
     in_chunks,
     table_of,
+    utc,
 )
 from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.gpu_faults import GpuFaultBook
 from orchestrator.store.instance_records import InstanceRecordBook
-from orchestrator.store.intake_ledger import IntakeLedger
+from orchestrator.store.intake_book import IntakeBook
 from orchestrator.store.job_moves import (
     ATTEMPT_FIELDS_CHANGED,
     JOB_FIELDS_MOVED,
@@ -53,8 +54,7 @@ from orchestrator.store.pool_marks import PoolMarkBook
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.preemption_holds import PreemptionHoldBook
 from orchestrator.store.report_sends import ReportSendBook
-from orchestrator.store.reservations import ReservationBook
-from orchestrator.store.tables import JobEventRow
+from orchestrator.store.tables import JobEventRow, ReservationRow
 from orchestrator.store.tokens import TokenBook
 
 _EVENTS = table_of(JobEventRow)
@@ -84,20 +84,18 @@ class _StaleBatch(Exception):
     """A job of the batch moved since the batch read it."""
 
 
-class JobStore(
-    JobQueries,
-    IntakeLedger,
-    ReservationBook,
-    InstanceRecordBook,
-    CostFactBook,
-    JobPageBook,
-):
-    """The jobs' queue and their moves; every other table through the part of the store that
-    owns it, each an object of its own over the same engine (`store.leases`, ...)."""
+class JobStore(JobQueries):
+    """The jobs' queue, their moves and their reservations; every other table through the part
+    of the store that owns it, each an object of its own over the same engine
+    (`store.intake`, `store.instance_records`, ...)."""
 
     def __init__(self, engine: Engine, clock: Clock) -> None:
         super().__init__(engine, clock)
         parts = (engine, clock, self._specs)
+        self.intake = IntakeBook(*parts)
+        self.pages = JobPageBook(*parts)
+        self.instance_records = InstanceRecordBook(*parts)
+        self.cost_facts = CostFactBook(*parts)
         self.leases = LeaseBook(*parts)
         self.api_tokens = TokenBook(*parts)
         self.faults = GpuFaultBook(*parts)
@@ -105,6 +103,39 @@ class JobStore(
         self.rates = PoolRateBook(*parts)
         self.pool_marks = PoolMarkBook(*parts)
         self.report_sends = ReportSendBook(*parts)
+
+    # -- reservations: capacity the autoscaler bought or picked for a queued job -------------
+
+    def reserve(self, reservations: Sequence[Reservation]) -> None:
+        """Record (or replace) each job's reservation (kept until the job ends)."""
+        with self._session() as session:
+            for r in reservations:
+                row = ReservationRow(
+                    job_id=r.job_id,
+                    instance_id=r.instance_id,
+                    on_demand=r.on_demand,
+                    expires_at=r.expires_at,
+                    seconds_per_step=r.seconds_per_step,
+                    margin_seconds=r.margin_seconds,
+                )
+                session.merge(row)
+            session.commit()
+
+    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]:
+        """The reservations of these jobs (expired claims included: see Reservation)."""
+        rows: list[Row[Any]] = []
+        with self._session() as session:
+            for chunk in in_chunks(job_ids):
+                rows.extend(session.execute(select(RESERVATIONS).where(_JOB.in_(chunk))))
+        return _by_job(rows)
+
+    def live_reservations(self) -> dict[str, Reservation]:
+        """The reservations of every job queued or on a GPU: what the scheduler reads each
+        tick, in one query whatever the queue's length (a job that ended has none)."""
+        live = [JobState.QUEUED.value, *(state.value for state in ACTIVE_STATES)]
+        query = select(RESERVATIONS).join(JOBS, JOBS.c.job_id == _JOB).where(JOBS.c.state.in_(live))
+        with self._session() as session:
+            return _by_job(session.execute(query).all())
 
     # -- the state machine ------------------------------------------------------------------
 
@@ -254,3 +285,21 @@ class JobStore(
             )
         if writes.ended:
             connection.execute(delete(RESERVATIONS).where(RESERVATIONS.c.job_id.in_(writes.ended)))
+
+
+# Columns, not objects: the scheduler reads them every tick.
+_JOB = RESERVATIONS.c.job_id
+
+
+def _by_job(rows: Sequence[Row[Any]]) -> dict[str, Reservation]:
+    return {
+        r.job_id: Reservation(
+            r.job_id,
+            r.instance_id,
+            r.on_demand,
+            utc(r.expires_at),
+            r.seconds_per_step,
+            r.margin_seconds,
+        )
+        for r in rows
+    }

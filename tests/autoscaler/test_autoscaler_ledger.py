@@ -16,7 +16,7 @@ from autoscaler.metrics import AutoscalerMetrics
 from kernel.clock import FakeClock
 from kernel.fleet_facts import InstanceSeen, PriceSeen
 from kernel.market import Market
-from orchestrator.costs.fleet_record import LedgerRecord
+from orchestrator.costs.fleet_record import StoreFleetRecord
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.store.job_store import JobStore
 from tests.support.autoscaling import autoscaler
@@ -26,7 +26,7 @@ def with_ledger(
     store: JobStore, clock: FakeClock, ec2: FakeEc2, registry: CollectorRegistry
 ) -> AutoscalerLoop:
     loop = autoscaler(store, clock, ec2)
-    loop.record = LedgerRecord(store, CostLedger(store, clock))
+    loop.record = StoreFleetRecord(store.cost_facts, CostLedger(store.cost_facts, clock))
     loop.metrics = AutoscalerMetrics(registry)
     return loop
 
@@ -38,11 +38,13 @@ async def test_launches_are_recorded_as_ec2_lists_them_and_priced(
     loop = with_ledger(queued_store, trace_clock, ec2, registry)
     await loop.once()
     now = trace_clock.now()
-    lives = queued_store.instance_lives(now - timedelta(hours=1), now + timedelta(seconds=1))
+    lives = queued_store.cost_facts.instance_lives(
+        now - timedelta(hours=1), now + timedelta(seconds=1)
+    )
     assert {life.instance_id for life in lives} == set(ec2.instances)
     assert all(life.gpu_family == "v100" and life.launched_at <= now for life in lives)
     pools = {life.pool for life in lives}
-    prices = queued_store.price_changes(list(pools), now + timedelta(seconds=1))
+    prices = queued_store.cost_facts.price_changes(list(pools), now + timedelta(seconds=1))
     assert all(prices[pool] for pool in pools)
     assert registry.get_sample_value("framefleet_autoscaler_rounds_total") == 1
     launched = sum(
@@ -62,10 +64,10 @@ async def test_a_restarted_autoscaler_keeps_todays_spend_and_its_budget(
     now = trace_clock.now()
     midnight = datetime(now.year, now.month, now.day, tzinfo=UTC)
     # Before the restart: an on-demand instance ran from midnight and still runs.
-    queued_store.record_prices(
+    queued_store.cost_facts.record_prices(
         [PriceSeen("p3.2xlarge", "us-east-1a", Market.ON_DEMAND, midnight, Decimal("3.06"))]
     )
-    queued_store.record_instances_seen(
+    queued_store.cost_facts.record_instances_seen(
         [
             InstanceSeen(
                 "i-0aaaaaaaaaaaaaaaa",
@@ -78,7 +80,7 @@ async def test_a_restarted_autoscaler_keeps_todays_spend_and_its_budget(
             )
         ]
     )
-    spent = float(CostLedger(queued_store, trace_clock).spent_today())
+    spent = float(CostLedger(queued_store.cost_facts, trace_clock).spent_today())
     hours = (now - midnight).total_seconds() / 3600
     ebs = 200 * 0.08 / 730  # its 200 GiB gp3 root volume, per hour
     assert abs(spent - (3.06 + ebs) * hours) < 1e-6

@@ -101,7 +101,7 @@ def test_one_replica_buys_and_a_successor_buys_nothing_twice(
     engine = make_engine(postgres_url)
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())
-    store.accept_batch(
+    store.intake.accept_batch(
         [Submission(parse_job(job_dict(f"lease-{i}", seed=i), now=None), f"m{i}") for i in range(2)]
     )
     ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)

@@ -15,7 +15,6 @@ from kernel.instance_state import InstanceState
 from kernel.job_record import JobMove, Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from tests.support.autoscaling import TRACES, autoscaler
 from tests.support.jobs import job_dict
@@ -41,21 +40,21 @@ def run_on(store: JobStore, job_id: str, instance_id: str) -> None:
 async def test_a_warned_instance_is_no_capacity_and_its_job_gets_a_replacement_at_once(
     store: JobStore, clock: FakeClock
 ) -> None:
-    store.accept_batch(
+    store.intake.accept_batch(
         [Submission(parse_job(job_dict(f"j{i}", seed=i), now=None), f"m{i}") for i in range(2)]
     )
     ec2 = FakeEc2(clock)
     loop = autoscaler(store, clock, ec2)
     await loop.once()
     bought = store.reservations(["j0"])["j0"].instance_id
-    assert store.instance_statuses()[bought].state is InstanceState.BOOTING
+    assert store.instance_records.instance_statuses()[bought].state is InstanceState.BOOTING
     run_on(store, "j0", bought)
     clock.advance(60)
     await loop.once()
-    assert store.instance_statuses()[bought].state is InstanceState.WORKING
+    assert store.instance_records.instance_statuses()[bought].state is InstanceState.WORKING
 
     # A control-plane replica (any one) hears EC2's two-minute warning for it.
-    InstanceLedger(store.engine, clock).record_gone(bought, "EC2 Spot Instance Interruption")
+    store.instance_records.record_gone(bought, "EC2 Spot Instance Interruption")
     clock.advance(10)
     plans = await loop.once()
 
@@ -65,7 +64,7 @@ async def test_a_warned_instance_is_no_capacity_and_its_job_gets_a_replacement_a
     replacement = [launch for plan in plans for launch in plan.launches if "j0" in launch.job_ids]
     assert replacement, "the job on the warned instance gets its next GPU bought now"
     assert bought in ec2.instances  # EC2 ends it; the autoscaler does not race it
-    moves = [(c.after, c.actor) for c in store.instance_history(bought)]
+    moves = [(c.after, c.actor) for c in store.instance_records.instance_history(bought)]
     assert moves == [
         (InstanceState.BOOTING, "autoscaler"),
         (InstanceState.WORKING, "autoscaler"),

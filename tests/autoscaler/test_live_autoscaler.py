@@ -29,7 +29,7 @@ async def test_one_round_buys_tagged_spot_capacity_for_the_queue(
     engine = make_engine(sqlite_url)
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())
-    store.accept_batch(
+    store.intake.accept_batch(
         [Submission(parse_job(job_dict(f"live-{i}", seed=i), now=None), f"m{i}") for i in range(2)]
     )
     store.dispose()

@@ -95,16 +95,18 @@ async def test_idle_instances_go_after_the_timeout_and_spend_is_accrued(
     trace_clock.advance(11 * 60)
     await loop.once()
     # Scale-in asks the control plane to empty them first; nothing is terminated yet.
-    asked = queued_store.drain_requests()
+    asked = queued_store.instance_records.drain_requests()
     assert set(asked) == set(ec2.instances)
     assert all("idle" in request.reason for request in asked.values())
     await loop.once()
     assert len(ec2.instances) == 3
-    queued_store.mark_drained(list(asked))  # what the control plane does once they are empty
+    queued_store.instance_records.mark_drained(
+        list(asked)
+    )  # what the control plane does once they are empty
     await loop.once()
     assert ec2.instances == {}
     await loop.once()  # EC2 no longer lists them: their requests are done with
-    assert queued_store.drain_requests() == {}
+    assert queued_store.instance_records.drain_requests() == {}
     assert loop.spend.dollars > 0
 
 
@@ -112,7 +114,7 @@ async def test_a_drain_the_control_plane_never_finishes_is_cut_short(
     queued_store: JobStore, trace_clock: FakeClock
 ) -> None:
     ec2, loop, instance = await bought(queued_store, trace_clock)
-    queued_store.ask_to_drain([instance], "scale-in: idle")
+    queued_store.instance_records.ask_to_drain([instance], "scale-in: idle")
     await loop.once()
     assert instance in ec2.instances
     assert instance not in {
@@ -122,7 +124,7 @@ async def test_a_drain_the_control_plane_never_finishes_is_cut_short(
     await loop.once()
     assert instance not in ec2.instances
     await loop.once()
-    assert instance not in queued_store.drain_requests()
+    assert instance not in queued_store.instance_records.drain_requests()
 
 
 async def test_a_spot_instance_that_vanished_counts_as_an_interruption(
@@ -204,7 +206,7 @@ async def test_a_rebalanced_instance_is_replaced_now_and_terminated_once_empty(
     queued_store: JobStore, trace_clock: FakeClock
 ) -> None:
     ec2, loop, instance = await bought(queued_store, trace_clock)
-    queued_store.ask_to_drain(
+    queued_store.instance_records.ask_to_drain(
         [instance], "EC2 Instance Rebalance Recommendation", DrainKind.REBALANCE
     )
     await loop.once()
@@ -214,7 +216,7 @@ async def test_a_rebalanced_instance_is_replaced_now_and_terminated_once_empty(
     trace_clock.advance(2 * loop.drain_timeout.total_seconds())
     await loop.once()
     assert instance in ec2.instances
-    queued_store.mark_drained([instance])
+    queued_store.instance_records.mark_drained([instance])
     await loop.once()
     assert instance not in ec2.instances
 
@@ -229,7 +231,7 @@ async def test_a_job_on_on_demand_moves_back_to_spot_once_its_spot_instance_has_
     upgrade_to_head(engine)
     store = JobStore(engine, trace_clock)
     spec = parse_job(job_dict("long", steps=1000), now=None)
-    store.accept_batch([Submission(spec, "m-long")])
+    store.intake.accept_batch([Submission(spec, "m-long")])
     ec2 = FakeEc2(trace_clock)
     loop = autoscaler(store, trace_clock, ec2)
     # Five hours of work on a V100: 18 s a step.
@@ -255,13 +257,15 @@ async def test_a_job_on_on_demand_moves_back_to_spot_once_its_spot_instance_has_
     held = store.reservations(["long"])["long"]
     assert held.instance_id == spot[0].instance_id
     assert not held.on_demand
-    assert store.drain_requests() == {}  # the job runs on while its spot instance boots
+    assert (
+        store.instance_records.drain_requests() == {}
+    )  # the job runs on while its spot instance boots
 
     await loop.once()  # nothing new: one spot instance per move
     assert len(ec2.instances) == 2
     trace_clock.advance(loop.settings.boot_seconds)
     await loop.once()
-    (drain,) = store.drain_requests().items()
+    (drain,) = store.instance_records.drain_requests().items()
     assert drain[0] == instance.instance_id
     assert f"moves to spot instance {spot[0].instance_id}" in drain[1].reason
     store.dispose()

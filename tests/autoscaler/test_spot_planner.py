@@ -11,13 +11,13 @@ from autoscaler.spot_planner import (
     AGE_EDGES,
     CapacityModel,
     Hold,
-    Problem,
+    PlanProblem,
     Solution,
     SpotPlanner,
     run_ages,
 )
 from simulator.omniscient import omniscient
-from simulator.single_job import Market, Setup
+from simulator.single_job import MarketWindow, Setup
 
 
 def test_run_ages_count_the_ticks_a_value_has_held() -> None:
@@ -46,10 +46,10 @@ def test_a_certain_model_plans_what_the_omniscient_optimum_pays() -> None:
     """Spot that never fails: the program pays exactly the optimum of an always-up trace (and,
     with no time to wait, starts spot at once)."""
     setup = Setup(work=6, deadline=8, changeover=2, tick_hours=1.0, on_demand_price=3.0)
-    market = Market(("a",), np.ones((1, 8), dtype=np.int8), np.full((1, 8), 1.0))
+    market = MarketWindow(("a",), np.ones((1, 8), dtype=np.int8), np.full((1, 8), 1.0))
     best = omniscient(setup, market)
     never_fails = CapacityModel.markov(up_to_down=0.0, down_to_up=1.0)
-    solution = Solution(Problem(6, 8, 2, 1.0, 3.0, never_fails))
+    solution = Solution(PlanProblem(6, 8, 2, 1.0, 3.0, never_fails))
     assert solution.expected_cost == pytest.approx(best.cost)
     assert solution.choose(0, 0, Hold.IDLE, 0, capacity=1) is Hold.SPOT
     assert solution.choose(3, 1, Hold.SPOT, 0, capacity=1) is Hold.SPOT  # kept
@@ -60,13 +60,13 @@ def test_no_move_is_taken_whose_worst_case_misses_the_deadline() -> None:
     with slack, spot."""
     reliable = CapacityModel.markov(up_to_down=0.001, down_to_up=0.5)
     tight = Solution(
-        Problem(
+        PlanProblem(
             work=8, deadline=10, changeover=2, spot_cost=0.1, on_demand_cost=3.0, model=reliable
         )
     )
     assert tight.choose(0, 0, Hold.IDLE, 0, capacity=1) is Hold.ON_DEMAND
     loose = Solution(
-        Problem(
+        PlanProblem(
             work=8, deadline=30, changeover=2, spot_cost=0.1, on_demand_cost=3.0, model=reliable
         )
     )
@@ -78,9 +78,9 @@ def test_no_move_is_taken_whose_worst_case_misses_the_deadline() -> None:
 def test_the_planner_solves_again_on_its_cadence_or_when_prices_move() -> None:
     model = CapacityModel.markov(0.01, 0.1)
     planner = SpotPlanner(resolve_ticks=5)
-    problem = Problem(4, 12, 1, 1.0, 3.0, model)
+    problem = PlanProblem(4, 12, 1, 1.0, 3.0, model)
     first = planner.solution_for(problem, 0)
     assert planner.solution_for(problem, 4) is first
     assert planner.solution_for(problem, 5) is not first
     again = planner.solution_for(problem, 6)
-    assert planner.solution_for(Problem(4, 12, 1, 2.0, 3.0, model), 6) is not again
+    assert planner.solution_for(PlanProblem(4, 12, 1, 2.0, 3.0, model), 6) is not again

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from autoscaler.deadline import choose_market
 from autoscaler.policy import plan
-from autoscaler.snapshot import InstanceView, Launch, PlanInput, PurchaseSettings, RunningJob
+from autoscaler.snapshot import InstanceView, Launch, PlanInput, PurchaseSettings, RunningDemand
 from autoscaler.spot_return import ready_to_move, spot_launches
 from kernel.market import Market
 from tests.support.market_snapshots import MARKET, NOW, ON_DEMAND, SETTINGS, SPOT_A, SPOT_B, job
@@ -20,12 +20,12 @@ ON_DEMAND_BOX = InstanceView(
 )
 
 
-def running(deadline_in: timedelta | None, steps: int = 6000) -> RunningJob:
-    return RunningJob(job("j", deadline_in=deadline_in, steps=steps), "i-od")
+def running(deadline_in: timedelta | None, steps: int = 6000) -> RunningDemand:
+    return RunningDemand(job("j", deadline_in=deadline_in, steps=steps), "i-od")
 
 
 def launches_for(
-    job_running: RunningJob,
+    job_running: RunningDemand,
     instances: tuple[InstanceView, ...] = (ON_DEMAND_BOX,),
     settings: PurchaseSettings = SETTINGS,
 ) -> list[Launch]:

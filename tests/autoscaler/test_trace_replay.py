@@ -116,7 +116,7 @@ async def test_the_demo_bills_wall_clock_hours_at_the_replayed_prices(store: Job
     pool = Pool("p3.2xlarge", "us-east-1c", Market.SPOT)
     market, tape = ReplayedMarket(TraceMarket(trace(), replay), replay, wall), PriceTape()
     # 1c: 2 ticks at $2/h then 2 at $4/h, 100 s each (a wall second each).
-    store.record_instances_seen(
+    store.cost_facts.record_instances_seen(
         [
             InstanceSeen(
                 "i-0123456789abcdef0", "p3.2xlarge", "us-east-1c", Market.SPOT, started, 1, "v100"
@@ -124,10 +124,10 @@ async def test_the_demo_bills_wall_clock_hours_at_the_replayed_prices(store: Job
         ]
     )
     for _ in range(4):
-        store.record_prices(tape.changes(await market.snapshot([pool])))
+        store.cost_facts.record_prices(tape.changes(await market.snapshot([pool])))
         wall.advance(1)
-    store.record_instance_ended("i-0123456789abcdef0", wall.now(), "reclaimed")
-    ledger = CostLedger(store, wall, CostSettings(ebs_usd_per_gib_month=Decimal(0)))
+    store.cost_facts.record_instance_ended("i-0123456789abcdef0", wall.now(), "reclaimed")
+    ledger = CostLedger(store.cost_facts, wall, CostSettings(ebs_usd_per_gib_month=Decimal(0)))
     period = ledger.period(started, wall.now())
     assert period.total == Decimal(2 * 2 + 2 * 4) / 3600
     assert sum(line.gpu_seconds for line in period.lines) == 4

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autoscaler.pools import Pool
-from autoscaler.snapshot import Launch, Plan, Wait
+from autoscaler.snapshot import CapacityWait, Launch, Plan
 from autoscaler.wait_notes import WaitNotes
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
@@ -32,16 +32,16 @@ class Counted:
 
 
 def test_a_waiting_jobs_reason_is_kept_until_a_gpu_is_bought_for_it(store: JobStore) -> None:
-    store.accept_batch([Submission(parse_job(job_dict(j), now=None), j) for j in ("a", "b")])
+    store.intake.accept_batch([Submission(parse_job(job_dict(j), now=None), j) for j in ("a", "b")])
     sink = Counted(store)
     notes = WaitNotes(sink)
-    notes.note(["a", "b"], [Plan(waits=(Wait("a", NO_SPOT), Wait("b", NO_SPOT)))])
+    notes.note(["a", "b"], [Plan(waits=(CapacityWait("a", NO_SPOT), CapacityWait("b", NO_SPOT)))])
     assert store.get("a").waiting_for == NO_SPOT
-    notes.note(["a", "b"], [Plan(waits=(Wait("a", NO_SPOT), Wait("b", NO_SPOT)))])
+    notes.note(["a", "b"], [Plan(waits=(CapacityWait("a", NO_SPOT), CapacityWait("b", NO_SPOT)))])
     assert sink.writes[-1] == {}  # nothing changed: nothing written
     bought = Launch(Pool("g5.xlarge", "us-east-1a", Market.SPOT), 0.4, ("a",), "cheapest")
     # A failed launch re-planned: the later round's word wins.
-    both = (Wait("a", NO_SPOT), Wait("b", NO_SPOT))
+    both = (CapacityWait("a", NO_SPOT), CapacityWait("b", NO_SPOT))
     notes.note(["a", "b"], [Plan(waits=both), Plan(launches=(bought,), waits=both[1:])])
     assert sink.writes[-1] == {"a": None}
     assert store.get("a").waiting_for is None

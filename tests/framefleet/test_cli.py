@@ -99,7 +99,9 @@ def test_jobs_table_and_job_detail(tmp_path: Path) -> None:
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())
     for job_id in ("alpha", "beta"):
-        store.accept_batch([Submission(parse_job(job_dict(job_id), now=None), f"m-{job_id}")])
+        store.intake.accept_batch(
+            [Submission(parse_job(job_dict(job_id), now=None), f"m-{job_id}")]
+        )
     store.transition("beta", JobState.CANCELLED, expected_version=1, actor="ops", reason="typo")
     store.dispose()
     env = {"FRAMEFLEET_DATABASE_URL": database_url}
@@ -205,7 +207,7 @@ def test_jobs_in_a_pipe_prints_whole_ids(tmp_path: Path) -> None:
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())
     long_id = "render-" + "x" * 90
-    store.accept_batch([Submission(parse_job(job_dict(long_id), now=None), "m-long")])
+    store.intake.accept_batch([Submission(parse_job(job_dict(long_id), now=None), "m-long")])
     store.dispose()
     env = {"FRAMEFLEET_DATABASE_URL": database_url, "COLUMNS": "60"}
 

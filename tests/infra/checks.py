@@ -88,7 +88,11 @@ def a_scheduled_retirement_drains_the_instance(store: JobStore, aws: dict[str, A
     }
     entry = {"Source": "aws.health", "DetailType": "AWS Health Event", "Detail": json.dumps(detail)}
     aws["events"].put_events(Entries=[entry])
-    wait_until(lambda: instance in store.drain_requests(), timeout=60, what="a drain request")
+    wait_until(
+        lambda: instance in store.instance_records.drain_requests(),
+        timeout=60,
+        what="a drain request",
+    )
 
 
 def the_first_token_opens_the_api(

@@ -44,7 +44,7 @@ def test_every_illegal_transition_is_refused_by_the_table(
 
 def _job_in(store: JobStore, state: JobState, job_id: str) -> int:
     spec = parse_job(job_dict(job_id), now=None)
-    store.accept_batch([Submission(spec, f"msg-{job_id}")])
+    store.intake.accept_batch([Submission(spec, f"msg-{job_id}")])
     version = 1
     for step in PATH_TO[state]:
         version = store.transition(

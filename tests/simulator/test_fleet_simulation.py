@@ -176,7 +176,7 @@ async def test_four_jobs_that_arrive_together_share_one_four_gpu_instance(tmp_pa
     quad = next(
         i for i in simulation.cloud.records.values() if i.pool.instance_type != "p3.2xlarge"
     )
-    spans = simulation.store.attempts_on([quad.instance_id])
+    spans = simulation.store.cost_facts.attempts_on([quad.instance_id])
     simulation.store.dispose()
     assert {(s.job_id, s.outcome) for s in spans} == {
         (f"together-{n}", "succeeded") for n in range(4)

@@ -14,7 +14,7 @@ from simulator.model_policy import ModelPolicy
 from simulator.single_job import (
     Greedy,
     GreedyAnyZone,
-    Market,
+    MarketWindow,
     OnDemandOnly,
     Policy,
     Setup,
@@ -41,7 +41,7 @@ def policies(zones: int) -> list[Policy]:
 
 
 @st.composite
-def feasible_jobs(draw: st.DrawFn) -> tuple[Setup, Market]:
+def feasible_jobs(draw: st.DrawFn) -> tuple[Setup, MarketWindow]:
     changeover = draw(st.integers(0, 4))
     work = draw(st.integers(1, 30))
     # On-demand alone meets it: its start-up and all the work fit, with 0 to 12 ticks to spare.
@@ -61,14 +61,14 @@ def feasible_jobs(draw: st.DrawFn) -> tuple[Setup, Market]:
         available = np.repeat(rng.random((zones, deadline // 4 + 1)) < 0.6, 4, axis=1)
         available = available[:, :deadline]
     prices = rng.uniform(0.3, 1.5, (zones, deadline))
-    market = Market(tuple(f"z{i}" for i in range(zones)), available.astype(np.int8), prices)
+    market = MarketWindow(tuple(f"z{i}" for i in range(zones)), available.astype(np.int8), prices)
     return Setup(work, deadline, changeover, 0.5, 3.0), market
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(feasible_jobs())
 def test_every_policy_meets_every_deadline_on_demand_could_meet(
-    job: tuple[Setup, Market],
+    job: tuple[Setup, MarketWindow],
 ) -> None:
     setup, market = job
     for policy in policies(len(market.zones)):

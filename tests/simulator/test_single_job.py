@@ -15,11 +15,11 @@ from simulator.single_job import (
     Action,
     Greedy,
     GreedyAnyZone,
-    JobState,
-    Market,
+    MarketWindow,
     OnDemandOnly,
     Policy,
     Setup,
+    SingleJobState,
     UniformProgress,
     simulate,
 )
@@ -29,13 +29,15 @@ from tests.support.paths import TEST_TRACES
 TRACES = TEST_TRACES / "v100-slice"
 
 
-def random_case(rng: np.random.Generator) -> tuple[Setup, Market]:
+def random_case(rng: np.random.Generator) -> tuple[Setup, MarketWindow]:
     ticks = int(rng.integers(12, 40))
     work = int(rng.integers(3, ticks - 6))
     setup = Setup(work, ticks, int(rng.integers(0, 3)), 0.5, 3.0)
     # Bursty availability, like the traces: runs of 1s and 0s.
     available = np.repeat(rng.random((3, ticks // 3 + 1)) < 0.6, 3, axis=1)[:, :ticks]
-    market = Market(("a", "b", "c"), available.astype(np.int8), rng.uniform(0.5, 1.5, (3, ticks)))
+    market = MarketWindow(
+        ("a", "b", "c"), available.astype(np.int8), rng.uniform(0.5, 1.5, (3, ticks))
+    )
     return setup, market
 
 
@@ -75,7 +77,7 @@ class Recorder:
         self.policy, self.name = policy, policy.name
         self.decisions: list[tuple[int, Action]] = []
 
-    def act(self, state: JobState, setup: Setup, market: Market) -> Action:
+    def act(self, state: SingleJobState, setup: Setup, market: MarketWindow) -> Action:
         action = self.policy.act(state, setup, market)
         self.decisions.append((state.tick, action))
         return action
@@ -107,7 +109,7 @@ def test_no_policy_reads_the_future() -> None:
         future[:, cut + 1 :] = rng.random(future[:, cut + 1 :].shape) < 0.5
         prices = market.price.copy()
         prices[:, cut + 1 :] = rng.uniform(0.1, 3.0, prices[:, cut + 1 :].shape)
-        rewritten = Market(market.zones, future.astype(np.int8), prices)
+        rewritten = MarketWindow(market.zones, future.astype(np.int8), prices)
         # Fresh policies for each run: one that learns must not carry the first run over.
         for policy, twin in zip(every_policy(), every_policy(), strict=True):
             first, second = Recorder(policy), Recorder(twin)
@@ -125,7 +127,7 @@ def test_no_policy_reads_the_future() -> None:
 def test_the_optimum_replays_into_hours_that_match_its_cost() -> None:
     setup = Setup(work=4, deadline=10, changeover=1, tick_hours=1.0, on_demand_price=3.0)
     available = np.array([[1, 1, 1, 1, 1, 0, 0, 0, 0, 0]], dtype=np.int8)
-    market = Market(("a",), available, np.full((1, 10), 1.0))
+    market = MarketWindow(("a",), available, np.full((1, 10), 1.0))
     best = omniscient(setup, market)
     assert best.cost == pytest.approx(5.0)  # five spot hours: one start-up, four of work
     assert (best.spot_hours, best.on_demand_hours, best.finished_tick) == (5.0, 0.0, 5)
@@ -133,7 +135,7 @@ def test_the_optimum_replays_into_hours_that_match_its_cost() -> None:
 
 def test_on_demand_only_pays_work_plus_one_changeover() -> None:
     setup = Setup(work=5, deadline=8, changeover=2, tick_hours=1.0, on_demand_price=3.0)
-    market = Market(("a",), np.ones((1, 8), dtype=np.int8), np.ones((1, 8)))
+    market = MarketWindow(("a",), np.ones((1, 8), dtype=np.int8), np.ones((1, 8)))
     outcome = simulate(OnDemandOnly(), setup, market)
     assert outcome.cost == pytest.approx(21.0)
     assert outcome.finished_tick == 7
@@ -142,7 +144,7 @@ def test_on_demand_only_pays_work_plus_one_changeover() -> None:
 def test_a_preempted_spot_instance_stops_costing_and_the_safety_net_takes_over() -> None:
     setup = Setup(work=6, deadline=10, changeover=1, tick_hours=1.0, on_demand_price=3.0)
     available = np.array([[1, 1, 1, 0, 0, 0, 0, 0, 0, 0]], dtype=np.int8)
-    market = Market(("a",), available, np.ones((1, 10)))
+    market = MarketWindow(("a",), available, np.ones((1, 10)))
     outcome = simulate(Greedy(0), setup, market)
     assert outcome.met_deadline
     assert outcome.spot_hours == 3.0  # lost at tick 3
@@ -170,7 +172,7 @@ def test_an_optimum_too_big_for_the_machine_says_so_before_trying() -> None:
     setup = Setup(
         work=5400, deadline=ticks, changeover=23, tick_hours=32 / 3600, on_demand_price=3.06
     )
-    market = Market(
+    market = MarketWindow(
         tuple(f"z{i}" for i in range(9)), np.ones((9, ticks), dtype=np.int8), np.ones((9, ticks))
     )
     with pytest.raises(ConfigurationError, match="GiB"):

@@ -63,7 +63,7 @@ async def test_a_simulated_week_on_the_real_traces_adds_up_to_the_cent(tmp_path:
             assert sum(apportion(parts).values()) == cents(total)
             # The parts are the whole: the life priced in one piece costs the same.
             billed = billed_end(life.launched_at, life.ended_at, simulation.clock.now())
-            prices = simulation.store.price_changes([life.pool], billed)[life.pool]
+            prices = simulation.store.cost_facts.price_changes([life.pool], billed)[life.pool]
             hours = seconds_of(billed - life.launched_at) / SECONDS_PER_HOUR
             whole = PriceSchedule(tuple(prices)).cost(life.launched_at, billed) + ebs * hours
             assert abs(total - whole) < Decimal("1e-12"), instance_id

@@ -19,7 +19,6 @@ from orchestrator.control.reception import WORKER_TOPICS
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from tests.support.mosquitto import LocalMosquitto
 from tests.support.paths import ACL
@@ -69,6 +68,6 @@ def plane_on_broker(
         settings,
         connect=lambda deliver, admit: MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit),
         refusals=RefusedMessages(clock),
-        instances=InstanceLedger(engine, clock),
+        instances=store.instance_records,
     )
     return plane, store

@@ -42,7 +42,7 @@ def queued_store(sqlite_url: str, trace_clock: FakeClock) -> Iterator[JobStore]:
     engine = make_engine(sqlite_url)
     upgrade_to_head(engine)
     store = JobStore(engine, trace_clock)
-    store.accept_batch(
+    store.intake.accept_batch(
         [Submission(parse_job(job_dict(f"j{i}", seed=i), now=None), f"m{i}") for i in range(3)]
     )
     yield store

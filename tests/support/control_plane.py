@@ -21,7 +21,6 @@ from orchestrator.control.leadership import Leadership
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import KeptDeadLetters, MemoryLink
 from tests.support.jobs import job_dict
@@ -78,7 +77,7 @@ def plane_in_memory(
         ControlSettings(),
         connect=lambda _deliver, _admit: link,
         refusals=RefusedMessages(clock, dead),
-        instances=InstanceLedger(store.engine, clock),
+        instances=store.instance_records,
         leadership=leadership,
     )
     return plane, link
@@ -88,7 +87,7 @@ async def placed(store: JobStore, clock: FakeClock, plane: ControlPlaneService) 
     """Both workers say hello; the job goes to one of them. Returns its worker."""
     for worker_id in WORKERS:
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
-    store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
+    store.intake.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
     await plane.tick()
     owner = store.get("victim").worker_id
     assert owner in WORKERS

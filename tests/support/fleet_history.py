@@ -31,13 +31,13 @@ class FleetHistory:
     def price(
         self, usd_per_hour: Decimal, market: Market = Market.SPOT, zone: str = "us-east-1a"
     ) -> None:
-        self.store.record_prices(
+        self.store.cost_facts.record_prices(
             [PriceSeen("p3.2xlarge", zone, market, self.clock.now(), usd_per_hour)]
         )
 
     def launch(self, market: Market = Market.SPOT, zone: str = "us-east-1a") -> str:
         instance_id = f"i-{uuid.uuid4().hex[:17]}"
-        self.store.record_instances_seen(
+        self.store.cost_facts.record_instances_seen(
             [
                 InstanceSeen(
                     instance_id,
@@ -53,14 +53,14 @@ class FleetHistory:
         return instance_id
 
     def ready(self, instance_id: str) -> None:
-        self.store.record_instance_ready(instance_id, self.clock.now())
+        self.store.cost_facts.record_instance_ready(instance_id, self.clock.now())
 
     def end(self, instance_id: str, reason: str = "terminated") -> None:
-        self.store.record_instance_ended(instance_id, self.clock.now(), reason)
+        self.store.cost_facts.record_instance_ended(instance_id, self.clock.now(), reason)
 
     def submit(self, job_id: str, **fields: Any) -> None:
         spec = parse_job(job_dict(job_id, **fields), now=None)
-        self.store.accept_batch([Submission(spec, f"m-{job_id}")])
+        self.store.intake.accept_batch([Submission(spec, f"m-{job_id}")])
 
     def assign(self, job_id: str, instance_id: str) -> None:
         job = self.store.get(job_id)
@@ -166,7 +166,7 @@ def a_day_of_work(fleet: FleetHistory) -> tuple[datetime, datetime]:
     fleet.finish("render-b", model_load_seconds=0.0)
     fleet.finish("render-d", model_load_seconds=0.0)
     fleet.advance(300)
-    fleet.store.ask_to_drain([calm, steady], "scale-in: idle")
+    fleet.store.instance_records.ask_to_drain([calm, steady], "scale-in: idle")
     fleet.advance(200)
     fleet.end(calm)
     fleet.end(steady)

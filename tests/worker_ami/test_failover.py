@@ -77,7 +77,7 @@ def no_gpu_held_two_jobs(store: JobStore, job_ids: list[str]) -> None:
     """From the attempts the store kept: on each (worker, GPU), attempts never overlap."""
     spans: dict[tuple[str | None, int | None], list[tuple[float, float, str]]] = {}
     for job_id in job_ids:
-        for attempt in store.attempts_facts(job_id):
+        for attempt in store.pages.attempts_facts(job_id):
             end = (attempt.ended_at or attempt.started_at).timestamp()
             key = (attempt.worker_id, attempt.gpu_index)
             spans.setdefault(key, []).append((attempt.started_at.timestamp(), end, job_id))

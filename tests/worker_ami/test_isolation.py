@@ -143,7 +143,7 @@ async def test_a_blocked_step_is_killed_and_the_job_resumes_elsewhere_within_the
             await task
         history = store.history(hung.job_id)
         faults = store.faults.gpu_faults("i-000000000000005a1")
-        attempts = store.attempts_of(hung.job_id)
+        attempts = store.cost_facts.attempts_of(hung.job_id)
     # The stall is the GPU's, recorded with it, and the job went on elsewhere at once.
     assert [(f.gpu_index, f.kind) for f in faults] == [(0, GpuFaultKind.STALL)]
     assert f"no step within {bound_s:.1f} s" in faults[0].detail

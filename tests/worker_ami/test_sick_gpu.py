@@ -114,7 +114,7 @@ async def test_a_gpu_with_uncorrected_ecc_errors_is_quarantined_and_its_job_move
             stop.set()
             await task
         history = store.history(spec.job_id)
-        drains = store.drain_requests()
+        drains = store.instance_records.drain_requests()
         faults = store.faults.gpu_faults(SICK)
     said = " | ".join(e.reason for e in history)
     assert f"GPU 0 of {SICK} quarantined: 2 uncorrected ECC errors" in said

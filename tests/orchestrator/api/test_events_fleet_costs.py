@@ -12,11 +12,9 @@ from typing import Any
 
 import urllib3
 
-from kernel.clock import SystemClock
 from kernel.fleet_facts import InstanceSeen, PriceSeen
 from kernel.market import Market
 from orchestrator.api.app import openapi_document
-from orchestrator.store.instances import InstanceLedger
 from tests.support.jobs import job_dict
 from tests.support.paths import DOCS
 from tests.support.served_api import MAX_STREAMS, ServedApi
@@ -103,12 +101,12 @@ def test_the_stream_reports_launches_and_interruptions(api: ServedApi) -> None:
     instance_id = f"i-{uuid.uuid4().hex[:17]}"
     now = datetime.now(UTC)
     stream = events(api)
-    api.store.record_instances_seen(
+    api.store.cost_facts.record_instances_seen(
         [InstanceSeen(instance_id, "p3.2xlarge", "us-east-1a", Market.SPOT, now, 1, "v100")]
     )
     kind, data, _ = next(e for e in stream if e[1].get("instance_id") == instance_id)
     assert (kind, data["market"], data["availability_zone"]) == ("launch", "spot", "us-east-1a")
-    InstanceLedger(api.store.engine, SystemClock()).record_gone(
+    api.store.instance_records.record_gone(
         instance_id, "EC2 Spot Instance Interruption Warning", ended=True
     )
     kind, data, _ = next(e for e in stream if e[1].get("instance_id") == instance_id)
@@ -121,11 +119,11 @@ def test_the_fleet_shows_instances_with_price_and_jobs(api: ServedApi) -> None:
     instance_id = f"i-{uuid.uuid4().hex[:17]}"
     now = datetime.now(UTC)
     then = now - timedelta(minutes=5)
-    api.store.record_instances_seen(
+    api.store.cost_facts.record_instances_seen(
         # Launched five minutes ago: billed some cents by now (the API's money is in cents).
         [InstanceSeen(instance_id, "g5.xlarge", "us-east-1c", Market.ON_DEMAND, then, 1, "a10g")]
     )
-    api.store.record_prices(
+    api.store.cost_facts.record_prices(
         [
             PriceSeen(
                 "g5.xlarge",

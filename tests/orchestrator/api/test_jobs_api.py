@@ -179,9 +179,9 @@ def test_one_job_shows_its_history_progress_and_estimate(api: ServedApi) -> None
     _running(api, job_id)
     record = api.store.get(job_id)
     started = record.updated_at
-    api.store.record_progress([ProgressReport(job_id, record.attempt, 5, 30, started)])
+    api.store.pages.record_progress([ProgressReport(job_id, record.attempt, 5, 30, started)])
     later = started + timedelta(seconds=20)  # ten steps in 20 s
-    api.store.record_progress([ProgressReport(job_id, record.attempt, 15, 30, later)])
+    api.store.pages.record_progress([ProgressReport(job_id, record.attempt, 15, 30, later)])
     detail = api.call("GET", f"/v1/jobs/{job_id}", "reader").json()
     assert detail["state"] == "running"
     assert detail["spec"]["prompt"] == body["prompt"]

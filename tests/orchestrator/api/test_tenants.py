@@ -63,7 +63,7 @@ def test_a_teams_token_sees_and_moves_its_teams_jobs_only(api: ServedApi) -> Non
 
 
 def test_a_teams_event_stream_carries_its_teams_jobs_only(api: ServedApi) -> None:
-    start = api.store.last_job_event_id()
+    start = api.store.pages.last_job_event_id()
     blue_job = team_job(api, "blue")  # first: its event comes before the red job's
     red_job = team_job(api, "red")
     token = create_token(api.store.api_tokens, "red-stream", (Scope.READ,), ("red",))[1]

@@ -17,8 +17,7 @@ from orchestrator.api.auth import Scope, UnknownScope, caller_of, create_token, 
 from orchestrator.api.models import DeadlineRisk
 from orchestrator.api.views import deadline_risk, decode_cursor, encode_cursor, estimated_finish
 from orchestrator.control.progress import ProgressRecorder
-from orchestrator.store.job_pages import JobProgress as StoredProgress
-from orchestrator.store.job_pages import ProgressReport
+from orchestrator.store.job_pages import ProgressReport, StoredProgress
 from orchestrator.store.job_store import JobStore
 from tests.support.jobs import job_dict, submission
 
@@ -121,9 +120,9 @@ class Heard:
 async def test_progress_goes_to_the_store_only_when_a_step_changes(
     store: JobStore, clock: FakeClock
 ) -> None:
-    store.accept_batch([submission("progress-1")])
+    store.intake.accept_batch([submission("progress-1")])
     heard = Heard()
-    recorder = ProgressRecorder(heard, store, clock)
+    recorder = ProgressRecorder(heard, store.pages, clock)
     at = clock.now()
     heard.now = [
         (JobProgress(job_id="progress-1", attempt=1, gpu_index=0, step=3, total_steps=30), at)
@@ -140,22 +139,26 @@ async def test_progress_goes_to_the_store_only_when_a_step_changes(
     ]
     second = recorder.changed()
     recorder.write(second)
-    stored = store.progress_of("progress-1")
+    stored = store.pages.progress_of("progress-1")
     assert stored is not None
     assert (stored.step, stored.first_step, stored.seconds_per_step()) == (9, 3, 2.0)
     heard.now = [
         (JobProgress(job_id="progress-2", attempt=1, gpu_index=0, step=1, total_steps=30), at)
     ]
     recorder.write(recorder.changed())  # a job the store does not know is dropped
-    assert store.progress_of("progress-2") is None
+    assert store.pages.progress_of("progress-2") is None
 
 
 def test_a_new_attempt_starts_its_pace_anew(store: JobStore, clock: FakeClock) -> None:
-    store.accept_batch([submission("progress-3")])
+    store.intake.accept_batch([submission("progress-3")])
     at = clock.now()
-    store.record_progress([ProgressReport("progress-3", 1, 20, 30, at)])
-    store.record_progress([ProgressReport("progress-3", 2, 20, 30, at + timedelta(seconds=5))])
-    store.record_progress([ProgressReport("progress-3", 2, 25, 30, at + timedelta(seconds=15))])
-    stored = store.progress_of("progress-3")
+    store.pages.record_progress([ProgressReport("progress-3", 1, 20, 30, at)])
+    store.pages.record_progress(
+        [ProgressReport("progress-3", 2, 20, 30, at + timedelta(seconds=5))]
+    )
+    store.pages.record_progress(
+        [ProgressReport("progress-3", 2, 25, 30, at + timedelta(seconds=15))]
+    )
+    stored = store.pages.progress_of("progress-3")
     assert stored is not None
     assert (stored.attempt, stored.first_step, stored.seconds_per_step()) == (2, 20, 2.0)

@@ -37,14 +37,16 @@ def seed_a_day(api: ServedApi) -> None:
     store, now = api.store, datetime.now(UTC)
     team = f"team-{uuid.uuid4().hex[:6]}"
     jobs = [job_dict(f"hist-{uuid.uuid4().hex[:8]}") | {"tags": {"team": team}} for _ in range(3)]
-    store.accept_batch([Submission(parse_job(j, now=None), f"m-{j['job_id']}") for j in jobs])
+    store.intake.accept_batch(
+        [Submission(parse_job(j, now=None), f"m-{j['job_id']}") for j in jobs]
+    )
     first = store.get(jobs[0]["job_id"])
     store.transition(
         first.job_id, JobState.CANCELLED, expected_version=first.version, actor="t", reason="t"
     )
     spot, on_demand = "i-0aaaaaaaaaaaaaaa1", "i-0aaaaaaaaaaaaaaa2"
     launched = now - timedelta(hours=1)
-    store.record_instances_seen(
+    store.cost_facts.record_instances_seen(
         [
             InstanceSeen(spot, "g5.xlarge", "us-east-1a", Market.SPOT, launched, 1, "a10g"),
             InstanceSeen(
@@ -52,14 +54,16 @@ def seed_a_day(api: ServedApi) -> None:
             ),
         ]
     )
-    store.record_prices(
+    store.cost_facts.record_prices(
         [
             PriceSeen(G5, "us-east-1a", Market.SPOT, launched, Decimal("0.4123")),
             PriceSeen(G5, "us-east-1b", Market.ON_DEMAND, launched, Decimal("1.006")),
         ]
     )
-    store.move_instances([spot], InstanceState.INTERRUPTED, "reclaimed by the spot market", "t")
-    store.record_instance_ended(spot, now - timedelta(minutes=10), "interrupted")
+    store.instance_records.move_instances(
+        [spot], InstanceState.INTERRUPTED, "reclaimed by the spot market", "t"
+    )
+    store.cost_facts.record_instance_ended(spot, now - timedelta(minutes=10), "interrupted")
     for kind in (GpuFaultKind.ERRORS, GpuFaultKind.QUARANTINE):
         store.faults.record_gpu_fault(
             GpuFault(on_demand, on_demand, 0, kind, "Xid 79: GPU has fallen off the bus", now)
@@ -127,7 +131,7 @@ def test_the_history_money_gpu_and_dead_letter_pages(
 
 def test_the_queue_a_page_at_a_time_filtered_by_state(page: Page, api: ServedApi) -> None:
     prefix = f"page-{uuid.uuid4().hex[:6]}"
-    api.store.accept_batch(
+    api.store.intake.accept_batch(
         [
             Submission(parse_job(job_dict(f"{prefix}-{i:02d}"), now=None), f"m-{prefix}-{i}")
             for i in range(60)
@@ -146,7 +150,9 @@ def test_the_queue_a_page_at_a_time_filtered_by_state(page: Page, api: ServedApi
     # Filtered by a tag, as the API filters: only that team's jobs, in every state.
     team = f"team-{uuid.uuid4().hex[:6]}"
     tagged = [job_dict(f"{prefix}-t{i}") | {"tags": {"team": team}} for i in range(3)]
-    api.store.accept_batch([Submission(parse_job(j, now=None), f"m-{j['job_id']}") for j in tagged])
+    api.store.intake.accept_batch(
+        [Submission(parse_job(j, now=None), f"m-{j['job_id']}") for j in tagged]
+    )
     page.get_by_label("Team").fill(team)
     page.get_by_role("button", name="Filter").click()
     expect(page.locator("tr[data-job]")).to_have_count(3)

@@ -154,7 +154,7 @@ async def test_a_message_that_breaks_its_handler_is_refused_alone(
     plane = service(store, clock, KeptDeadLetters())
     owner = await placed(store, clock, plane)
     attempt = store.get("victim").attempt
-    store.accept_batch([Submission(parse_job(job_dict("bystander"), now=None), "m-2")])
+    store.intake.accept_batch([Submission(parse_job(job_dict("bystander"), now=None), "m-2")])
 
     real = job_events.apply_event
 

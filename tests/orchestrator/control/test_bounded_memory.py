@@ -119,7 +119,9 @@ async def test_a_long_run_through_the_control_plane_keeps_its_maps_bounded(
         for worker_id in workers:
             await fleet.send(Channel.HELLO, worker_id, fleet.hello(worker_id))
         ids = [f"g{generation}-j{n}" for n in range(JOBS)]
-        store.accept_batch([Submission(parse_job(job_dict(i), now=None), f"m-{i}") for i in ids])
+        store.intake.accept_batch(
+            [Submission(parse_job(job_dict(i), now=None), f"m-{i}") for i in ids]
+        )
         while store.count_by_state().get(JobState.SUCCEEDED, 0) < (generation + 1) * JOBS:
             await plane.tick()
             await fleet.answer()
@@ -149,7 +151,7 @@ async def test_the_autoscaler_forgets_instances_gone_for_a_day(sqlite_url: str) 
     ec2 = FakeEc2(clock)
     loop = autoscaler(jobs, clock, ec2)
     for day in range(4):
-        jobs.accept_batch([Submission(parse_job(job_dict(f"d{day}"), now=None), f"m{day}")])
+        jobs.intake.accept_batch([Submission(parse_job(job_dict(f"d{day}"), now=None), f"m{day}")])
         await loop.once()
         for job in jobs.list_jobs(JobState.QUEUED):  # served elsewhere; its instance goes idle
             jobs.transition(

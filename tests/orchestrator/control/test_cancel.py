@@ -23,7 +23,7 @@ def test_framefleet_cancel_ends_a_queued_job_at_once(tmp_path: Path) -> None:
     engine = make_engine(database_url)
     upgrade_to_head(engine)
     store = JobStore(engine, SystemClock())
-    store.accept_batch([Submission(parse_job(job_dict("unwanted"), now=None), "m-1")])
+    store.intake.accept_batch([Submission(parse_job(job_dict("unwanted"), now=None), "m-1")])
     env = {"FRAMEFLEET_DATABASE_URL": database_url}
 
     result = framefleet("cancel", "unwanted", "--reason", "wrong prompt", env=env)
@@ -45,7 +45,7 @@ async def test_a_running_job_is_stopped_on_its_worker_and_its_gpu_freed(
 ) -> None:
     plane, link = plane_in_memory(store, clock)
     await plane.on_message(topic(OWNER, Channel.HELLO), hello(OWNER, clock))
-    store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
+    store.intake.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
     await plane.tick()
     attempt = store.get("victim").attempt
     await plane.on_message(

@@ -18,7 +18,6 @@ from kernel.worker_protocol import Channel, topic
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import MemoryLink
 from tests.support.control_plane import OWNER, hello, started
@@ -58,12 +57,12 @@ async def test_a_job_that_reaches_its_cost_limit_is_cancelled(
         ControlSettings(suspect_after=timedelta(minutes=5), lost_after=timedelta(minutes=10)),
         connect=lambda _deliver, _admit: MemoryLink(),
         refusals=RefusedMessages(clock, None),
-        instances=InstanceLedger(store.engine, clock),
+        instances=store.instance_records,
         job_cost=costs.get,
     )
     await plane.on_message(topic(OWNER, Channel.HELLO), hello(OWNER, clock))
     spec = parse_job(job_dict("capped", max_cost_usd=2.0), now=None)
-    store.accept_batch([Submission(spec, "m-capped")])
+    store.intake.accept_batch([Submission(spec, "m-capped")])
     await plane.tick()
     await started(plane, store, "capped")
     await plane.tick()

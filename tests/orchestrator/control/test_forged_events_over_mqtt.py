@@ -62,7 +62,7 @@ async def test_forged_events_change_nothing_under_the_acl(
             greeting = hello(OWNER, FakeClock(NOW))
             await owner_client.publish(topic(OWNER, Channel.HELLO), greeting, qos=1)
             await async_wait_until(lambda: plane.registry.health(OWNER) is not None)
-            store.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
+            store.intake.accept_batch([Submission(parse_job(job_dict("victim"), now=None), "m-1")])
             await async_wait_until(lambda: store.get("victim").state is JobState.ASSIGNED)
             assert store.get("victim").worker_id == OWNER
             greeting = hello(OTHER, FakeClock(NOW))

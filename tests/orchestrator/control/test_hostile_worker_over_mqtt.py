@@ -88,7 +88,7 @@ async def test_a_hostile_worker_is_refused_and_counted_and_the_healthy_one_untou
     )
     plane, store = plane_on_broker(engine, secured_broker, PASSWORDS[CONTROL_PLANE], settings)
     launched = datetime.now(UTC)
-    store.record_instances_seen(
+    store.cost_facts.record_instances_seen(
         [
             InstanceSeen(iid, "g5.xlarge", "us-east-1a", Market.SPOT, launched, 1, "a10g")
             for iid in (HEALTHY, HOSTILE)
@@ -106,7 +106,7 @@ async def test_a_hostile_worker_is_refused_and_counted_and_the_healthy_one_untou
             await healthy.publish(topic(HEALTHY, Channel.HELLO), hello(HEALTHY, HEALTHY), qos=1)
             beating = asyncio.create_task(heartbeats(healthy, beats_stop))
             await async_wait_until(lambda: plane.registry.health(HEALTHY) is WorkerHealth.ALIVE)
-            store.accept_batch([Submission(parse_job(job_dict("steady"), now=None), "m-1")])
+            store.intake.accept_batch([Submission(parse_job(job_dict("steady"), now=None), "m-1")])
             await async_wait_until(lambda: store.get("steady").state is JobState.ASSIGNED)
             before = store.get("steady")
             assert before.worker_id == HEALTHY
@@ -134,8 +134,8 @@ async def test_a_hostile_worker_is_refused_and_counted_and_the_healthy_one_untou
                 notice="rebalance",
             ).model_dump_json()
             await hostile.publish(topic(HOSTILE, Channel.EVENTS), notice, qos=1)
-            await async_wait_until(lambda: HOSTILE in store.drain_requests())
-            assert HEALTHY not in store.drain_requests()
+            await async_wait_until(lambda: HOSTILE in store.instance_records.drain_requests())
+            assert HEALTHY not in store.instance_records.drain_requests()
 
             # 4. A flood of garbage on its own topics: dropped unread, and it is quarantined.
             for n in range(FLOOD):

@@ -37,7 +37,7 @@ async def replicas(
 
 
 def submit(store: JobStore, *jobs: tuple[str, int]) -> None:
-    store.accept_batch(
+    store.intake.accept_batch(
         [
             Submission(parse_job(job_dict(job_id, priority=priority), now=None), f"m-{job_id}")
             for job_id, priority in jobs
@@ -59,7 +59,7 @@ async def test_a_warning_a_standby_hears_moves_the_jobs_on_the_leader(
         )
         == []
     )
-    status = store.instance_statuses()[warned]
+    status = store.instance_records.instance_statuses()[warned]
     assert status.state is InstanceState.WARNED  # at once, in the store every replica reads
     await leader.tick()
     assert store.get("victim").state is JobState.CHECKPOINTING
@@ -70,7 +70,7 @@ async def test_a_warning_a_standby_hears_moves_the_jobs_on_the_leader(
     placed = {j.job_id: j.worker_id for j in store.list_jobs(JobState.ASSIGNED)}
     assert warned not in placed.values()  # its GPU is free, but it is leaving
     assert len(placed) == 1  # the one other GPU took one of the two jobs
-    history = store.instance_history(warned)
+    history = store.instance_records.instance_history(warned)
     assert [(c.after, c.actor) for c in history] == [(InstanceState.WARNED, "control-plane")]
 
 

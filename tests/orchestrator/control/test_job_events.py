@@ -50,7 +50,7 @@ def apply(store: JobStore, decision: Decision) -> JobRecord:
 
 @pytest.fixture
 def running_job(store: JobStore) -> JobRecord:
-    store.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
+    store.intake.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
     record = store.transition(
         "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
     )
@@ -83,7 +83,7 @@ def test_stale_attempts_and_finished_jobs_are_ignored(
 
 
 def test_started_then_duplicate_started(store: JobStore) -> None:
-    store.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
+    store.intake.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
     assigned = store.transition(
         "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
     )
@@ -165,7 +165,7 @@ def test_worker_faults_retry_elsewhere_until_attempts_run_out(running_job: JobRe
 
 
 def test_a_refused_assignment_goes_straight_back_to_the_queue(store: JobStore) -> None:
-    store.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
+    store.intake.accept_batch([Submission(parse_job(job_dict("j"), now=None), "m")])
     assigned = store.transition(
         "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
     )
@@ -203,7 +203,7 @@ def test_an_exact_job_resumes_only_on_the_family_of_its_checkpoint(store: JobSto
     """The checkpoint's GPU family is stored with it; an exact job is then offered only GPUs
     of that family (and the autoscaler buys only those for it), another job any."""
     exact = parse_job(job_dict("j", exact=True, gpu={"families": ["h100", "a100"]}), now=None)
-    store.accept_batch([Submission(exact, "m")])
+    store.intake.accept_batch([Submission(exact, "m")])
     record = store.transition(
         "j", JobState.ASSIGNED, expected_version=1, actor="t", reason="r", worker_id="w1"
     )

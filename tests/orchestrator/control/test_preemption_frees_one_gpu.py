@@ -29,7 +29,7 @@ async def test_one_urgent_job_evicts_one_victim_and_takes_its_gpu(
     plane, link = plane_in_memory(store, clock)
     for worker_id in (OWNER, OTHER):
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
-    store.accept_batch(
+    store.intake.accept_batch(
         [
             Submission(parse_job(job_dict(j, priority=1), now=None), f"m-{j}")
             for j in ("low-a", "low-b")
@@ -38,7 +38,9 @@ async def test_one_urgent_job_evicts_one_victim_and_takes_its_gpu(
     await plane.tick()
     for job_id in ("low-a", "low-b"):
         await start(plane, store, job_id)
-    store.accept_batch([Submission(parse_job(job_dict("urgent", priority=9), now=None), "m-u")])
+    store.intake.accept_batch(
+        [Submission(parse_job(job_dict("urgent", priority=9), now=None), "m-u")]
+    )
 
     for _ in range(3):  # the victim takes a while to checkpoint; rounds go on meanwhile
         await plane.tick()

@@ -37,12 +37,14 @@ async def test_an_idle_instance_is_drained_at_once_and_takes_no_new_job(
     plane, _ = plane_in_memory(store, clock)
     for worker_id in WORKERS:
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
-    store.ask_to_drain([OWNER], "idle 11 min")
+    store.instance_records.ask_to_drain([OWNER], "idle 11 min")
     await plane.tick()
-    assert store.drain_requests()[OWNER].drained_at == clock.now()
+    assert store.instance_records.drain_requests()[OWNER].drained_at == clock.now()
     # A job arriving after the request never lands on the instance on its way out.
     for n in range(3):
-        store.accept_batch([Submission(parse_job(job_dict(f"after-{n}"), now=None), f"m{n}")])
+        store.intake.accept_batch(
+            [Submission(parse_job(job_dict(f"after-{n}"), now=None), f"m{n}")]
+        )
         await plane.tick()
     workers = {store.get(f"after-{n}").worker_id for n in range(3)}
     assert workers == {OTHER, None}  # one GPU there; the others wait
@@ -60,10 +62,10 @@ async def test_a_busy_instance_is_drained_once_its_job_has_moved(
     await plane.apply_pending()
     assert store.get("victim").state is JobState.RUNNING
 
-    store.ask_to_drain([owner], "scale-in: idle")
+    store.instance_records.ask_to_drain([owner], "scale-in: idle")
     await plane.tick()
     # Not empty yet: the job checkpoints first, and its worker is told to.
-    assert store.drain_requests()[owner].drained_at is None
+    assert store.instance_records.drain_requests()[owner].drained_at is None
     assert store.get("victim").state is JobState.CHECKPOINTING
     told = [c for c in link.commands if c.kind is CommandKind.CHECKPOINT_NOW]
     assert [(c.worker_id, c.job_id) for c in told] == [(owner, "victim")]
@@ -75,7 +77,7 @@ async def test_a_busy_instance_is_drained_once_its_job_has_moved(
     clock.advance(timedelta(minutes=1).total_seconds())
     await heartbeats(plane, clock)
     await plane.tick()
-    assert store.drain_requests()[owner].drained_at is not None
+    assert store.instance_records.drain_requests()[owner].drained_at is not None
     moved = store.get("victim")
     assert moved.state is JobState.ASSIGNED
     assert moved.worker_id == other  # resumes on the other instance, from its checkpoint
@@ -117,14 +119,14 @@ async def test_a_rebalance_recommendation_stops_assignments_and_lets_the_job_fin
         )
         await plane.on_message(topic(owner, Channel.EVENTS), notice.model_dump_json().encode())
         await plane.apply_pending()
-    request = store.drain_requests()[instance]
+    request = store.instance_records.drain_requests()[instance]
     assert request.kind is DrainKind.REBALANCE
-    store.accept_batch([Submission(parse_job(job_dict("newcomer"), now=None), "m-new")])
+    store.intake.accept_batch([Submission(parse_job(job_dict("newcomer"), now=None), "m-new")])
     await plane.tick()
     assert store.get("victim").state is JobState.RUNNING  # not interrupted
     assert not [c for c in link.commands if c.kind is CommandKind.CHECKPOINT_NOW]
     assert store.get("newcomer").worker_id != owner
-    assert store.drain_requests()[instance].drained_at is None
+    assert store.instance_records.drain_requests()[instance].drained_at is None
 
     output = "s3://framefleet-output/videos/victim.mp4"
     finished = event(owner, EventKind.FINISHED, "victim", 1, output=output)
@@ -132,4 +134,4 @@ async def test_a_rebalance_recommendation_stops_assignments_and_lets_the_job_fin
     await plane.apply_pending()
     await plane.tick()
     assert store.get("victim").state is JobState.SUCCEEDED
-    assert store.drain_requests()[instance].drained_at is not None
+    assert store.instance_records.drain_requests()[instance].drained_at is not None

@@ -12,7 +12,7 @@ from kernel.clock import FakeClock
 from kernel.market import Market
 from kernel.worker_protocol import GpuInfo, Hello
 from orchestrator.control.admission import Refused
-from orchestrator.control.budgets import MessageBudget, SenderBudgets, Verdict
+from orchestrator.control.budgets import BudgetVerdict, MessageBudget, SenderBudgets
 from orchestrator.control.identity import KnownInstance, VettedHello, vet_hello
 
 NOW = datetime(2026, 12, 5, tzinfo=UTC)
@@ -110,30 +110,30 @@ def test_a_burst_within_the_bucket_is_read_and_the_rest_dropped() -> None:
     clock = FakeClock(NOW)
     budgets = SenderBudgets(clock, BUDGET)
     verdicts = [budgets.take(MINE) for _ in range(25)]
-    assert verdicts.count(Verdict.ALLOWED) == 20
-    assert verdicts[20:] == [Verdict.OVER_BUDGET] * 5
+    assert verdicts.count(BudgetVerdict.ALLOWED) == 20
+    assert verdicts[20:] == [BudgetVerdict.OVER_BUDGET] * 5
     clock.advance(1.0)  # ten more tokens
-    assert [budgets.take(MINE) for _ in range(11)].count(Verdict.ALLOWED) == 10
+    assert [budgets.take(MINE) for _ in range(11)].count(BudgetVerdict.ALLOWED) == 10
 
 
 def test_each_sender_spends_its_own_budget() -> None:
     budgets = SenderBudgets(FakeClock(NOW), BUDGET)
     for _ in range(500):
         budgets.take(OTHERS)
-    assert budgets.take(MINE) is Verdict.ALLOWED
+    assert budgets.take(MINE) is BudgetVerdict.ALLOWED
 
 
 def test_a_flood_quarantines_its_sender_for_a_while() -> None:
     clock = FakeClock(NOW)
     budgets = SenderBudgets(clock, BUDGET)
     verdicts = [budgets.take(OTHERS) for _ in range(20 + 100)]
-    assert verdicts[-1] is Verdict.FLOODING
-    assert verdicts.count(Verdict.FLOODING) == 1
+    assert verdicts[-1] is BudgetVerdict.FLOODING
+    assert verdicts.count(BudgetVerdict.FLOODING) == 1
     assert budgets.quarantined() == [OTHERS]
     clock.advance(5)
-    assert budgets.take(OTHERS) is Verdict.QUARANTINED  # read, but marked
+    assert budgets.take(OTHERS) is BudgetVerdict.QUARANTINED  # read, but marked
     clock.advance(60)
-    assert budgets.take(OTHERS) is Verdict.ALLOWED
+    assert budgets.take(OTHERS) is BudgetVerdict.ALLOWED
     assert budgets.quarantined() == []
 
 

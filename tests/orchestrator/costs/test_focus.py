@@ -96,7 +96,7 @@ ENUMS = {
 
 def a_days_rows(store: JobStore, clock: FakeClock) -> list[dict[str, str]]:
     day, end = a_day_of_work(FleetHistory(store, clock))
-    ledger = CostLedger(store, clock)
+    ledger = CostLedger(store.cost_facts, clock)
     period = ledger.period(day, end)
     return list(focus_rows(period, ledger.s3_usd(period.attempts), "123456789012"))
 

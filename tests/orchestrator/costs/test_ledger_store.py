@@ -48,7 +48,7 @@ def test_a_jobs_life_on_a_spot_instance_is_priced_and_attributed(
     fleet.finish("job-1", model_load_seconds=120.0)
     fleet.advance(60)
     fleet.end(instance)
-    ledger = CostLedger(store, clock, NO_EBS)
+    ledger = CostLedger(store.cost_facts, clock, NO_EBS)
     got = categories(ledger, start, clock.now() + timedelta(hours=1))
     first, second = SPOT / 3600, Decimal("1.224") / 3600
     assert got == {
@@ -69,18 +69,18 @@ def test_a_restart_keeps_todays_spend(store: JobStore, clock: FakeClock, databas
     fleet.price(ON_DEMAND, Market.ON_DEMAND)
     instance = fleet.launch(Market.ON_DEMAND)
     fleet.advance(2 * 3600)
-    spent = CostLedger(store, clock, NO_EBS).spent_today()
+    spent = CostLedger(store.cost_facts, clock, NO_EBS).spent_today()
     assert spent == 2 * ON_DEMAND
     # Another process on the same database (the autoscaler after a restart).
     reopened = JobStore(make_engine(database_url), clock)
     try:
-        assert CostLedger(reopened, clock, NO_EBS).spent_today() == spent
+        assert CostLedger(reopened.cost_facts, clock, NO_EBS).spent_today() == spent
         fleet.end(instance)
         clock.advance(3600)
-        assert CostLedger(reopened, clock, NO_EBS).spent_today() == spent
+        assert CostLedger(reopened.cost_facts, clock, NO_EBS).spent_today() == spent
         # Tomorrow starts at zero.
         clock.advance(14 * 3600)
-        assert CostLedger(reopened, clock, NO_EBS).spent_today() == 0
+        assert CostLedger(reopened.cost_facts, clock, NO_EBS).spent_today() == 0
     finally:
         reopened.dispose()
 
@@ -94,8 +94,12 @@ def test_the_earliest_reported_end_wins(store: JobStore, clock: FakeClock) -> No
     fleet.end(instance, "EventBridge: terminated")
     fleet.advance(30)
     fleet.end(instance, "no longer listed by EC2")  # the reconcile, later
-    (life,) = store.instance_lives(ended - timedelta(hours=1), clock.now())
+    (life,) = store.cost_facts.instance_lives(ended - timedelta(hours=1), clock.now())
     assert life.ended_at == ended
     assert life.end_reason == "EventBridge: terminated"
-    total = CostLedger(store, clock, NO_EBS).period(ended - timedelta(hours=1), clock.now()).total
+    total = (
+        CostLedger(store.cost_facts, clock, NO_EBS)
+        .period(ended - timedelta(hours=1), clock.now())
+        .total
+    )
     assert cents(total) == cents(SPOT / 6)

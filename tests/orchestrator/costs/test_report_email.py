@@ -53,7 +53,7 @@ def a_reported_day(
     ses.verify_email_identity(EmailAddress=SENDER)
     settings = ReportSettings((recipient,), SENDER, tmp_path / "reports")
     reports = Reporter(
-        CostLedger(store, clock), store.report_sends, SesSender(ses), settings, clock
+        CostLedger(store.cost_facts, clock), store.report_sends, SesSender(ses), settings, clock
     )
     return reports, Period("day", day, end), recipient
 
@@ -94,7 +94,7 @@ def test_the_email_the_csv_the_focus_export_and_the_ledger_agree_to_the_cent(
     rows = list(csv.DictReader(io.StringIO(kept.read_text())))
     csv_total = Decimal(next(r["usd"] for r in rows if r["section"] == "total"))
     categories = [Decimal(r["usd"]) for r in rows if r["section"] == "category"]
-    ledger = CostLedger(store, clock)
+    ledger = CostLedger(store.cost_facts, clock)
     priced = ledger.period(day, end)
     s3 = ledger.s3_usd(priced.attempts)
     focus = list(focus_rows(priced, s3, "acct"))

@@ -114,13 +114,13 @@ class HeldStore:
     def accept_batch(self, submissions: Sequence[Submission]) -> list[AcceptOutcome]:
         self.calls += 1
         asyncio.run_coroutine_threadsafe(self.release.wait(), self.loop).result(timeout=60)
-        return self.inner.accept_batch(submissions)
+        return self.inner.intake.accept_batch(submissions)
 
     def record_rejection(self, rejection: Rejection) -> bool:
-        return self.inner.record_rejection(rejection)
+        return self.inner.intake.record_rejection(rejection)
 
     def mark_dead_lettered(self, message_id: str) -> None:
-        self.inner.mark_dead_lettered(message_id)
+        self.inner.intake.mark_dead_lettered(message_id)
 
 
 async def test_a_slow_batch_keeps_its_messages_invisible(

@@ -68,7 +68,7 @@ def test_sigkill_mid_batch_loses_nothing_and_duplicates_nothing(
     log_file = tmp_path / "intake.log"
 
     def progress() -> int:
-        return store.count_jobs() + len(store.rejections())
+        return store.count_jobs() + len(store.intake.rejections())
 
     def reached(threshold: int) -> bool:
         return progress() >= threshold
@@ -98,7 +98,7 @@ def test_sigkill_mid_batch_loses_nothing_and_duplicates_nothing(
     assert len(jobs) == GOOD
     assert {job.job_id for job in jobs} == {f"crash-{i:04d}" for i in range(GOOD)}
     assert {store.get(job.job_id).spec.prompt for job in jobs} == {job_dict()["prompt"]}
-    rejections = store.rejections()
+    rejections = store.intake.rejections()
     assert {r.message_id for r in rejections} == bad_ids
     assert not good_ids & {r.message_id for r in rejections}
     letters = peek_dead_letters(sqs, queues.dead_letter_url)

@@ -30,7 +30,9 @@ def backlog_then(store: JobStore, clock: FakeClock, due_in: timedelta) -> None:
     jobs = [job_dict(f"backlog-{n:03d}", priority=6) for n in range(BACKLOG)]
     deadline = (clock.now() + due_in).isoformat()
     jobs.append(job_dict("due", priority=5, deadline=deadline, steps=50, **RENDER))
-    store.accept_batch([Submission(parse_job(job, now=None), f"m-{job['job_id']}") for job in jobs])
+    store.intake.accept_batch(
+        [Submission(parse_job(job, now=None), f"m-{job['job_id']}") for job in jobs]
+    )
 
 
 def test_the_read_holds_reserved_and_at_risk_jobs_whatever_the_window(
@@ -50,7 +52,7 @@ def test_the_read_holds_reserved_and_at_risk_jobs_whatever_the_window(
     read = {j.job_id for j in store.schedulable(clock.now(), window, reads.startup)}
     assert "due" in read  # its slack is now less than its run and a start-up
 
-    store.accept_batch(
+    store.intake.accept_batch(
         [Submission(parse_job(job_dict("claimed", priority=0), now=None), "m-claimed")]
     )
     claim = Reservation("claimed", OWNER, True, clock.now() + timedelta(minutes=5))

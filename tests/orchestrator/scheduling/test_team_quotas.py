@@ -34,7 +34,6 @@ from orchestrator.scheduling.snapshots import (
     SchedulerSettings,
     WorkerSnapshot,
 )
-from orchestrator.store.instances import InstanceLedger
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import MemoryLink
 from tests.support.control_plane import WORKERS, hello, plane_in_memory, preempted, started
@@ -137,7 +136,7 @@ def test_no_team_passes_its_share_unless_it_borrows_an_idle_one(
 
 def submit(store: JobStore, job_id: str, team: str, priority: int = 5) -> None:
     spec = job_dict(job_id, priority=priority, tags={"team": team})
-    store.accept_batch([Submission(parse_job(spec, now=None), f"m-{job_id}")])
+    store.intake.accept_batch([Submission(parse_job(spec, now=None), f"m-{job_id}")])
 
 
 async def test_a_team_over_its_share_waits_while_its_borrowed_gpu_is_reclaimed(
@@ -206,7 +205,7 @@ async def test_the_spend_per_day_is_read_from_the_teams_cost_today(
     fleet.event("ads-1", EventKind.STARTED)
     fleet.advance(1800)
     fleet.finish("ads-1", model_load_seconds=60.0)
-    spent = CostLedger(store, clock).spent_today_by_team()
+    spent = CostLedger(store.cost_facts, clock).spent_today_by_team()
     assert set(spent) == {"ads"}  # vfx's job has not run: it cost nothing yet
     assert spent["ads"] > 0
     # The control plane holds back the team past its limit, with the reason.
@@ -219,8 +218,8 @@ async def test_the_spend_per_day_is_read_from_the_teams_cost_today(
         rules,
         connect=lambda _deliver, _admit: MemoryLink(),
         refusals=RefusedMessages(clock, None),
-        instances=InstanceLedger(store.engine, clock),
-        team_spend=CostLedger(store, clock).spent_today_by_team,
+        instances=store.instance_records,
+        team_spend=CostLedger(store.cost_facts, clock).spent_today_by_team,
     )
     await plane.on_message(topic(WORKERS[0], Channel.HELLO), hello(WORKERS[0], clock))
     submit(store, "more-ads", "ads")

@@ -57,7 +57,7 @@ def test_one_holder_at_a_time_and_each_new_holder_a_larger_fence(
 def test_a_deposed_holders_write_fails_and_changes_nothing(
     store: JobStore, clock: FakeClock
 ) -> None:
-    store.accept_batch([submission("fenced-1")])
+    store.intake.accept_batch([submission("fenced-1")])
     old = store.leases.claim_lease("control-plane", "a", TTL)
     assert old is not None
     assign = JobMove("fenced-1", 1, (JobState.ASSIGNED,), "test", worker_id="i-0a", gpu_index=0)
@@ -70,7 +70,7 @@ def test_a_deposed_holders_write_fails_and_changes_nothing(
 
 
 def test_the_database_refuses_two_open_attempts_on_one_gpu(store: JobStore) -> None:
-    store.accept_batch([submission("gpu-a"), submission("gpu-b")])
+    store.intake.accept_batch([submission("gpu-a"), submission("gpu-b")])
     on_gpu = {"worker_id": "i-0abc", "gpu_index": 0}
 
     def assign(job_id: str) -> JobMove:

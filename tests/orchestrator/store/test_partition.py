@@ -83,7 +83,7 @@ async def test_a_leader_cut_off_from_the_database_steps_down_before_its_lease_en
     leader_store = JobStore(
         make_engine(through_proxy.render_as_string(hide_password=False)), SystemClock()
     )
-    standby_store.accept_batch([submission("partitioned-1")])
+    standby_store.intake.accept_batch([submission("partitioned-1")])
     leader = Leadership(
         leader_store.leases,
         SystemClock(),

@@ -30,8 +30,8 @@ from tests.support.jobs import job_dict, submission
 
 
 def test_accept_is_idempotent_per_job_id(store: JobStore) -> None:
-    first = store.accept_batch([submission("a", "m1"), submission("b", "m2")])
-    again = store.accept_batch([submission("a", "m3"), submission("c", "m4")])
+    first = store.intake.accept_batch([submission("a", "m1"), submission("b", "m2")])
+    again = store.intake.accept_batch([submission("a", "m3"), submission("c", "m4")])
     assert first == [AcceptOutcome.ACCEPTED, AcceptOutcome.ACCEPTED]
     assert again == [AcceptOutcome.DUPLICATE, AcceptOutcome.ACCEPTED]
     assert store.count_jobs() == 3
@@ -39,21 +39,21 @@ def test_accept_is_idempotent_per_job_id(store: JobStore) -> None:
 
 
 def test_same_job_id_twice_in_one_batch_is_stored_once(store: JobStore) -> None:
-    outcomes = store.accept_batch([submission("twin", "m1"), submission("twin", "m2")])
+    outcomes = store.intake.accept_batch([submission("twin", "m1"), submission("twin", "m2")])
     assert outcomes == [AcceptOutcome.ACCEPTED, AcceptOutcome.DUPLICATE]
     assert store.count_jobs() == 1
 
 
 def test_same_job_id_with_another_spec_is_a_conflict(store: JobStore) -> None:
-    store.accept_batch([submission("x", "m1")])
-    assert store.accept_batch([submission("x", "m2", seed=7)]) == [AcceptOutcome.CONFLICT]
+    store.intake.accept_batch([submission("x", "m1")])
+    assert store.intake.accept_batch([submission("x", "m2", seed=7)]) == [AcceptOutcome.CONFLICT]
     assert store.get("x").spec.seed == 42
 
 
 def test_transitions_record_who_why_when_and_count_attempts(
     store: JobStore, clock: FakeClock
 ) -> None:
-    store.accept_batch([submission("h", "m1")])
+    store.intake.accept_batch([submission("h", "m1")])
     clock.advance(10)
     record = store.transition(
         "h",
@@ -93,12 +93,12 @@ def test_unknown_job_is_a_typed_error(store: JobStore) -> None:
 
 def test_rejections_are_recorded_once_per_message(store: JobStore) -> None:
     rejection = Rejection("m-bad", "invalid_json", ("not JSON",), "{")
-    assert store.record_rejection(rejection) is True
+    assert store.intake.record_rejection(rejection) is True
     # Redelivered before the dead-letter send was confirmed: send again.
-    assert store.record_rejection(rejection) is True
-    store.mark_dead_lettered("m-bad")
-    assert store.record_rejection(rejection) is False
-    assert store.rejections() == [rejection]
+    assert store.intake.record_rejection(rejection) is True
+    store.intake.mark_dead_lettered("m-bad")
+    assert store.intake.record_rejection(rejection) is False
+    assert store.intake.rejections() == [rejection]
 
 
 def test_migrations_produce_exactly_the_models(database_url: str) -> None:
@@ -129,7 +129,7 @@ def test_two_concurrent_writers_on_postgres_one_wins(
 ) -> None:
     replica_a, replica_b = two_postgres_stores
     job_id = f"race-{round_}"
-    replica_a.accept_batch([submission(job_id, "m")])
+    replica_a.intake.accept_batch([submission(job_id, "m")])
     version = replica_b.get(job_id).version
     barrier = threading.Barrier(2)
     results: dict[str, object] = {}
@@ -168,7 +168,7 @@ def test_two_concurrent_batches_on_postgres_move_a_shared_job_once(
     the read and the write sends the batch back one move at a time, and only that move fails."""
     replica_a, replica_b = two_postgres_stores
     ids = ["shared", *(f"a{i}" for i in range(5)), *(f"b{i}" for i in range(5))]
-    replica_a.accept_batch([submission(job_id, job_id) for job_id in ids])
+    replica_a.intake.accept_batch([submission(job_id, job_id) for job_id in ids])
     barrier = threading.Barrier(2)
     results: dict[str, list[JobRecord | Exception]] = {}
 
@@ -199,7 +199,7 @@ def test_two_concurrent_batches_on_postgres_move_a_shared_job_once(
 
 
 def test_placements_name_the_worker_and_gpu_of_the_current_attempt(store: JobStore) -> None:
-    store.accept_batch([submission("p1", "m1"), submission("p2", "m2")])
+    store.intake.accept_batch([submission("p1", "m1"), submission("p2", "m2")])
     store.transition(
         "p1",
         JobState.ASSIGNED,
@@ -229,7 +229,7 @@ def test_schedulable_jobs_skip_backoff_and_include_urgent_and_oldest(
     store: JobStore, clock: FakeClock
 ) -> None:
     for index in range(6):
-        store.accept_batch([submission(f"s{index}", f"m{index}", priority=index)])
+        store.intake.accept_batch([submission(f"s{index}", f"m{index}", priority=index)])
         clock.advance(1)
     held = store.get("s5")
     store.transition("s5", JobState.ASSIGNED, expected_version=held.version, actor="t", reason="r")
@@ -248,7 +248,9 @@ def test_schedulable_jobs_skip_backoff_and_include_urgent_and_oldest(
 
 
 def test_a_batch_commits_each_fenced_move_and_reports_the_rest(store: JobStore) -> None:
-    store.accept_batch([submission(job_id, job_id) for job_id in ("ok", "stale", "bad", "cp")])
+    store.intake.accept_batch(
+        [submission(job_id, job_id) for job_id in ("ok", "stale", "bad", "cp")]
+    )
     moves = [
         JobMove("ok", 1, (JobState.ASSIGNED, JobState.RUNNING), "fits", worker_id="w1"),
         JobMove("stale", 7, (JobState.ASSIGNED,), "someone else moved it"),
@@ -276,7 +278,7 @@ def test_a_batch_commits_each_fenced_move_and_reports_the_rest(store: JobStore) 
 
 
 def test_a_move_that_opens_and_ends_an_attempt_leaves_its_gpu_free(store: JobStore) -> None:
-    store.accept_batch([submission("whole", "m1"), submission("next", "m2")])
+    store.intake.accept_batch([submission("whole", "m1"), submission("next", "m2")])
     path = (JobState.ASSIGNED, JobState.RUNNING, JobState.SUCCEEDED)
     (done,) = store.apply_moves(
         [JobMove("whole", 1, path, "all at once", worker_id="w1", gpu_index=0)], "t"
@@ -293,7 +295,7 @@ def test_a_move_that_opens_and_ends_an_attempt_leaves_its_gpu_free(store: JobSto
 
 
 def test_a_batch_moves_each_job_at_most_once(store: JobStore) -> None:
-    store.accept_batch([submission("twice", "m1")])
+    store.intake.accept_batch([submission("twice", "m1")])
     with pytest.raises(ValueError, match="at most once"):
         store.apply_moves(
             [JobMove("twice", 1, (JobState.ASSIGNED,), "a"), JobMove("twice", 2, (), "b")], "t"
@@ -304,7 +306,7 @@ def test_a_batch_moves_each_job_at_most_once(store: JobStore) -> None:
 def test_reservations_are_replaced_per_job_and_their_claims_expire(
     store: JobStore, clock: FakeClock
 ) -> None:
-    store.accept_batch([submission("r1", "m1"), submission("r2", "m2")])
+    store.intake.accept_batch([submission("r1", "m1"), submission("r2", "m2")])
     soon = clock.now() + timedelta(minutes=20)
     store.reserve([Reservation("r1", "i-a", True, soon), Reservation("r2", "i-b", False, soon)])
     store.reserve([Reservation("r1", "i-c", False, soon + timedelta(minutes=5), 2.0, 900.0)])
@@ -323,7 +325,7 @@ def test_reservations_are_replaced_per_job_and_their_claims_expire(
 def test_placing_a_job_uses_up_its_claim_and_ending_it_drops_the_rest(
     store: JobStore, clock: FakeClock
 ) -> None:
-    store.accept_batch([submission("u1", "m1")])
+    store.intake.accept_batch([submission("u1", "m1")])
     store.reserve([Reservation("u1", "i-a", True, clock.now() + timedelta(minutes=20))])
     store.transition(
         "u1",

@@ -20,7 +20,7 @@ from orchestrator.store.tables import JobEventRow, JobRow, RejectedMessageRow
 INTAKE_ACTOR = "intake"
 
 
-class IntakeLedger(StoreBase):
+class IntakeBook(StoreBase):
     def accept_batch(
         self, submissions: Sequence[Submission], actor: str = INTAKE_ACTOR, via: str = "message"
     ) -> list[AcceptOutcome]:
