@@ -19,16 +19,11 @@ from datetime import datetime, timedelta
 
 from autoscaler.ec2.ports import ObservedInstance
 from autoscaler.pools import Pool
-from kernel.errors import FrameFleetError
-from kernel.instance_state import GONE, InstanceChange, InstanceState, may_move
+from kernel.instance_state import GONE, INSTANCE_MACHINE, InstanceChange, InstanceState, may_move
 from kernel.market import Market
 
 FORGET_AFTER = timedelta(days=1)
 HISTORY = 8
-
-
-class InvalidInstanceTransition(FrameFleetError):
-    pass
 
 
 ACTOR = "autoscaler"
@@ -51,10 +46,7 @@ def transition(
 ) -> InstanceRecord:
     if after is record.state:
         return record
-    if not may_move(record.state, after):
-        raise InvalidInstanceTransition(
-            f"instance {record.instance_id}: {record.state} -> {after} is not allowed"
-        )
+    INSTANCE_MACHINE.check(record.instance_id, record.state, after)
     change = InstanceChange(record.instance_id, at, record.state, after, ACTOR, reason)
     return replace(record, state=after, history=(*record.history, change)[-HISTORY:])
 

@@ -26,11 +26,11 @@ class JobNotFound(FrameFleetError):
 
 
 class InvalidTransition(FrameFleetError):
-    """The job state machine does not allow this move."""
+    """A state machine (a job's, a worker's health, an instance's) does not allow this move."""
 
-    def __init__(self, job_id: str, current: str, target: str) -> None:
-        self.job_id, self.current, self.target = job_id, current, target
-        super().__init__(f"job {job_id!r}: transition {current} -> {target} is not allowed")
+    def __init__(self, subject: str, current: str, target: str) -> None:
+        self.subject, self.current, self.target = subject, current, target
+        super().__init__(f"{subject}: transition {current} -> {target} is not allowed")
 
 
 class ConcurrentModification(FrameFleetError):

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from kernel.state_machine import StateMachine
+
 
 class InstanceState(StrEnum):
     BOOTING = "booting"  # launched or adopted; no job has run on it yet
@@ -54,10 +56,13 @@ TRANSITIONS: dict[InstanceState, frozenset[InstanceState]] = {
 }
 
 
+INSTANCE_MACHINE = StateMachine("instance", TRANSITIONS)
+
+
 def may_move(before: InstanceState | None, after: InstanceState) -> bool:
     """`before` None: an instance not recorded yet, which may start in any state (a warning or
     an end can be the first the store hears of it)."""
-    return before is None or after in TRANSITIONS[before]
+    return before is None or INSTANCE_MACHINE.allows(before, after)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from kernel.errors import InvalidTransition
+from kernel.state_machine import StateMachine
 
 
 class JobState(StrEnum):
@@ -19,7 +19,7 @@ class JobState(StrEnum):
 
     @property
     def terminal(self) -> bool:
-        return not JOB_TRANSITIONS[self]
+        return JOB_MACHINE.terminal(self)
 
 
 _S = JobState
@@ -39,10 +39,11 @@ JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
 }
 
 
+JOB_MACHINE = StateMachine("job", JOB_TRANSITIONS)
+
 # On a worker: placed there, running, or checkpointing (what a worker's events can move).
 ACTIVE_STATES = frozenset({_S.ASSIGNED, _S.RUNNING, _S.CHECKPOINTING})
 
 
 def check_transition(job_id: str, current: JobState, target: JobState) -> None:
-    if target not in JOB_TRANSITIONS[current]:
-        raise InvalidTransition(job_id, current.value, target.value)
+    JOB_MACHINE.check(job_id, current, target)

@@ -166,6 +166,16 @@ class EventKind(StrEnum):
     COMMAND_ACK = "command_ack"
 
 
+class FailureKind(StrEnum):
+    """Whose fault a failed attempt was, which decides where (and whether) it runs again."""
+
+    JOB = "job"  # the job's own: it cannot succeed anywhere
+    WORKER = "worker"  # the machine's: it runs again elsewhere
+    REFUSED = "refused"  # declined before starting (draining, GPU busy)
+    PREFLIGHT = "preflight"  # declined: this machine failed its checks for the job
+    STALLED = "stalled"  # no step within the watchdog's bound: killed (the machine's fault)
+
+
 class WorkerEvent(_Message):
     type: Literal["event"] = "event"
     event_id: str = Field(pattern=r"^[A-Za-z0-9-]{8,64}$")
@@ -184,10 +194,7 @@ class WorkerEvent(_Message):
     # took; finished, preempted and failed: what loading the model took in this attempt.
     write_seconds: float | None = Field(default=None, ge=0, le=86400)
     model_load_seconds: float | None = Field(default=None, ge=0, le=86400)
-    # job: the job's own fault; worker: the machine's; refused: declined before starting
-    # (draining, GPU busy); preflight: declined because this machine failed its checks for it.
-    # stalled: no step within the watchdog's bound, the render killed (the worker's fault).
-    failure_kind: Literal["job", "worker", "refused", "preflight", "stalled"] | None = None
+    failure_kind: FailureKind | None = None
     gpu_index: int | None = Field(default=None, ge=0, le=63)  # failed: the GPU it ran on
     error: str | None = Field(default=None, max_length=4000)
     notice: str | None = Field(

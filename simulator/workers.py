@@ -22,6 +22,7 @@ from kernel.worker_protocol import (
     Command,
     CommandKind,
     EventKind,
+    FailureKind,
     GpuHealth,
     GpuInfo,
     Heartbeat,
@@ -63,8 +64,7 @@ class SimulatedWorker:
     faults: WorkerFaults | None = None  # injected faults (none: a healthy worker)
 
     def __post_init__(self) -> None:
-        # Its pool's rate and the write time are fixed for the worker's life. The ceiling is
-        # the autoscaler's spot deadline rule's; elsewhere Young/Daly alone.
+        # Rate and write time are fixed for its life; the ceiling is the spot deadline rule's.
         spot = self.instance.pool.market is Market.SPOT
         ceiling = self.model.max_checkpoint_interval_seconds if spot else math.inf
         self.interval = checkpoint_interval(
@@ -252,7 +252,7 @@ class SimulatedWorker:
                 job_id=job.spec.job_id,
                 attempt=job.attempt,
                 outcome=True,
-                failure_kind="stalled",
+                failure_kind=FailureKind.STALLED,
                 gpu_index=job.gpu,
                 error=f"stalled: no step within {bound:.1f} s",
             )
@@ -269,7 +269,7 @@ class SimulatedWorker:
             job_id=job.spec.job_id,
             attempt=job.attempt,
             outcome=True,
-            failure_kind="job",
+            failure_kind=FailureKind.JOB,
             gpu_index=job.gpu,
             error=f"non-finite latents after step {self._step(job)}",
         )
@@ -299,7 +299,7 @@ class SimulatedWorker:
                 EventKind.FAILED,
                 job_id=command.job_id,
                 attempt=command.attempt,
-                failure_kind="refused",
+                failure_kind=FailureKind.REFUSED,
                 error=why,
             )
             return

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from kernel.job_record import JobChanges, JobRecord
 from kernel.job_state import ACTIVE_STATES, JobState
 from kernel.outside_text import printable
-from kernel.worker_protocol import EventKind, WorkerEvent
+from kernel.worker_protocol import EventKind, FailureKind, WorkerEvent
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ def _checkpoint(event: WorkerEvent) -> JobChanges:
 def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPolicy) -> Decision:
     error = event.error or "no reason given"
     start = (JobState.RUNNING,) if job.state is JobState.ASSIGNED else ()
-    if event.failure_kind == "job":
+    if event.failure_kind is FailureKind.JOB:
         faults = job.job_faults + 1
         if faults >= policy.max_job_faults:
             return Move(
@@ -213,7 +213,7 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
             (*start, JobState.FAILED),
             f"worker fault on the last of {policy.max_attempts} attempts: {error}",
         )
-    if event.failure_kind in ("refused", "preflight"):
+    if event.failure_kind in (FailureKind.REFUSED, FailureKind.PREFLIGHT):
         # Declined before it started (draining after a notice, its GPU still busy with an
         # attempt the control plane lost track of, or this machine failed its preflight for
         # the job): back to the queue after the base backoff, so a stale view cannot burn the
@@ -225,11 +225,11 @@ def _failed(job: JobRecord, event: WorkerEvent, now: datetime, policy: RetryPoli
             f"refused by {event.worker_id}: {error}",
             JobChanges(
                 not_before=now + policy.backoff_base,
-                worker_fault=event.failure_kind == "preflight",
+                worker_fault=event.failure_kind is FailureKind.PREFLIGHT,
             ),
         )
     # A stall is the GPU's: the job resumes elsewhere at once, from its last checkpoint.
-    stalled = event.failure_kind == "stalled"
+    stalled = event.failure_kind is FailureKind.STALLED
     return Move(
         (*start, JobState.PREEMPTED, JobState.QUEUED),
         f"{'stalled' if stalled else 'worker fault'} on {event.worker_id}, retrying elsewhere: "

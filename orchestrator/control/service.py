@@ -23,6 +23,7 @@ from kernel.log_throttle import held_back
 from kernel.worker_protocol import (
     CommandKind,
     EventKind,
+    FailureKind,
     Status,
     WorkerEvent,
 )
@@ -294,7 +295,7 @@ class ControlPlaneService:
                 now = self._clock.now()
                 decision = apply_event(job, event, now, self._settings.retry)
                 decided.append((job, decision, item))
-                if event.failure_kind == "stalled" and not isinstance(decision, Ignore):
+                if event.failure_kind is FailureKind.STALLED and not isinstance(decision, Ignore):
                     stalls.append(event)
                 if event.kind is EventKind.STARTED and isinstance(decision, Ignore):
                     await self._commands.cancel_zombie(job, event)

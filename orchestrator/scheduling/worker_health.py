@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
-from kernel.errors import FrameFleetError
+from kernel.state_machine import StateMachine
 from kernel.worker_protocol import GpuHealth, Hello, JobProgress, WarmModel
 
 HISTORY = 16  # changes kept per worker
@@ -47,9 +47,7 @@ TRANSITIONS: dict[WorkerHealth, frozenset[WorkerHealth]] = {
 }
 
 
-class InvalidHealthTransition(FrameFleetError):
-    def __init__(self, worker_id: str, before: WorkerHealth, after: WorkerHealth) -> None:
-        super().__init__(f"worker {worker_id!r}: health {before} -> {after} is not allowed")
+HEALTH_MACHINE = StateMachine("worker", TRANSITIONS)
 
 
 @dataclass(frozen=True)
@@ -87,7 +85,6 @@ def transition(
     """The record in its new health (a no-op for the health it has), checked by the table."""
     if after is record.health:
         return record
-    if after not in TRANSITIONS[record.health]:
-        raise InvalidHealthTransition(record.hello.worker_id, record.health, after)
+    HEALTH_MACHINE.check(record.hello.worker_id, record.health, after)
     change = HealthChange(record.hello.worker_id, record.health, after, at, reason)
     return replace(record, health=after, history=(*record.history, change)[-HISTORY:])

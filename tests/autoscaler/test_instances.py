@@ -10,10 +10,10 @@ from autoscaler.ec2.ports import ObservedInstance
 from autoscaler.instances import (
     InstanceBook,
     InstanceRecord,
-    InvalidInstanceTransition,
     transition,
 )
 from autoscaler.pools import Pool
+from kernel.errors import InvalidTransition
 from kernel.instance_state import InstanceState
 from kernel.market import Market
 
@@ -46,7 +46,7 @@ def test_an_instance_asked_to_end_is_terminated_and_one_that_vanished_was_interr
 
 def test_the_table_refuses_what_it_does_not_list() -> None:
     gone = InstanceRecord("i-1", SPOT, True, 0.8, NOW, InstanceState.INTERRUPTED)
-    with pytest.raises(InvalidInstanceTransition, match="interrupted -> working"):
+    with pytest.raises(InvalidTransition, match="interrupted -> working"):
         transition(gone, InstanceState.WORKING, NOW, "a late heartbeat")
 
 

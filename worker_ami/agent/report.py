@@ -6,6 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernel.worker_protocol import FailureKind
 from worker_ami.agent.recipe import RenderRecipe
 
 
@@ -13,12 +14,6 @@ class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
     PREEMPTED = "preempted"  # stopped on notice with a durable checkpoint
     FAILED = "failed"
-
-
-class FailureKind(StrEnum):
-    JOB = "job"  # the job cannot succeed anywhere: do not retry it elsewhere
-    WORKER = "worker"  # this worker or instance failed: retry elsewhere
-    STALLED = "stalled"  # no step within the watchdog's bound: killed, resumed elsewhere
 
 
 class Timings(BaseModel):

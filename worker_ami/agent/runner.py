@@ -20,6 +20,7 @@ from kernel.clock import Clock
 from kernel.job_spec import JobSpec
 from kernel.precision import Dtype
 from kernel.stall import StallRule, expected_step
+from kernel.worker_protocol import FailureKind
 from worker_ami.agent.checkpoint import (
     CheckpointIdentity,
     CheckpointStore,
@@ -42,7 +43,7 @@ from worker_ami.agent.render_session import (
     RenderStalled,
     ThreadRenders,
 )
-from worker_ami.agent.report import FailureKind, JobReport, RunStatus
+from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.video import ENCODER_SETTINGS
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,7 @@ class RunnerSettings:
     mean_time_between_interruptions_s: float = 6 * 3600.0
     # The first guess of delta before a checkpoint write has been measured.
     initial_checkpoint_write_s: float = 2.0
-    # On spot, at most this long between checkpoints (the autoscaler's
-    # `checkpoint_interval_seconds` assumes it).
+    # On spot, at most this long between checkpoints (`checkpoint_interval_seconds` assumes it).
     max_checkpoint_interval_s: float = 600.0
     # The watchdog: a step past this rule's bound stops the job (the render process killed).
     stall: StallRule = field(default_factory=StallRule)

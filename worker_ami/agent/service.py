@@ -35,6 +35,7 @@ from kernel.worker_protocol import (
     Command,
     CommandKind,
     EventKind,
+    FailureKind,
     GpuInfo,
     Heartbeat,
     Hello,
@@ -293,7 +294,7 @@ class WorkerService:
                 EventKind.FAILED,
                 job_id=spec.job_id,
                 attempt=command.attempt,
-                failure_kind="refused",
+                failure_kind=FailureKind.REFUSED,
                 error=why,
             )
             self._state.recent.append(outcome)
@@ -341,8 +342,7 @@ class WorkerService:
         slot.runner.on_checkpoint = checkpointed
         try:
             try:
-                # Before accepting the work: a machine that cannot run it says why, and the
-                # control plane keeps the job off it.
+                # Before accepting: a machine that cannot run it says why (kept off it).
                 await self._agent.preflight(spec, slot.runner, command.resume_from)
             except PreflightFailed as error:
                 outcome = await self._event(
@@ -394,7 +394,7 @@ class WorkerService:
             return await self._event(
                 EventKind.PREEMPTED, checkpoint=report.checkpoint, gpu_family=gpu.family, **common
             )
-        kind = report.failure_kind.value if report.failure_kind else "worker"
+        kind = report.failure_kind or FailureKind.WORKER
         return await self._event(
             EventKind.FAILED, failure_kind=kind, error=report.error, gpu_index=gpu.index, **common
         )

@@ -7,12 +7,12 @@ from datetime import timedelta
 import pytest
 
 from kernel.clock import FakeClock
+from kernel.errors import InvalidTransition
 from kernel.worker_protocol import Heartbeat, Status, WarmModel
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import RunningJob
 from orchestrator.scheduling.worker_health import (
     HealthChange,
-    InvalidHealthTransition,
     WorkerHealth,
     WorkerRecord,
     transition,
@@ -87,7 +87,7 @@ def test_only_a_hello_brings_back_a_worker_that_left_and_history_says_why() -> N
 def test_the_table_refuses_what_it_does_not_list() -> None:
     clock = FakeClock()
     record = WorkerRecord(hello("w1"), WorkerHealth.OFFLINE, clock.now())
-    with pytest.raises(InvalidHealthTransition, match="offline -> suspect"):
+    with pytest.raises(InvalidTransition, match="offline -> suspect"):
         transition(record, WorkerHealth.SUSPECT, clock.now(), "silence")
 
 
