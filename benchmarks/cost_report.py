@@ -24,7 +24,7 @@ from autoscaler.market.trace import load_trace
 from benchmarks.common import RESULTS_DIR, write_result
 from orchestrator.costs.focus import focus_rows, write_csv
 from orchestrator.costs.money import cents, usd
-from orchestrator.costs.report import Period
+from orchestrator.costs.periods import Period
 from orchestrator.costs.reporting import Reporter, ReportSettings
 from simulator.fleet import FleetSimulation
 from simulator.fleet_setup import FleetSetup, setup_for_changeover

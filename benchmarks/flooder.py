@@ -17,15 +17,16 @@ from datetime import UTC, datetime
 from paho.mqtt.client import Client
 from paho.mqtt.enums import CallbackAPIVersion
 
+from kernel.market import Market
 from kernel.worker_protocol import (
     Channel,
     EventKind,
     GpuInfo,
     Heartbeat,
-    Hello,
     WorkerEvent,
     topic,
 )
+from kernel.worker_side import Machine, WorkerSide
 
 SLICE = 0.01  # seconds: the pace is kept per slice
 MARK = 987_654_321  # the sequence number's place in the heartbeat made ahead
@@ -64,17 +65,10 @@ def main() -> None:
     client.loop_start()
     where = topic(args.worker_id, Channel.HEARTBEAT)
     if args.useless:
-        hello = Hello(
-            worker_id=args.worker_id,
-            sent_at=datetime.now(UTC),
-            instance_id=args.worker_id,
-            instance_type="g6e.xlarge",
-            availability_zone="us-east-1a",
-            market="spot",
-            gpus=(GpuInfo(index=0, family="l40s", vram_gib=48),),
-            agent_version="flood",
-        )
-        client.publish(topic(args.worker_id, Channel.HELLO), hello.model_dump_json(), qos=1)
+        gpus = (GpuInfo(index=0, family="l40s", vram_gib=48),)
+        machine = Machine(args.worker_id, "g6e.xlarge", "us-east-1a", Market.SPOT, gpus, "flood")
+        hello = WorkerSide(args.worker_id).hello(datetime.now(UTC), machine)
+        client.publish(hello.topic, hello.payload, qos=1)
     # Made ahead, so that the pace is the broker's and the control plane's, not pydantic's;
     # a heartbeat is read only if its sequence grows, so each one gets the next.
     template = useless_heartbeat(args.worker_id, MARK)

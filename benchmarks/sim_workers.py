@@ -23,17 +23,17 @@ from pathlib import Path
 import aiomqtt
 
 from kernel.clock import stop_on_signals
+from kernel.market import Market
 from kernel.worker_protocol import (
     Channel,
     CommandKind,
     EventKind,
+    FailureKind,
     GpuInfo,
-    Heartbeat,
-    Hello,
-    WorkerEvent,
     decode_command,
     topic,
 )
+from kernel.worker_side import Machine, Outgoing, WorkerSide
 
 OUTPUT_PREFIX = "s3://bench/out/"
 
@@ -46,29 +46,29 @@ class Fleet:
     interrupted_workers: set[str] = field(default_factory=set)
     latencies: list[float] = field(default_factory=list)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    sides: dict[str, WorkerSide] = field(default_factory=dict)  # what each worker publishes
+
+    def side(self, worker_id: str) -> WorkerSide:
+        return self.sides.setdefault(worker_id, WorkerSide(worker_id))
+
+    def event(self, worker_id: str, kind: EventKind, **fields: object) -> Outgoing:
+        return self.side(worker_id).event(datetime.now(UTC), kind, **fields)[1]
+
+    def preempted(self, worker_id: str, job_id: str, attempt: int) -> Outgoing:
+        """The event a worker sends once its checkpoint is durable and it stopped the job."""
+        checkpoint = f"checkpoints/{job_id}/{attempt}/000003/manifest.json"
+        return self.event(
+            worker_id,
+            EventKind.PREEMPTED,
+            job_id=job_id,
+            attempt=attempt,
+            step=3,
+            checkpoint=checkpoint,
+        )
 
 
-def event(worker_id: str, kind: EventKind, **fields: object) -> str:
-    return WorkerEvent(
-        worker_id=worker_id,
-        sent_at=datetime.now(UTC),
-        event_id=f"e{random.getrandbits(64):x}",
-        kind=kind,
-        **fields,
-    ).model_dump_json()
-
-
-def preempted(worker_id: str, job_id: str, attempt: int) -> str:
-    """The event a worker sends once its checkpoint is durable and it has stopped the job."""
-    checkpoint = f"checkpoints/{job_id}/{attempt}/000003/manifest.json"
-    return event(
-        worker_id,
-        EventKind.PREEMPTED,
-        job_id=job_id,
-        attempt=attempt,
-        step=3,
-        checkpoint=checkpoint,
-    )
+async def publish(client: aiomqtt.Client, message: Outgoing, qos: int = 1) -> None:
+    await client.publish(message.topic, message.payload, qos=qos, retain=message.retain)
 
 
 async def connection(
@@ -77,19 +77,9 @@ async def connection(
     async with aiomqtt.Client("127.0.0.1", port, identifier=f"sim-{worker_ids[0]}") as client:
         for worker_id in worker_ids:
             await client.subscribe(topic(worker_id, Channel.CMD), qos=1)
-            hello = Hello(
-                worker_id=worker_id,
-                sent_at=datetime.now(UTC),
-                instance_id=worker_id,
-                instance_type="g6e.xlarge",
-                availability_zone="us-east-1a",
-                market="spot",
-                gpus=(GpuInfo(index=0, family="l40s", vram_gib=48),),
-                agent_version="sim",
-            )
-            await client.publish(
-                topic(worker_id, Channel.HELLO), hello.model_dump_json(), qos=1, retain=True
-            )
+            gpus = (GpuInfo(index=0, family="l40s", vram_gib=48),)
+            machine = Machine(worker_id, "g6e.xlarge", "us-east-1a", Market.SPOT, gpus, "sim")
+            await publish(client, fleet.side(worker_id).hello(datetime.now(UTC), machine))
         ready.set()
 
         async def finish(worker_id: str, job_id: str, attempt: int) -> None:
@@ -97,32 +87,21 @@ async def connection(
             if fleet.busy.get(worker_id) != (job_id, attempt):
                 return  # preempted meanwhile
             del fleet.busy[worker_id]
-            await client.publish(
-                topic(worker_id, Channel.EVENTS),
-                event(
-                    worker_id,
-                    EventKind.FINISHED,
-                    job_id=job_id,
-                    attempt=attempt,
-                    output=f"{OUTPUT_PREFIX}{job_id}.mp4",  # under the job's own prefix
-                ),
-                qos=1,
+            finished = fleet.event(
+                worker_id,
+                EventKind.FINISHED,
+                job_id=job_id,
+                attempt=attempt,
+                output=f"{OUTPUT_PREFIX}{job_id}.mp4",  # under the job's own prefix
             )
+            await publish(client, finished)
 
         async def heartbeats() -> None:
-            sequence = 0
             while not stop.is_set():
-                sequence += 1
                 for worker_id in worker_ids:
-                    beat = Heartbeat(
-                        worker_id=worker_id,
-                        sent_at=datetime.now(UTC),
-                        sequence=sequence,
-                        accepting=worker_id not in fleet.interrupted_workers,
-                    )
-                    await client.publish(
-                        topic(worker_id, Channel.HEARTBEAT), beat.model_dump_json(), qos=0
-                    )
+                    accepting = worker_id not in fleet.interrupted_workers
+                    beat = fleet.side(worker_id).heartbeat(datetime.now(UTC), accepting=accepting)
+                    await publish(client, beat, qos=0)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 5)
 
@@ -140,33 +119,28 @@ async def connection(
                 if fleet.busy.get(worker_id) == (job_id, attempt):
                     continue
                 if worker_id in fleet.interrupted_workers:  # draining, as the real agent does
-                    refusal = event(
+                    refusal = fleet.event(
                         worker_id,
                         EventKind.FAILED,
                         job_id=job_id,
                         attempt=attempt,
-                        failure_kind="refused",
+                        failure_kind=FailureKind.REFUSED,
                         error="worker is draining",
                     )
-                    await client.publish(topic(worker_id, Channel.EVENTS), refusal, qos=1)
+                    await publish(client, refusal)
                     continue
                 if job_id in fleet.noticed and attempt > 1:
                     fleet.latencies.append(time.perf_counter() - fleet.noticed.pop(job_id))
                 fleet.busy[worker_id] = (job_id, attempt)
-                await client.publish(
-                    topic(worker_id, Channel.EVENTS),
-                    event(worker_id, EventKind.STARTED, job_id=job_id, attempt=attempt),
-                    qos=1,
-                )
+                started = fleet.event(worker_id, EventKind.STARTED, job_id=job_id, attempt=attempt)
+                await publish(client, started)
                 task = asyncio.create_task(finish(worker_id, job_id, attempt))
                 fleet.tasks.add(task)
                 task.add_done_callback(fleet.tasks.discard)
             elif command.kind is CommandKind.CHECKPOINT_NOW:
                 if fleet.busy.pop(worker_id, None) is None:
                     continue
-                await client.publish(
-                    topic(worker_id, Channel.EVENTS), preempted(worker_id, job_id, attempt), qos=1
-                )
+                await publish(client, fleet.preempted(worker_id, job_id, attempt))
         beating.cancel()
 
 
@@ -185,15 +159,10 @@ async def interrupt(port: int, fleet: Fleet, count: int, every: float, stop: asy
             job_id, attempt = fleet.busy.pop(worker_id)
             fleet.interrupted_workers.add(worker_id)
             fleet.noticed[job_id] = time.perf_counter()
-            await client.publish(
-                topic(worker_id, Channel.EVENTS),
-                event(worker_id, EventKind.NOTICE_SEEN, notice="instance-action terminate"),
-                qos=1,
-            )
+            notice = "instance-action terminate"
+            await publish(client, fleet.event(worker_id, EventKind.NOTICE_SEEN, notice=notice))
             # Like the real agent: checkpoint at once on the notice, then report `preempted`.
-            await client.publish(
-                topic(worker_id, Channel.EVENTS), preempted(worker_id, job_id, attempt), qos=1
-            )
+            await publish(client, fleet.preempted(worker_id, job_id, attempt))
 
 
 async def serve(args: argparse.Namespace) -> list[float]:

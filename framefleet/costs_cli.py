@@ -19,7 +19,7 @@ from orchestrator.costs.focus import focus_rows, write_csv, write_parquet
 from orchestrator.costs.job_cost import job_cost
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.money import ZERO, apportion, usd
-from orchestrator.costs.report import Period, PeriodKind, last_complete, period_containing
+from orchestrator.costs.periods import Period, PeriodKind, last_complete, period_containing
 from orchestrator.store.job_store import JobStore
 
 

@@ -14,7 +14,8 @@ from kernel.clock import FakeClock
 from orchestrator.aws.ses import SesSender
 from orchestrator.costs.ledger import CostLedger, CostSettings
 from orchestrator.costs.mail import report_email
-from orchestrator.costs.report import Period, Report
+from orchestrator.costs.periods import Period
+from orchestrator.costs.report import Report
 from orchestrator.costs.reporting import Reporter, ReportSettings
 from orchestrator.store.job_store import JobStore
 

@@ -109,10 +109,9 @@ class WorkerSide:
         return self._out(Channel.HEARTBEAT, beat)
 
     def event(
-        self, at: datetime, kind: EventKind, outcome: bool = False, **fields: object
+        self, at: datetime, kind: EventKind, **fields: object
     ) -> tuple[WorkerEvent, Outgoing]:
-        """An event with a fresh id; an `outcome` (how an attempt ended) is also repeated in
-        the heartbeats that follow."""
+        """An event with a fresh id."""
         event = WorkerEvent.model_validate(
             {
                 "worker_id": self.worker_id,
@@ -122,9 +121,15 @@ class WorkerSide:
                 **fields,
             }
         )
-        if outcome:
-            self.recent.append(event)
         return event, self._out(Channel.EVENTS, event)
+
+    def outcome(
+        self, at: datetime, kind: EventKind, **fields: object
+    ) -> tuple[WorkerEvent, Outgoing]:
+        """How an attempt ended: an event that the heartbeats after it repeat too."""
+        event, message = self.event(at, kind, **fields)
+        self.recent.append(event)
+        return event, message
 
     def _out(
         self,

@@ -18,20 +18,15 @@ from datetime import datetime, timedelta
 
 from kernel.market import Market
 from kernel.worker_protocol import (
-    Channel,
     Command,
     CommandKind,
     EventKind,
     FailureKind,
     GpuHealth,
     GpuInfo,
-    Heartbeat,
-    Hello,
     JobProgress,
-    Status,
-    WorkerEvent,
-    topic,
 )
+from kernel.worker_side import Machine, Outgoing, WorkerSide
 from simulator.cloud import SimInstance
 from simulator.fleet_faults import WorkerFaults
 from simulator.worker_model import Attempt, WorkerModel
@@ -56,14 +51,16 @@ class SimulatedWorker:
     accepting: bool = True
     jobs: dict[int, Attempt] = field(default_factory=dict)  # by GPU index
     loaded_models: set[tuple[int, str]] = field(default_factory=set)  # (GPU, model)
-    recent: list[WorkerEvent] = field(default_factory=list)
-    _sequence: itertools.count[int] = field(default_factory=itertools.count)
-    _events: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    side: WorkerSide = field(init=False)  # what it publishes, as every worker builds it
     _seen_commands: set[str] = field(default_factory=set)
     interval: float = field(init=False)  # between periodic checkpoints
     faults: WorkerFaults | None = None  # injected faults (none: a healthy worker)
 
     def __post_init__(self) -> None:
+        events = itertools.count(1)  # ids in order: a run replays the same
+        self.side = WorkerSide(
+            self.worker_id, RECENT_OUTCOMES, lambda: f"{self.worker_id}-{next(events)}"
+        )
         # Rate and write time are fixed for its life; the ceiling is the spot deadline rule's.
         spot = self.instance.pool.market is Market.SPOT
         ceiling = self.model.max_checkpoint_interval_seconds if spot else math.inf
@@ -80,22 +77,19 @@ class SimulatedWorker:
     def hello(self, now: datetime) -> None:
         pool = self.instance.pool
         self.said_hello = True
-        self.send(
-            topic(self.worker_id, Channel.HELLO),
-            Hello(
-                worker_id=self.worker_id,
-                sent_at=now,
-                instance_id=self.worker_id,
-                instance_type=pool.instance_type,
-                availability_zone=pool.availability_zone,
-                market=pool.market,
-                gpus=tuple(
-                    GpuInfo(index=i, family=self.model.family, vram_gib=self.model.vram_gib)
-                    for i in range(self.model.gpus)
-                ),
-                agent_version="simulated",
-            ).model_dump_json(),
+        gpus = tuple(
+            GpuInfo(index=i, family=self.model.family, vram_gib=self.model.vram_gib)
+            for i in range(self.model.gpus)
         )
+        machine = Machine(
+            self.worker_id,
+            pool.instance_type,
+            pool.availability_zone,
+            pool.market,
+            gpus,
+            agent_version="simulated",
+        )
+        self._send(self.side.hello(now, machine))
 
     def heartbeat(self, now: datetime) -> None:
         jobs = tuple(
@@ -122,21 +116,11 @@ class SimulatedWorker:
             if sick
             else ()
         )
-        beat = Heartbeat(
-            worker_id=self.worker_id,
-            sent_at=now,
-            sequence=next(self._sequence),
-            jobs=jobs,
-            gpus=gpus,
-            recent=tuple(self.recent[-RECENT_OUTCOMES:]),
-            accepting=self.accepting,
-        )
-        self.send(topic(self.worker_id, Channel.HEARTBEAT), beat.model_dump_json())
+        self._send(self.side.heartbeat(now, jobs, gpus, accepting=self.accepting))
 
     def offline(self, now: datetime) -> None:
         """Its last will, published by the broker when the instance is gone."""
-        status = Status(worker_id=self.worker_id, sent_at=now, online=False)
-        self.send(topic(self.worker_id, Channel.STATUS), status.model_dump_json())
+        self._send(self.side.status(now, online=False))
 
     def on_command(self, command: Command, now: datetime) -> None:
         if command.command_id in self._seen_commands:
@@ -386,15 +370,8 @@ class SimulatedWorker:
     def _event(
         self, at: datetime, kind: EventKind, outcome: bool = False, **fields: object
     ) -> None:
-        event = WorkerEvent.model_validate(
-            {
-                "worker_id": self.worker_id,
-                "sent_at": at,
-                "kind": kind,
-                "event_id": f"{self.worker_id}-{next(self._events)}",
-                **fields,
-            }
-        )
-        if outcome:
-            self.recent.append(event)
-        self.send(topic(self.worker_id, Channel.EVENTS), event.model_dump_json())
+        said = self.side.outcome if outcome else self.side.event
+        self._send(said(at, kind, **fields)[1])
+
+    def _send(self, message: Outgoing) -> None:
+        self.send(message.topic, message.payload)

@@ -14,7 +14,7 @@ from orchestrator.api.models import CostsView, FleetView
 from orchestrator.api.ports import ApiServices, ApiStore
 from orchestrator.api.security import Operator, Reader, Services
 from orchestrator.api.views import costs_view, fleet_instances, fleet_usd_per_hour
-from orchestrator.costs.report import period_containing
+from orchestrator.costs.periods import period_containing
 from orchestrator.store.cost_facts import InstanceLife
 
 router = APIRouter(prefix="/v1", tags=["fleet and money"])

@@ -10,7 +10,8 @@ from email.utils import formatdate, make_msgid
 from typing import Protocol
 
 from orchestrator.costs.money import cents
-from orchestrator.costs.report import TIME_ZONE, Report, outlook_rows, savings_line
+from orchestrator.costs.periods import TIME_ZONE
+from orchestrator.costs.report import Report, outlook_rows, savings_line
 from orchestrator.costs.report_html import render_html
 
 

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from orchestrator.costs.money import cents
-from orchestrator.costs.report import Period, period_containing
+from orchestrator.costs.periods import Period, period_containing
 
 DAY = timedelta(days=1)
 RATE_WINDOW = timedelta(days=7)

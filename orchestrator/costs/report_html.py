@@ -9,8 +9,8 @@ from html import escape
 
 from orchestrator.costs.attribution import WASTE
 from orchestrator.costs.money import apportion, cents
+from orchestrator.costs.periods import TIME_ZONE
 from orchestrator.costs.report import (
-    TIME_ZONE,
     ImageSource,
     Report,
     outlook_rows,

@@ -20,7 +20,8 @@ from orchestrator.costs.focus import focus_csv, focus_rows
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.mail import RawEmailSender, report_email
 from orchestrator.costs.outlook import outlook
-from orchestrator.costs.report import Period, PeriodKind, Report, last_complete
+from orchestrator.costs.periods import Period, PeriodKind, last_complete
+from orchestrator.costs.report import Report
 from orchestrator.costs.report_html import render_html
 from orchestrator.costs.summary import summarize
 

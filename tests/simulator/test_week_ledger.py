@@ -15,8 +15,8 @@ from autoscaler.market.trace import load_trace
 from orchestrator.costs.attribution import Category
 from orchestrator.costs.focus import focus_rows
 from orchestrator.costs.money import SECONDS_PER_HOUR, apportion, cents, seconds_of
+from orchestrator.costs.periods import Period
 from orchestrator.costs.pricing import PriceSchedule, billed_end, ebs_per_hour
-from orchestrator.costs.report import Period
 from orchestrator.costs.summary import summarize
 from simulator.fleet import FleetSimulation
 from simulator.fleet_setup import setup_for_changeover

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -37,16 +35,14 @@ from kernel.worker_protocol import (
     EventKind,
     FailureKind,
     GpuInfo,
-    Heartbeat,
-    Hello,
     JobProgress,
     ProtocolError,
-    Status,
     WarmModel,
     WorkerEvent,
     decode_command,
     topic,
 )
+from kernel.worker_side import Machine, Outgoing, WorkerSide
 from worker_ami.agent.errors import PreflightFailed
 from worker_ami.agent.gpus import detect_gpus, health_of
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
@@ -58,7 +54,6 @@ from worker_ami.agent.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 AGENT_VERSION = "0.1.0"
-RECENT_OUTCOMES = 32
 SEEN_ASSIGNMENTS = 4096
 
 
@@ -76,9 +71,7 @@ class Slot:
 
 @dataclass
 class _State:
-    sequence: int = 0
     accepting: bool = True
-    recent: deque[WorkerEvent] = field(default_factory=lambda: deque(maxlen=RECENT_OUTCOMES))
     # The newest assignments acted on: a re-send comes within seconds of the first, so
     # thousands remembered is plenty, and the memory stays bounded for a worker's lifetime.
     seen_assignments: BoundedSet[tuple[str, int]] = field(
@@ -137,9 +130,10 @@ class WorkerService:
             for gpu, device in detect_gpus(agent.gpu_readings, agent.settings)
         ]
         self._state = _State()
+        self._side = WorkerSide(worker_id)
         self._background: set[asyncio.Task[WorkerEvent]] = set()
-        offline = Status(worker_id=worker_id, sent_at=clock.now(), online=False)
-        will = LastWill(topic(worker_id, Channel.STATUS), offline.model_dump_json())
+        offline = self._side.status(clock.now(), online=False)
+        will = LastWill(offline.topic, offline.payload)
         self.link = connect(self._on_command, self._announce, will)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -171,7 +165,7 @@ class WorkerService:
         """How much each in-memory map holds (tests/orchestrator/control/test_bounded_memory.py)."""
         return {
             "seen_assignments": len(self._state.seen_assignments),
-            "recent": len(self._state.recent),
+            "recent": len(self._side.recent),
             "background": len(self._background),
         }
 
@@ -184,9 +178,7 @@ class WorkerService:
     async def _announce(self) -> None:
         await self._send_status(online=True)
         identity = self._agent.identity
-        hello = Hello(
-            worker_id=self.worker_id,
-            sent_at=self._clock.now(),
+        machine = Machine(
             instance_id=identity.instance_id if identity else None,
             instance_type=identity.instance_type if identity else "local",
             availability_zone=identity.availability_zone if identity else "local",
@@ -194,16 +186,14 @@ class WorkerService:
             gpus=tuple(slot.gpu for slot in self._slots),
             agent_version=AGENT_VERSION,
         )
-        # Retained: a control plane that (re)connects later still learns about this worker.
-        await self._publish(Channel.HELLO, hello.model_dump_json(), retain=True)
+        await self._send(self._side.hello(self._clock.now(), machine))
 
     async def _send_status(self, online: bool) -> None:
-        status = Status(worker_id=self.worker_id, sent_at=self._clock.now(), online=online)
-        await self._publish(Channel.STATUS, status.model_dump_json(), retain=True)
+        await self._send(self._side.status(self._clock.now(), online))
 
-    async def _publish(self, channel: Channel, payload: str, retain: bool = False) -> None:
+    async def _send(self, message: Outgoing) -> None:
         try:
-            await self.link.publish(topic(self.worker_id, channel), payload, retain=retain)
+            await self.link.publish(message.topic, message.payload, retain=message.retain)
         except NotConnected as error:
             # Outcomes are repeated in every heartbeat; everything else is re-derived.
             log.info("not sent: %s", error)
@@ -211,11 +201,8 @@ class WorkerService:
     async def _heartbeats(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.link.connected.wait()
-            self._state.sequence += 1
-            beat = Heartbeat(
-                worker_id=self.worker_id,
-                sent_at=self._clock.now(),
-                sequence=self._state.sequence,
+            beat = self._side.heartbeat(
+                self._clock.now(),
                 jobs=tuple(
                     JobProgress(
                         job_id=s.job_id,
@@ -236,23 +223,16 @@ class WorkerService:
                 gpus=await asyncio.to_thread(
                     health_of, self._agent.gpu_readings, [s.gpu.index for s in self._slots]
                 ),
-                recent=tuple(self._state.recent),
                 accepting=self._state.accepting,
             )
-            await self._publish(Channel.HEARTBEAT, beat.model_dump_json())
+            await self._send(beat)
             await sleep_unless_stopped(self._clock, stop, self._agent.settings.heartbeat_seconds)
 
     # -- events -------------------------------------------------------------------------------
 
     async def _event(self, kind: EventKind, **fields: object) -> WorkerEvent:
-        event = WorkerEvent(
-            worker_id=self.worker_id,
-            sent_at=self._clock.now(),
-            event_id=str(uuid.uuid4()),
-            kind=kind,
-            **fields,
-        )
-        await self._publish(Channel.EVENTS, event.model_dump_json())
+        event, message = self._side.event(self._clock.now(), kind, **fields)
+        await self._send(message)
         return event
 
     async def _on_notice(self, notice: SpotNotice) -> None:
@@ -297,7 +277,7 @@ class WorkerService:
                 failure_kind=FailureKind.REFUSED,
                 error=why,
             )
-            self._state.recent.append(outcome)
+            self._side.recent.append(outcome)
             return
         if slot.runner.checkpoint_requested:
             # The previous job on this GPU was stopped on request; this runner is spent.
@@ -368,7 +348,7 @@ class WorkerService:
                         command.expected_step_seconds,
                     )
                 outcome = await self._outcome(report, slot.gpu)
-            self._state.recent.append(outcome)
+            self._side.recent.append(outcome)
         finally:
             slot.job_id, slot.task = None, None
 

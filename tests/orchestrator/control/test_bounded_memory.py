@@ -32,6 +32,7 @@ from kernel.worker_protocol import (
     WorkerEvent,
     topic,
 )
+from kernel.worker_side import RECENT_OUTCOMES
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
@@ -43,7 +44,7 @@ from tests.support.jobs import assignment, job_dict
 from tests.support.workers import InstantRunner, NoNvml
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.parts import WorkerParts
-from worker_ami.agent.service import RECENT_OUTCOMES, SEEN_ASSIGNMENTS, WorkerService
+from worker_ami.agent.service import SEEN_ASSIGNMENTS, WorkerService
 from worker_ami.agent.settings import WorkerSettings
 
 GENERATIONS, WORKERS, GPUS, JOBS = 20, 4, 4, 120

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from orchestrator.costs.outlook import outlook
-from orchestrator.costs.report import Period, outlook_rows, savings_line
+from orchestrator.costs.periods import Period
+from orchestrator.costs.report import outlook_rows, savings_line
 
 DAY = timedelta(days=1)
 PER_DAY = Decimal("10")  # a steady $10 a day

@@ -25,7 +25,7 @@ from orchestrator.aws.ses import SesSender
 from orchestrator.costs.focus import focus_rows
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.money import cents
-from orchestrator.costs.report import Period
+from orchestrator.costs.periods import Period
 from orchestrator.costs.reporting import Reporter, ReportNotSent, ReportSettings
 from orchestrator.store.job_store import JobStore
 from tests.support.fleet_history import FleetHistory, a_day_of_work
