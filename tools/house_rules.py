@@ -3,12 +3,15 @@
 - no Python module over 400 lines as the formatter writes it (the files are formatted in a
   copy first, so a rule met by fighting the formatter is not met);
 - no `fmt: skip` or `fmt: off` but beneath a comment that starts "Formatted by hand:" and says
-  why (a table of data that reads better laid out by hand).
+  why (a table of data that reads better laid out by hand);
+- the product never imports the tests, the benchmarks or these tools, and no test imports a
+  test module or a conftest (what tests share lives in tests/support).
 
 Exits 1 with one line per breach."""
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import shutil
@@ -49,7 +52,7 @@ def formatted_lengths(root: Path, files: list[Path]) -> dict[Path, int]:
 
 def unexplained_formatter_offs(root: Path, files: list[Path]) -> list[str]:
     """Comments only (tokenize's): a string that mentions the directive is not one."""
-    breaches = []
+    breaches: list[str] = []
     for file in files:
         text = (root / file).read_text()
         lines = text.splitlines()
@@ -64,6 +67,32 @@ def unexplained_formatter_offs(root: Path, files: list[Path]) -> list[str]:
     return breaches
 
 
+def imported_modules(text: str) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append(node.module)
+    return found
+
+
+def imports_across_walls(root: Path, files: list[Path]) -> list[str]:
+    breaches: list[str] = []
+    for file in files:
+        for module in imported_modules((root / file).read_text()):
+            parts = module.split(".")
+            if file.parts[0] in FOLDERS and parts[0] in FOLDERS_TOO:
+                breaches.append(f"{file}: the product imports {module}")
+            elif (
+                file.parts[0] == "tests"
+                and parts[0] == "tests"
+                and (any(part.startswith("test_") for part in parts) or parts[-1] == "conftest")
+            ):
+                breaches.append(f"{file}: a test imports {module} (shared code: tests/support)")
+    return breaches
+
+
 def breaches(root: Path = ROOT) -> list[str]:
     files = python_files(root)
     too_long = [
@@ -71,7 +100,7 @@ def breaches(root: Path = ROOT) -> list[str]:
         for file, length in formatted_lengths(root, files).items()
         if length > MAX_LINES
     ]
-    return too_long + unexplained_formatter_offs(root, files)
+    return too_long + unexplained_formatter_offs(root, files) + imports_across_walls(root, files)
 
 
 def main() -> int:

@@ -6,23 +6,20 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import boto3
 import pytest
 
-from kernel.clock import Clock, SystemClock
-from kernel.job_spec import JobSpec, parse_job
-from tests.support.jobs import job_dict
+from kernel.clock import SystemClock
 from tests.support.local_services import Queues
 from tests.support.mosquitto import LocalMosquitto
-from worker_ami.agent.checkpoint import CheckpointStore
+from tests.support.renders import MODEL, REVISION, Buckets, make_runner
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
-from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model
+from worker_ami.agent.model_cache import ModelEntry, ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
-from worker_ami.agent.runner import JobRunner, RunnerSettings
+from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.tiny_model import build_tiny_wan
 
@@ -32,20 +29,10 @@ if TYPE_CHECKING:
 
     from tests.worker_ami.system import LocalSystem
 
-MODEL = "wan/tiny-test"
-REVISION = "r1"
-
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_wan(tmp_path_factory.mktemp("models") / "wan-tiny")
-
-
-@dataclass(frozen=True)
-class Buckets:
-    models: str
-    checkpoints: str
-    outputs: str
 
 
 @pytest.fixture
@@ -97,42 +84,11 @@ async def published_model(
     return ModelRegistry(models={MODEL: ModelEntry(uri=uri, revision=REVISION)})
 
 
-def make_runner(
-    objects: S3ObjectStore,
-    registry: ModelRegistry,
-    settings: WorkerSettings,
-    clock: Clock | None = None,
-    **runner_settings: Any,
-) -> JobRunner:
-    clock = clock or SystemClock()
-    bucket = settings.require_checkpoint_bucket()
-    return JobRunner(
-        objects=objects,
-        checkpoints=CheckpointStore(objects, bucket),
-        models=ModelCache(objects, settings.cache_dir, 10**10, clock),
-        registry=registry,
-        clock=clock,
-        settings=RunnerSettings(
-            device="cpu", **({"mean_time_between_interruptions_s": float("inf")} | runner_settings)
-        ),
-    )
-
-
 @pytest.fixture
 def runner(
     object_store: S3ObjectStore, published_model: ModelRegistry, worker_settings: WorkerSettings
 ) -> JobRunner:
     return make_runner(object_store, published_model, worker_settings)
-
-
-def video_job(buckets: Buckets, job_id: str, **overrides: Any) -> JobSpec:
-    fields: dict[str, Any] = {
-        "model": MODEL,
-        "steps": 8,
-        "output": f"s3://{buckets.outputs}/{job_id}/",
-    }
-    job = job_dict(job_id, **(fields | overrides))
-    return parse_job(job, now=None)
 
 
 @pytest.fixture
@@ -141,10 +97,6 @@ async def imds() -> AsyncIterator[tuple[ImdsEmulator, str]]:
     url = await emulator.start()
     yield emulator, url
     await emulator.stop()
-
-
-def read_object(s3: S3Client, bucket: str, key: str) -> bytes:
-    return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
 @pytest.fixture

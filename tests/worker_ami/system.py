@@ -23,8 +23,8 @@ from kernel.job_state import JobState
 from orchestrator.store.job_store import JobStore
 from tests.support.local_services import Queues
 from tests.support.mosquitto import LocalBroker
+from tests.support.renders import Buckets
 from tests.support.worker_process import worker_env
-from tests.worker_ami.conftest import Buckets
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.settings import WorkerSettings
 

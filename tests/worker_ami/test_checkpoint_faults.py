@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kernel.job_spec import JobSpec
-from tests.worker_ami.conftest import Buckets, make_runner, read_object, video_job
+from tests.support.renders import Buckets, make_runner, read_object, video_job
 from worker_ami.agent.checkpoint import MANIFEST, CheckpointIdentity, CheckpointStore
 from worker_ami.agent.errors import CheckpointRejected
 from worker_ami.agent.model_cache import ModelRegistry

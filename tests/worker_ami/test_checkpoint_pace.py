@@ -9,7 +9,7 @@ from kernel.clock import FakeClock
 from kernel.worker_protocol import CommandKind
 from orchestrator.store.job_store import JobStore
 from tests.support.control_plane import placed, plane_in_memory
-from tests.worker_ami.conftest import Buckets, make_runner, video_job
+from tests.support.renders import Buckets, make_runner, video_job
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.report import RunStatus

@@ -15,8 +15,8 @@ from framefleet.control_plane import control_plane
 from framefleet.settings import ControlConfig
 from kernel.clock import SystemClock
 from kernel.job_state import JobState
+from tests.support.renders import read_object, video_job
 from tests.support.waits import async_wait_until
-from tests.worker_ami.conftest import read_object, video_job
 from tests.worker_ami.system import (
     LocalSystem,
     fleet,

@@ -13,8 +13,8 @@ import torch
 from kernel.job_spec import parse_job
 from kernel.precision import Precision
 from tests.support.jobs import job_dict
+from tests.support.renders import MODEL, Buckets, read_object, video_job
 from tests.support.worker_process import run_worker, worker_env
-from tests.worker_ami.conftest import MODEL, Buckets, read_object, video_job
 from worker_ami.agent.recipe import recipe_for
 from worker_ami.agent.renderer import Renderer, load_pipeline
 from worker_ami.agent.report import RunStatus

@@ -25,8 +25,8 @@ from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.support.local_services import Queues
 from tests.support.nats_broker import LocalNats
+from tests.support.renders import Buckets, video_job
 from tests.support.waits import async_wait_until
-from tests.worker_ami.conftest import Buckets, video_job
 from tests.worker_ami.system import LocalSystem, fleet
 from worker_ami.agent.settings import WorkerSettings
 

@@ -19,9 +19,9 @@ from kernel.job_state import JobState
 from kernel.worker_protocol import Channel, EventKind, WorkerEvent, topic
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
+from tests.support.renders import video_job
 from tests.support.waits import async_wait_until
 from tests.support.worker_process import FREQUENT_CHECKPOINTS
-from tests.worker_ami.conftest import video_job
 from tests.worker_ami.system import LocalSystem, fleet, where_running
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import aiohttp
 import pytest
 
 from kernel.clock import FakeClock, SystemClock
+from tests.support.renders import Buckets, video_job
 from tests.support.waits import async_wait_until
-from tests.worker_ami.conftest import Buckets, video_job
 from worker_ami.agent.errors import ImdsError
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.imds_emulator import TOKEN_HEADER, TTL_HEADER, ImdsEmulator

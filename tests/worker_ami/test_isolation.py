@@ -17,9 +17,9 @@ from kernel.clock import SystemClock
 from kernel.fleet_facts import GpuFaultKind
 from kernel.job_state import JobState
 from orchestrator.store.job_store import JobStore
+from tests.support.renders import read_object, video_job
 from tests.support.waits import async_wait_until
 from tests.support.worker_process import FREQUENT_CHECKPOINTS
-from tests.worker_ami.conftest import read_object, video_job
 from tests.worker_ami.system import LocalSystem, fleet, where_running
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner

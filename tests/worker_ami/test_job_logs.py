@@ -14,7 +14,7 @@ from mypy_boto3_s3 import S3Client
 from kernel.clock import FakeClock
 from kernel.job_spec import attempt_log
 from kernel.log_context import bind
-from tests.worker_ami.conftest import Buckets
+from tests.support.renders import Buckets
 from worker_ami.agent.job_logs import MAX_LINES, JobLogBuffer, JobLogShipper
 from worker_ami.agent.object_store import S3ObjectStore
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kernel.clock import FakeClock
-from tests.worker_ami.conftest import MODEL, REVISION, Buckets
+from tests.support.renders import MODEL, REVISION, Buckets
 from worker_ami.agent.errors import ModelCacheError, UnknownModel
 from worker_ami.agent.model_cache import (
     MODEL_MANIFEST,

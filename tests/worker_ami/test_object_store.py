@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker_ami.conftest import Buckets
+from tests.support.renders import Buckets
 from worker_ami.agent.errors import ObjectNotFound
 from worker_ami.agent.object_store import MULTIPART_THRESHOLD, S3ObjectStore
 

@@ -4,7 +4,7 @@ other workers it would only render again to fail its upload again (issue 29)."""
 from __future__ import annotations
 
 from kernel.worker_protocol import FailureKind
-from tests.worker_ami.conftest import Buckets, make_runner, video_job
+from tests.support.renders import Buckets, make_runner, video_job
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.report import RunStatus

@@ -15,7 +15,7 @@ import torch
 from kernel.job_spec import parse_job
 from kernel.precision import ComponentDtypes, Dtype, Precision, resolve_dtypes
 from tests.support.jobs import job_dict
-from tests.worker_ami.conftest import MODEL, Buckets, make_runner, video_job
+from tests.support.renders import MODEL, Buckets, make_runner, video_job
 from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore, ResumeRule
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore

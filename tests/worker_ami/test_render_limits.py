@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernel.clock import SystemClock
-from tests.worker_ami.conftest import Buckets, video_job
+from tests.support.renders import Buckets, video_job
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.errors import JobFault
 from worker_ami.agent.job_cgroup import JobCgroup, delegated_root, own_group

@@ -15,8 +15,8 @@ from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock
 from kernel.job_record import DrainKind
 from kernel.job_state import JobState
+from tests.support.renders import video_job
 from tests.support.waits import async_wait_until
-from tests.worker_ami.conftest import video_job
 from tests.worker_ami.system import LocalSystem, where_running
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
 from worker_ami.agent.service import WorkerService, mqtt_agent_link

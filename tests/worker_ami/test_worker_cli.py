@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framefleet.worker_cli import EXIT_PREEMPTED
+from tests.support.renders import Buckets, read_object, video_job
 from tests.support.waits import async_wait_until
 from tests.support.worker_process import run_worker, worker_env
-from tests.worker_ami.conftest import Buckets, read_object, video_job
 from worker_ami.agent.imds_emulator import ImdsEmulator
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.settings import WorkerSettings

@@ -1,0 +1,64 @@
+"""What the worker tests render with: the tiny model's name, the buckets, a runner, a video job, and
+reading back what was written to S3."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kernel.clock import Clock, SystemClock
+from kernel.job_spec import JobSpec, parse_job
+from tests.support.jobs import job_dict
+from worker_ami.agent.checkpoint import CheckpointStore
+from worker_ami.agent.model_cache import ModelCache, ModelRegistry
+from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.runner import JobRunner, RunnerSettings
+from worker_ami.agent.settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+MODEL = "wan/tiny-test"
+REVISION = "r1"
+
+
+@dataclass(frozen=True)
+class Buckets:
+    models: str
+    checkpoints: str
+    outputs: str
+
+
+def make_runner(
+    objects: S3ObjectStore,
+    registry: ModelRegistry,
+    settings: WorkerSettings,
+    clock: Clock | None = None,
+    **runner_settings: Any,
+) -> JobRunner:
+    clock = clock or SystemClock()
+    bucket = settings.require_checkpoint_bucket()
+    return JobRunner(
+        objects=objects,
+        checkpoints=CheckpointStore(objects, bucket),
+        models=ModelCache(objects, settings.cache_dir, 10**10, clock),
+        registry=registry,
+        clock=clock,
+        settings=RunnerSettings(
+            device="cpu", **({"mean_time_between_interruptions_s": float("inf")} | runner_settings)
+        ),
+    )
+
+
+def video_job(buckets: Buckets, job_id: str, **overrides: Any) -> JobSpec:
+    fields: dict[str, Any] = {
+        "model": MODEL,
+        "steps": 8,
+        "output": f"s3://{buckets.outputs}/{job_id}/",
+    }
+    job = job_dict(job_id, **(fields | overrides))
+    return parse_job(job, now=None)
+
+
+def read_object(s3: S3Client, bucket: str, key: str) -> bytes:
+    return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
