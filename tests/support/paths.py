@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).parents[2]  # not resolved: ../shared lies beside the checkout as named
 DOCS = ROOT / "docs"
 INFRA = ROOT / "infra"
 TEST_DATA = ROOT / "tests" / "data"
