@@ -19,6 +19,8 @@ def test_the_readme_floors_are_the_import_contracts() -> None:
     documented = [" | ".join(re.findall(r"`([a-z_]+)`", cell[2])) for cell in cells]
     assert documented == layers
     assert sorted(contracts["peers"]["modules"]) == sorted(layers[2].split(" | "))
+    floors = sorted(package for layer in layers for package in layer.split(" | "))
+    assert sorted(contracts["product-apart"]["source_modules"]) == floors
     assert sorted(linter["root_packages"]) == sorted(
-        package for layer in layers for package in layer.split(" | ")
+        [*floors, *contracts["product-apart"]["forbidden_modules"]]
     )

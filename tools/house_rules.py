@@ -4,8 +4,8 @@
   copy first, so a rule met by fighting the formatter is not met);
 - no `fmt: skip` or `fmt: off` but beneath a comment that starts "Formatted by hand:" and says
   why (a table of data that reads better laid out by hand);
-- the product never imports the tests, the benchmarks or these tools, and no test imports a
-  test module or a conftest (what tests share lives in tests/support).
+- no test imports a test module or a conftest (what tests share lives in tests/support; that
+  the product never imports the tests is import-linter's `product-apart` contract).
 
 Exits 1 with one line per breach."""
 
@@ -77,7 +77,7 @@ def imported_modules(text: str) -> list[str]:
     return found
 
 
-def imports_across_walls(root: Path, files: list[Path]) -> list[str]:
+def tests_importing_tests(root: Path, files: list[Path]) -> list[str]:
     breaches: list[str] = []
     for file in files:
         for module in imported_modules((root / file).read_text()):
@@ -100,7 +100,7 @@ def breaches(root: Path = ROOT) -> list[str]:
         for file, length in formatted_lengths(root, files).items()
         if length > MAX_LINES
     ]
-    return too_long + unexplained_formatter_offs(root, files) + imports_across_walls(root, files)
+    return too_long + unexplained_formatter_offs(root, files) + tests_importing_tests(root, files)
 
 
 def main() -> int:
