@@ -114,6 +114,14 @@ class FinishedWork:
     finished_at: datetime
 
 
+class Reservations(Protocol):
+    """The capacity bought or picked for each job, kept until the job ends."""
+
+    def reserve(self, reservations: Sequence[Reservation]) -> None: ...
+
+    def of(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
+
+
 class RateBook(Protocol):
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None: ...
 
@@ -144,11 +152,10 @@ class JobSource(Protocol):
 
     def placements(self) -> list[Placement]: ...
 
-    def reserve(self, reservations: Sequence[Reservation]) -> None: ...
-
-    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
-
     def finished_since(self, since: datetime, limit: int = ...) -> list[FinishedRun]: ...
+
+    @property
+    def reservations(self) -> Reservations: ...
 
     @property
     def instance_records(self) -> InstanceRecords: ...
@@ -172,11 +179,11 @@ class StoreDemand:
 
     def reserve(self, reservations: Sequence[Reservation]) -> None:
         if reservations:
-            self._store.reserve(reservations)
+            self._store.reservations.reserve(reservations)
 
     def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
         """job -> the instance still claimed for it."""
-        held = self._store.reservations(job_ids)
+        held = self._store.reservations.of(job_ids)
         return {job_id: r.instance_id for job_id, r in held.items() if r.holds(now)}
 
     def busy_gpus(self) -> Counter[str]:

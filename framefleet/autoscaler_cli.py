@@ -254,7 +254,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             ),
             metrics=AutoscalerMetrics(registry),
             spot_history=history,
-            wait_notes=WaitNotes(store),
+            wait_notes=WaitNotes(store.wait_notes),
             market_rule=PlannedMarketRule(history) if config.spot_planner else choose_market,
         )
         admin = config.broker_admin

@@ -82,7 +82,7 @@ def job_summary(services: ApiServices, job: JobRecord) -> JobSummary:
 def job_summaries(services: ApiServices, jobs: Sequence[JobRecord]) -> list[JobSummary]:
     """Each with its deadline risk: two queries for the page, not two per job."""
     now, ids = services.clock.now(), [job.job_id for job in jobs]
-    reservations = services.store.reservations(ids)
+    reservations = services.store.reservations.of(ids)
     progress = services.store.pages.progress_of_jobs(ids)
     return [
         summary(
@@ -175,7 +175,7 @@ def job_detail(services: ApiServices, caller: Caller, job_id: str) -> JobDetail:
         store.history(job_id),
         store.pages.attempts_facts(job_id),
         store.pages.progress_of(job_id),
-        store.reservations([job_id]).get(job_id),
+        store.reservations.of([job_id]).get(job_id),
         services.job_cost(job_id),
         services.clock.now(),
     )

@@ -47,8 +47,6 @@ class ApiStore(Protocol):
 
     def history(self, job_id: str) -> list[JobEvent]: ...
 
-    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
-
     def placements(self) -> list[Placement]: ...
 
     def count_by_state(self, teams: Sequence[str] | None = ...) -> dict[JobState, int]: ...
@@ -57,6 +55,9 @@ class ApiStore(Protocol):
 
     @property
     def intake(self) -> ApiIntake: ...
+
+    @property
+    def reservations(self) -> ReservationsRead: ...
 
     @property
     def pages(self) -> JobPages: ...
@@ -69,6 +70,10 @@ class ApiStore(Protocol):
 
     @property
     def faults(self) -> GpuFaultReader: ...
+
+
+class ReservationsRead(Protocol):
+    def of(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
 
 
 class ApiIntake(Protocol):

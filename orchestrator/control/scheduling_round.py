@@ -71,7 +71,7 @@ class SchedulingRound:
         queued = await asyncio.to_thread(self._store.schedulable, now, *read)
         if not queued:
             return
-        reserved = await asyncio.to_thread(self._store.live_reservations)
+        reserved = await asyncio.to_thread(self._store.reservations.live)
         self._planned.clear()
         self._planned.update(
             {j: r.seconds_per_step for j, r in reserved.items() if r.seconds_per_step}
@@ -127,4 +127,4 @@ class SchedulingRound:
             for job in queued
             if job.wait_reason != reasons.get(job.job_id)
         }
-        await asyncio.to_thread(self._store.note_waits, changed, fence)
+        await asyncio.to_thread(self._store.wait_notes.note_waits, changed, fence)

@@ -99,6 +99,18 @@ class PreemptionHolds(Protocol):
     ) -> None: ...
 
 
+class LiveReservations(Protocol):
+    def live(self) -> dict[str, Reservation]:
+        """The reservations of the jobs queued or on a GPU."""
+        ...
+
+
+class SchedulingWaits(Protocol):
+    def note_waits(self, reasons: Mapping[str, str | None], fence: Fence | None = ...) -> None:
+        """Why each queued job waits (None: it no longer does)."""
+        ...
+
+
 class InstanceRecords(DrainStore, Protocol):
     """Each instance's one record: its state, and the drains asked of it."""
 
@@ -128,14 +140,16 @@ class ControlStore(Protocol):
         self, now: datetime, limit: int, risk_horizon: timedelta, at_risk_most: int
     ) -> list[JobRecord]: ...
 
-    def live_reservations(self) -> dict[str, Reservation]: ...
-
-    def note_waits(self, reasons: Mapping[str, str | None], fence: Fence | None = ...) -> None: ...
-
     def faulted_on(self, job_ids: Sequence[str]) -> dict[str, set[str]]: ...
 
     @property
     def instance_records(self) -> InstanceRecords: ...
+
+    @property
+    def reservations(self) -> LiveReservations: ...
+
+    @property
+    def wait_notes(self) -> SchedulingWaits: ...
 
     @property
     def cost_facts(self) -> ReadinessStore: ...

@@ -1,18 +1,16 @@
-"""The job store: idempotent acceptance, the checked state machine, history, dead-letter ledger,
-reservations.
+"""The job store: the checked state machine's writes over the job queries, and the parts of the
+store each over tables of their own (intake, reservations, wait notes, instance records, ...).
 
 Synchronous (SQLAlchemy sessions); async callers run it in a worker thread. Every write that
 moves a job names the version it read: two control-plane replicas can never both move a job.
-The intake's ledger and the reservations live in modules of their own; this one holds the
-state machine's writes and the queries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, insert, select, update
+from sqlalchemy import Row, bindparam, delete, insert, update
 from sqlalchemy import select as select_columns
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -25,8 +23,8 @@ from kernel.errors import (
     InvalidTransition,
     JobNotFound,
 )
-from kernel.job_record import JobChanges, JobMove, JobRecord, Reservation
-from kernel.job_state import ACTIVE_STATES, JobState
+from kernel.job_record import JobChanges, JobMove, JobRecord
+from kernel.job_state import JobState
 from orchestrator.store.base import (
     ATTEMPTS,
     CURRENT_ATTEMPT,
@@ -35,7 +33,6 @@ from orchestrator.store.base import (
     RESERVATIONS,
     in_chunks,
     table_of,
-    utc,
 )
 from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.gpu_faults import GpuFaultBook
@@ -54,8 +51,10 @@ from orchestrator.store.pool_marks import PoolMarkBook
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.preemption_holds import PreemptionHoldBook
 from orchestrator.store.report_sends import ReportSendBook
-from orchestrator.store.tables import JobEventRow, ReservationRow
+from orchestrator.store.reservations import ReservationBook
+from orchestrator.store.tables import JobEventRow
 from orchestrator.store.tokens import TokenBook
+from orchestrator.store.wait_notes import WaitNoteBook
 
 _EVENTS = table_of(JobEventRow)
 # The current attempt's columns a batch reads, labelled apart from the job's.
@@ -85,9 +84,9 @@ class _StaleBatch(Exception):
 
 
 class JobStore(JobQueries):
-    """The jobs' queue, their moves and their reservations; every other table through the part
-    of the store that owns it, each an object of its own over the same engine
-    (`store.intake`, `store.instance_records`, ...)."""
+    """The jobs' queue and their moves; every other table through the part of the store that
+    owns it, each an object of its own over the same engine (`store.intake`,
+    `store.reservations`, `store.instance_records`, ...)."""
 
     def __init__(self, engine: Engine, clock: Clock) -> None:
         super().__init__(engine, clock)
@@ -103,71 +102,10 @@ class JobStore(JobQueries):
         self.rates = PoolRateBook(*parts)
         self.pool_marks = PoolMarkBook(*parts)
         self.report_sends = ReportSendBook(*parts)
-
-    # -- reservations: capacity the autoscaler bought or picked for a queued job -------------
-
-    def reserve(self, reservations: Sequence[Reservation]) -> None:
-        """Record (or replace) each job's reservation (kept until the job ends)."""
-        with self._session() as session:
-            for r in reservations:
-                row = ReservationRow(
-                    job_id=r.job_id,
-                    instance_id=r.instance_id,
-                    on_demand=r.on_demand,
-                    expires_at=r.expires_at,
-                    seconds_per_step=r.seconds_per_step,
-                    margin_seconds=r.margin_seconds,
-                )
-                session.merge(row)
-            session.commit()
-
-    def reservations(self, job_ids: Sequence[str]) -> dict[str, Reservation]:
-        """The reservations of these jobs (expired claims included: see Reservation)."""
-        rows: list[Row[Any]] = []
-        with self._session() as session:
-            for chunk in in_chunks(job_ids):
-                rows.extend(session.execute(select(RESERVATIONS).where(_JOB.in_(chunk))))
-        return _by_job(rows)
-
-    def live_reservations(self) -> dict[str, Reservation]:
-        """The reservations of every job queued or on a GPU: what the scheduler reads each
-        tick, in one query whatever the queue's length (a job that ended has none)."""
-        live = [JobState.QUEUED.value, *(state.value for state in ACTIVE_STATES)]
-        query = select(RESERVATIONS).join(JOBS, JOBS.c.job_id == _JOB).where(JOBS.c.state.in_(live))
-        with self._session() as session:
-            return _by_job(session.execute(query).all())
+        self.reservations = ReservationBook(*parts)
+        self.wait_notes = WaitNoteBook(*parts)
 
     # -- the state machine ------------------------------------------------------------------
-
-    def note_waits(self, reasons: Mapping[str, str | None], fence: Fence | None = None) -> None:
-        """Why each of these jobs waits (None: it no longer waits for a reason the scheduler
-        knows). Not a move of the job: no version, no history."""
-        if not reasons:
-            return
-        with self._session() as session:
-            if fence is not None:
-                check_fence(session, fence)
-            for job_id, reason in reasons.items():
-                session.execute(
-                    update(JOBS)
-                    .where(JOBS.c.job_id == job_id)
-                    .values(wait_reason=reason[:500] if reason else None)
-                )
-            session.commit()
-
-    def note_capacity_waits(self, reasons: Mapping[str, str | None]) -> None:
-        """Why the autoscaler bought nothing for each of these jobs (None: it did, or it no
-        longer waits for capacity). Not a move of the job: no version, no history."""
-        if not reasons:
-            return
-        with self._session() as session:
-            for job_id, reason in reasons.items():
-                session.execute(
-                    update(JOBS)
-                    .where(JOBS.c.job_id == job_id)
-                    .values(capacity_wait=reason[:500] if reason else None)
-                )
-            session.commit()
 
     def transition(
         self,
@@ -285,21 +223,3 @@ class JobStore(JobQueries):
             )
         if writes.ended:
             connection.execute(delete(RESERVATIONS).where(RESERVATIONS.c.job_id.in_(writes.ended)))
-
-
-# Columns, not objects: the scheduler reads them every tick.
-_JOB = RESERVATIONS.c.job_id
-
-
-def _by_job(rows: Sequence[Row[Any]]) -> dict[str, Reservation]:
-    return {
-        r.job_id: Reservation(
-            r.job_id,
-            r.instance_id,
-            r.on_demand,
-            utc(r.expires_at),
-            r.seconds_per_step,
-            r.margin_seconds,
-        )
-        for r in rows
-    }

@@ -46,7 +46,7 @@ async def test_a_warned_instance_is_no_capacity_and_its_job_gets_a_replacement_a
     ec2 = FakeEc2(clock)
     loop = autoscaler(store, clock, ec2)
     await loop.once()
-    bought = store.reservations(["j0"])["j0"].instance_id
+    bought = store.reservations.of(["j0"])["j0"].instance_id
     assert store.instance_records.instance_statuses()[bought].state is InstanceState.BOOTING
     run_on(store, "j0", bought)
     clock.advance(60)

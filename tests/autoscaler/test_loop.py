@@ -254,7 +254,7 @@ async def test_a_job_on_on_demand_moves_back_to_spot_once_its_spot_instance_has_
     spot = [i for i in ec2.instances.values() if i.pool.market is Market.SPOT]
     assert len(spot) == 1
     assert "job long back to spot from on-demand" in spot[0].tags[REASON_TAG]
-    held = store.reservations(["long"])["long"]
+    held = store.reservations.of(["long"])["long"]
     assert held.instance_id == spot[0].instance_id
     assert not held.on_demand
     assert (

@@ -28,7 +28,7 @@ class Counted:
 
     def note_capacity_waits(self, reasons: Mapping[str, str | None]) -> None:
         self.writes.append(dict(reasons))
-        self.store.note_capacity_waits(reasons)
+        self.store.wait_notes.note_capacity_waits(reasons)
 
 
 def test_a_waiting_jobs_reason_is_kept_until_a_gpu_is_bought_for_it(store: JobStore) -> None:

@@ -285,6 +285,6 @@ def test_a_job_held_by_its_quota_says_why(api: ServedApi) -> None:
     job = job_dict(new_id("held"))
     assert api.call("POST", "/v1/jobs", "submitter", body=job).status == 201
     why = "quota: team <i>ads</i> runs 1 of its 1 * GPUs in use, no share is idle"
-    api.store.note_waits({job["job_id"]: why})
+    api.store.wait_notes.note_waits({job["job_id"]: why})
     detail = api.call("GET", f"/v1/jobs/{job['job_id']}", "admin").json()
     assert detail["waiting_for"] == why

@@ -56,7 +56,7 @@ def test_the_read_holds_reserved_and_at_risk_jobs_whatever_the_window(
         [Submission(parse_job(job_dict("claimed", priority=0), now=None), "m-claimed")]
     )
     claim = Reservation("claimed", OWNER, True, clock.now() + timedelta(minutes=5))
-    store.reserve([claim])
+    store.reservations.reserve([claim])
     assert "claimed" in {j.job_id for j in store.schedulable(clock.now(), window)}
     clock.advance(300)  # the claim expired: the job is one of the queue again
     assert "claimed" not in {j.job_id for j in store.schedulable(clock.now(), window)}
@@ -69,7 +69,7 @@ async def test_a_deadline_job_behind_300_gets_its_reserved_gpu_in_one_tick_and_f
     backlog_then(store, clock, timedelta(hours=1))
     # The autoscaler bought an on-demand instance for it; its worker and one other say hello.
     on_demand = Reservation("due", OWNER, True, clock.now() + timedelta(minutes=10), 2.0, 600.0)
-    store.reserve([on_demand])
+    store.reservations.reserve([on_demand])
     for worker_id in WORKERS:
         await plane.on_message(topic(worker_id, Channel.HELLO), hello(worker_id, clock))
 

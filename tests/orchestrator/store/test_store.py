@@ -308,15 +308,19 @@ def test_reservations_are_replaced_per_job_and_their_claims_expire(
 ) -> None:
     store.intake.accept_batch([submission("r1", "m1"), submission("r2", "m2")])
     soon = clock.now() + timedelta(minutes=20)
-    store.reserve([Reservation("r1", "i-a", True, soon), Reservation("r2", "i-b", False, soon)])
-    store.reserve([Reservation("r1", "i-c", False, soon + timedelta(minutes=5), 2.0, 900.0)])
-    held = store.reservations(["r1", "r2", "unknown"])
+    store.reservations.reserve(
+        [Reservation("r1", "i-a", True, soon), Reservation("r2", "i-b", False, soon)]
+    )
+    store.reservations.reserve(
+        [Reservation("r1", "i-c", False, soon + timedelta(minutes=5), 2.0, 900.0)]
+    )
+    held = store.reservations.of(["r1", "r2", "unknown"])
     assert {j: (r.instance_id, r.on_demand) for j, r in held.items()} == {
         "r1": ("i-c", False),
         "r2": ("i-b", False),
     }
     clock.advance(21 * 60)
-    held = store.reservations(["r1", "r2"])
+    held = store.reservations.of(["r1", "r2"])
     assert [j for j, r in held.items() if r.holds(clock.now())] == ["r1"]
     # The pace outlives the claim: the deadline guard still needs it.
     assert (held["r1"].seconds_per_step, held["r1"].margin_seconds) == (2.0, 900.0)
@@ -326,7 +330,9 @@ def test_placing_a_job_uses_up_its_claim_and_ending_it_drops_the_rest(
     store: JobStore, clock: FakeClock
 ) -> None:
     store.intake.accept_batch([submission("u1", "m1")])
-    store.reserve([Reservation("u1", "i-a", True, clock.now() + timedelta(minutes=20))])
+    store.reservations.reserve(
+        [Reservation("u1", "i-a", True, clock.now() + timedelta(minutes=20))]
+    )
     store.transition(
         "u1",
         JobState.ASSIGNED,
@@ -336,16 +342,16 @@ def test_placing_a_job_uses_up_its_claim_and_ending_it_drops_the_rest(
         worker_id="i-a",
         gpu_index=0,
     )
-    [(job_id, held)] = store.reservations(["u1"]).items()
+    [(job_id, held)] = store.reservations.of(["u1"]).items()
     assert (job_id, held.instance_id, held.on_demand, held.holds(clock.now())) == (
         "u1",
         "",
         True,
         False,
     )
-    assert store.live_reservations() == store.reservations(["u1"])  # what the scheduler reads
+    assert store.reservations.live() == store.reservations.of(["u1"])  # what the scheduler reads
     store.transition("u1", JobState.CANCELLED, expected_version=2, actor="s", reason="done")
-    assert store.reservations(["u1"]) == store.live_reservations() == {}
+    assert store.reservations.of(["u1"]) == store.reservations.live() == {}
 
 
 def test_the_checkpoint_step_of_existing_jobs_is_filled_from_their_key(sqlite_url: str) -> None:
