@@ -9,15 +9,17 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from autoscaler.actuation import Actuation, Actuator
 from autoscaler.credentials.issuer import WorkerCredentials
 from autoscaler.deadline import MarketRule, choose_market, new_instance_startup
 from autoscaler.demand import DemandSource, moving_off
-from autoscaler.fleet_record import FleetRecord, PriceTape, seen
+from autoscaler.drains import Drains
+from autoscaler.fleet_record import FleetRecorder
 from autoscaler.fleet_views import instance_views
 from autoscaler.instances import InstanceBook
+from autoscaler.learning import ThroughputLearning
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.ports import MarketData
 from autoscaler.market.quotes import MarketSnapshot
@@ -25,7 +27,8 @@ from autoscaler.metrics import AutoscalerMetrics
 from autoscaler.planned_market import SpotHistory
 from autoscaler.policy import plan
 from autoscaler.pools import Pool
-from autoscaler.prewarm import ArrivalForecaster
+from autoscaler.prewarm import Prewarming
+from autoscaler.rate_sharing import RateSharing
 from autoscaler.reconcile import Reconciler
 from autoscaler.reservations import reservations_for
 from autoscaler.snapshot import (
@@ -35,23 +38,17 @@ from autoscaler.snapshot import (
     PlanInput,
     PurchaseSettings,
     RunningDemand,
-    Terminate,
 )
-from autoscaler.spend import Spend
 from autoscaler.spot_return import ready_to_move, spot_launches
 from autoscaler.throughput import ThroughputModel
 from autoscaler.wait_notes import WaitNotes
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
-from kernel.instance_state import GONE, LEAVING, InstanceState
+from kernel.instance_state import GONE, InstanceState
 from kernel.instance_types import CATALOG
-from kernel.job_record import DrainKind
-from kernel.market import Market
+from kernel.market import GpuFamily, Market
 
 log = logging.getLogger(__name__)
-RATES_REFRESH = timedelta(minutes=10)
-# How often the throughput model looks for newly finished jobs (a query each time).
-LEARN_EVERY = timedelta(minutes=1)
 
 
 @dataclass
@@ -69,31 +66,23 @@ class AutoscalerLoop:
     max_rounds: int = 3
     market_rule: MarketRule = choose_market  # the planner's (planned_market.py) or a baseline
     spot_history: SpotHistory | None = None  # what the planner learns capacity from
-    spend: Spend = field(default_factory=Spend)
     book: InstanceBook = field(default_factory=InstanceBook)  # each instance's state
-    # Finished jobs up to here have taught the throughput model (None: not started yet).
-    learned_until: datetime | None = None
-    learned_at: datetime | None = None  # when it last looked
-    # A drain the control plane has not finished by then is cut short (its jobs resume
-    # elsewhere from their checkpoints, as after an interruption).
-    drain_timeout: timedelta = timedelta(minutes=10)
-    # The instances whose record (the store's, shared with the control plane) says they are
-    # leaving (draining, drained, warned, terminating), as read this round: no capacity.
-    leaving: set[str] = field(default_factory=set)
-    warned: set[str] = field(default_factory=set)  # of those, the spot-warned ones
-    # Spot pools' interruption rates last shared with the control plane, and when.
-    shared_rates: dict[tuple[str, str], float] = field(default_factory=dict)
-    shared_at: datetime | None = None
-    # The cost ledger: told what EC2 lists and what prices do; today's spend comes from it
-    # (without one, spend is accrued in memory from launch prices, as in the planning CLI).
-    record: FleetRecord | None = None
-    price_tape: PriceTape = field(default_factory=PriceTape)
+    # What the cost ledger is told, and today's spend (without a ledger, as in the planning
+    # CLI, it is accrued in memory from the instances' prices).
+    recorder: FleetRecorder = field(default_factory=FleetRecorder)
     metrics: AutoscalerMetrics | None = None
     # Each listed instance's own broker account (None: no per-worker accounts, as in the demo).
     credentials: WorkerCredentials | None = None
-    forecaster: ArrivalForecaster = field(default_factory=ArrivalForecaster)
-    latest_job: JobDemand | None = None  # what a pre-warmed GPU must fit
+    prewarming: Prewarming = field(default_factory=Prewarming)
     wait_notes: WaitNotes | None = None  # None: nothing kept (the simulator, `plan`)
+    rate_sharing: RateSharing = field(default_factory=RateSharing)
+    # Built from the loop's parts: the drains it asked for, and the model's learning.
+    drains: Drains = field(init=False)
+    learning: ThroughputLearning = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.drains = Drains(self.demand, self.actuator)
+        self.learning = ThroughputLearning(self.model)
 
     def pools(self) -> list[Pool]:
         return [
@@ -107,11 +96,11 @@ class AutoscalerLoop:
         await asyncio.to_thread(self.learn)
         now = self.clock.now()
         queued = await asyncio.to_thread(self.demand.queued, now)
-        if self.warned:  # their jobs need GPUs within two minutes: bought in this round
+        warned = self.drains.warned
+        if warned:  # their jobs need GPUs within two minutes: bought in this round
             running = await asyncio.to_thread(self.demand.running)
-            queued = [*queued, *moving_off(running, self.warned, queued)]
-        if queued:
-            self.latest_job = max(queued, key=lambda j: (j.submitted_at, j.job_id))
+            queued = [*queued, *moving_off(running, warned, queued)]
+        self.prewarming.saw(queued)
         running, moving = await self._moving_to_spot(now)
         plans = []
         covered: set[str] = set()
@@ -124,7 +113,7 @@ class AutoscalerLoop:
             for wait in decided.waits:
                 log.info("job %s waits: %s", wait.job_id, wait.reason)
             # Scale-in goes through the control plane: it empties the instance first.
-            await self._ask_to_drain(decided.terminations)
+            await asyncio.to_thread(self.drains.ask, decided.terminations)
             done = await self._launch(state, replace(decided, terminations=()), busy)
             covered.update(j for launch, _ in done.launched for j in launch.job_ids)
             if self.metrics is not None:
@@ -142,9 +131,8 @@ class AutoscalerLoop:
         """Carry out the plan; book what it bought and reserve it for its jobs."""
         done: Actuation = await self.actuator.execute(decided)
         now = self.clock.now()
-        if self.record is not None and done.launched:
-            launched = seen(instance for _, instance in done.launched)
-            await asyncio.to_thread(self.record.record_instances_seen, launched)
+        if done.launched:
+            await self.recorder.instances_seen(instance for _, instance in done.launched)
         for launch, instance in done.launched:
             # EC2 may have taken one of the launch's alternatives: that pool's price.
             quote = state.market.quote(instance.pool)
@@ -186,7 +174,7 @@ class AutoscalerLoop:
         """Jobs on on-demand whose spot instance has booted move there; others worth moving
         get one (`autoscaler/spot_return.py`)."""
         held = {job_id: instance_id for instance_id, job_id in moving.items()}
-        await self._ask_to_drain(ready_to_move(state, running, held, self.settings))
+        await asyncio.to_thread(self.drains.ask, ready_to_move(state, running, held, self.settings))
         waiting = [job for job in running if job.demand.job_id not in held]
         launches = spot_launches(state, waiting, self.settings, self.model, self.market_rule)
         if launches:
@@ -213,8 +201,7 @@ class AutoscalerLoop:
         known = dict(self.reconciler.ledger)
         live = await asyncio.to_thread(self.demand.instance_statuses, set(InstanceState) - GONE)
         states = {instance_id: status.state for instance_id, status in live.items()}
-        self.leaving = {i for i, state in states.items() if state in LEAVING}
-        self.warned = {i for i, state in states.items() if state is InstanceState.WARNED}
+        self.drains.saw(states)
         synced = await self.reconciler.reconcile(workers_seen=set(busy) | self.book.spoken_for())
         now = self.clock.now()
         self.book.listed(self.reconciler.ledger.values(), now, states)
@@ -232,27 +219,13 @@ class AutoscalerLoop:
                 if self.metrics is not None:
                     self.metrics.interrupted(pool)
                 log.warning("spot instance %s in %s was interrupted", instance_id, pool)
-        if self.record is not None:
-            adopted = seen(self.reconciler.ledger[i] for i in synced.adopted)
-            await asyncio.to_thread(self.record.record_instances_seen, adopted)
-            await self._record_ended(ended, now)
+        await self.recorder.instances_seen(self.reconciler.ledger[i] for i in synced.adopted)
+        await self.recorder.ended(ended, now)
         await self._record_moves()
         self.book.forget_long_gone(now)
         if self.metrics is not None:
             self.metrics.fleet(self.book.records.values())
         return busy
-
-    async def _ask_to_drain(self, terminations: Sequence[Terminate]) -> None:
-        for termination in terminations:
-            log.info(
-                "asked the control plane to drain %s: %s",
-                termination.instance_id,
-                termination.reason,
-            )
-            await asyncio.to_thread(
-                self.demand.ask_to_drain, [termination.instance_id], termination.reason
-            )
-            self.leaving.add(termination.instance_id)
 
     async def _record_moves(self) -> None:
         """The book's moves go to the instance's one record in the store."""
@@ -263,76 +236,23 @@ class AutoscalerLoop:
     async def _finish_drains(self) -> None:
         """Terminate the instances the control plane has emptied (or left alone past the drain
         timeout)."""
-        requests = await asyncio.to_thread(self.demand.drains)
         now = self.clock.now()
-        ready = []
-        for instance_id, request in requests.items():
-            if instance_id not in self.reconciler.ledger:
-                continue  # gone already: its record says so once the book sees it
-            if request.drained_at is not None:
-                ready.append(Terminate(instance_id, f"drained: {request.reason}"))
-            elif (
-                request.kind is DrainKind.SCALE_IN and now - request.asked_at >= self.drain_timeout
-            ):
-                ready.append(Terminate(instance_id, f"not drained in time: {request.reason}"))
-        if ready:
-            done = await self.actuator.execute(Plan(terminations=tuple(ready)))
-            for termination in ready:
-                if termination.instance_id in done.terminated:
-                    self.book.asked_to_end([termination.instance_id], now, termination.reason)
+        ended = await self.drains.finish(self.reconciler.ledger, now)
+        if ended:
+            for termination in ended:
+                self.book.asked_to_end([termination.instance_id], now, termination.reason)
             await self._record_moves()
-            await self._record_ended(
-                [(t.instance_id, t.reason) for t in ready if t.instance_id in done.terminated], now
-            )
-
-    async def _record_ended(self, ended: Sequence[tuple[str, str]], now: datetime) -> None:
-        """The ledger keeps the earliest end reported (EventBridge's, when it came first)."""
-        if self.record is None:
-            return
-        for instance_id, reason in ended:
-            await asyncio.to_thread(self.record.record_instance_ended, instance_id, now, reason)
-
-    async def _share_rates(self, market: MarketSnapshot, now: datetime) -> None:
-        """Each spot pool's interruption rate, for the control plane to send with assignments
-        (the checkpoint interval of a job on that pool); written when it moved or grew old."""
-        rates = {
-            (pool.instance_type, pool.availability_zone): quote.interruptions_per_hour
-            for pool, quote in market.quotes.items()
-            if pool.market is Market.SPOT
-        }
-        moved = rates.keys() != self.shared_rates.keys() or any(
-            abs(rate - self.shared_rates[key]) > 0.1 * max(rate, self.shared_rates[key])
-            for key, rate in rates.items()
-        )
-        if moved or self.shared_at is None or now - self.shared_at >= RATES_REFRESH:
-            await asyncio.to_thread(self.demand.record_pool_rates, rates)
-            self.shared_rates, self.shared_at = rates, now
+            await self.recorder.ended([(t.instance_id, t.reason) for t in ended], now)
 
     def learn(self) -> None:
-        """The throughput model learns each finished job's pace on its instance's GPU family
-        (jobs from the last day at the first call: a restart keeps what was measured)."""
-        now = self.clock.now()
-        if self.learned_at is not None and now - self.learned_at < LEARN_EVERY:
-            return
-        self.learned_at = now
-        since = self.learned_until or now - timedelta(days=1)
-        for work in self.demand.finished_since(since):
-            since = max(since, work.finished_at)
-            record = self.book.records.get(work.worker_id)
+        """The throughput model learns from the jobs that finished since it last looked."""
+
+        def family_of(instance_id: str) -> GpuFamily | None:
+            record = self.book.records.get(instance_id)
             kind = CATALOG.get(record.pool.instance_type) if record else None
-            if kind is None:
-                continue  # not one of this fleet's instances, or long forgotten
-            before = self.model.seconds_per_step(work.shape, kind.family)
-            self.model.observe(work.shape, kind.family, work.steps, work.seconds)
-            log.info(
-                "throughput on %s for %s: %.3f s/step measured, %.3f -> %.3f s/step",
-                kind.family,
-                work.shape.model,
-                work.seconds / work.steps,
-                before,
-                self.model.seconds_per_step(work.shape, kind.family),
-            )
-        self.learned_until = since
+            return kind.family if kind is not None else None
+
+        self.learning.learn(self.demand.finished_since, family_of, self.clock.now())
 
     def remembered(self) -> int:
         """Instances the loop remembers (for the bounded-memory test)."""
@@ -351,14 +271,15 @@ class AutoscalerLoop:
         market = self.capacity.screen(await self.market.snapshot(self.pools()))
         if self.spot_history is not None:
             self.spot_history.record(market)
-        await self._share_rates(market, now)
+        rates = self.rate_sharing.due(market, now)
+        if rates is not None:
+            await asyncio.to_thread(self.demand.record_pool_rates, rates)
+            self.rate_sharing.written(rates, now)
         instances = tuple(self.instance_views(busy, market))
-        if self.record is not None:
-            await asyncio.to_thread(self.record.record_prices, self.price_tape.changes(market))
-            if spent_today is None:
-                spent_today = float(await asyncio.to_thread(self.record.spent_today))
+        await self.recorder.prices(market)
         if spent_today is None:
-            spent_today = self.spend.accrue(now, sum(i.price_per_hour for i in instances))
+            fleet_per_hour = sum(i.price_per_hour for i in instances)
+            spent_today = await self.recorder.spent_today(now, fleet_per_hour)
         ids = [job.job_id for job in queued]
         reserved = await asyncio.to_thread(self.demand.reservations, now, ids)
         return PlanInput(
@@ -369,7 +290,7 @@ class AutoscalerLoop:
             spent_today=spent_today,
             reservations=reserved,
             expected_arrivals=await self._expected(now),
-            typical_job=self.latest_job,
+            typical_job=self.prewarming.latest_job,
             moving_to_spot=dict(moving or {}),
         )
 
@@ -378,16 +299,12 @@ class AutoscalerLoop:
         pre-warming is on: the fit is not free)."""
         if self.settings.prewarm_wait_value_per_job_hour <= 0:
             return 0.0
-        start = self.forecaster.due(now)
-        if start is not None:
-            since = start - self.forecaster.history
-            arrivals = await asyncio.to_thread(self.demand.arrivals_since, since)
-            await asyncio.to_thread(self.forecaster.fit, start, arrivals)
-        return self.forecaster.rate_per_hour * new_instance_startup(self.settings) / 3600
+        startup = new_instance_startup(self.settings)
+        return await self.prewarming.expected(now, self.demand.arrivals_since, startup)
 
     def instance_views(self, busy: Mapping[str, int], market: MarketSnapshot) -> list[InstanceView]:
         ledger, now = self.reconciler.ledger.values(), self.clock.now()
-        return instance_views(ledger, self.leaving, self.book, busy, market, now)
+        return instance_views(ledger, self.drains.leaving, self.book, busy, market, now)
 
     async def run(self, stop: asyncio.Event, leads: Callable[[], bool] = lambda: True) -> None:
         """Rounds until `stop`; only while `leads` says this replica holds the buying lease."""

@@ -12,9 +12,13 @@ turns pre-warming off.
 
 from __future__ import annotations
 
+import asyncio
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+
+from autoscaler.snapshot import JobDemand
 
 MAX_WARM_GPUS = 64  # per round, whatever the forecast says: a bad fit must not buy a fleet
 
@@ -82,3 +86,30 @@ class ArrivalForecaster:
 def _floor(moment: datetime, interval: timedelta) -> datetime:
     epoch = datetime(1970, 1, 1, tzinfo=moment.tzinfo)
     return epoch + (moment - epoch) // interval * interval
+
+
+@dataclass
+class Prewarming:
+    """What pre-warming needs each round: the jobs the forecast expects within a new
+    instance's start-up, and the latest job seen (what a pre-warmed GPU must fit)."""
+
+    forecaster: ArrivalForecaster = field(default_factory=ArrivalForecaster)
+    latest_job: JobDemand | None = None
+
+    def saw(self, queued: Sequence[JobDemand]) -> None:
+        if queued:
+            self.latest_job = max(queued, key=lambda j: (j.submitted_at, j.job_id))
+
+    async def expected(
+        self,
+        now: datetime,
+        arrivals_since: Callable[[datetime], list[datetime]],
+        startup_seconds: float,
+    ) -> float:
+        """The forecast is refitted when due, from the arrivals of its history."""
+        start = self.forecaster.due(now)
+        if start is not None:
+            since = start - self.forecaster.history
+            arrivals = await asyncio.to_thread(arrivals_since, since)
+            await asyncio.to_thread(self.forecaster.fit, start, arrivals)
+        return self.forecaster.rate_per_hour * startup_seconds / 3600

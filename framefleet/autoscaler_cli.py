@@ -31,6 +31,7 @@ from autoscaler.deadline import choose_market
 from autoscaler.demand import StoreDemand, demand_of
 from autoscaler.ec2.adapter import Ec2FleetAdapter
 from autoscaler.ec2.ports import Ec2Fleet
+from autoscaler.fleet_record import FleetRecorder
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.advisor import SpotAdvisor
 from autoscaler.market.capacity import CapacityMemory
@@ -249,8 +250,10 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             zones=config.zones,
             clock=clock,
             interval_seconds=config.interval_seconds,
-            record=StoreFleetRecord(
-                store.cost_facts, CostLedger(store.cost_facts, clock, settings.costs.ledger())
+            recorder=FleetRecorder(
+                StoreFleetRecord(
+                    store.cost_facts, CostLedger(store.cost_facts, clock, settings.costs.ledger())
+                )
             ),
             metrics=AutoscalerMetrics(registry),
             spot_history=history,

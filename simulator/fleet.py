@@ -26,6 +26,7 @@ from pathlib import Path
 
 from autoscaler.actuation import Actuator
 from autoscaler.demand import StoreDemand
+from autoscaler.fleet_record import FleetRecorder
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import Trace, TraceMarket
@@ -146,7 +147,7 @@ class FleetSimulation:
             interval_seconds=trace.gap.total_seconds(),
             market_rule=policy.make_rule(history),
             spot_history=history,
-            record=StoreFleetRecord(self.store.cost_facts, self.ledger),
+            recorder=FleetRecorder(StoreFleetRecord(self.store.cost_facts, self.ledger)),
         )
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_hours, j.job_id))
         self._arrivals = list(self.jobs)

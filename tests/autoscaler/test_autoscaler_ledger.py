@@ -11,6 +11,7 @@ from decimal import Decimal
 from prometheus_client import CollectorRegistry
 
 from autoscaler.ec2.fake import FakeEc2
+from autoscaler.fleet_record import FleetRecorder
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.metrics import AutoscalerMetrics
 from kernel.clock import FakeClock
@@ -26,7 +27,9 @@ def with_ledger(
     store: JobStore, clock: FakeClock, ec2: FakeEc2, registry: CollectorRegistry
 ) -> AutoscalerLoop:
     loop = autoscaler(store, clock, ec2)
-    loop.record = StoreFleetRecord(store.cost_facts, CostLedger(store.cost_facts, clock))
+    loop.recorder = FleetRecorder(
+        StoreFleetRecord(store.cost_facts, CostLedger(store.cost_facts, clock))
+    )
     loop.metrics = AutoscalerMetrics(registry)
     return loop
 

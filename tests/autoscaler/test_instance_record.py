@@ -58,7 +58,7 @@ async def test_a_warned_instance_is_no_capacity_and_its_job_gets_a_replacement_a
     clock.advance(10)
     plans = await loop.once()
 
-    assert bought in loop.leaving
+    assert bought in loop.drains.leaving
     views = loop.instance_views({}, MarketSnapshot(clock.now(), {}))
     assert bought not in {view.instance_id for view in views}
     replacement = [launch for plan in plans for launch in plan.launches if "j0" in launch.job_ids]

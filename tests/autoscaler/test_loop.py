@@ -12,7 +12,8 @@ import pytest
 from autoscaler.demand import job_demand
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import REASON_TAG, LaunchRequest
-from autoscaler.loop import LEARN_EVERY, AutoscalerLoop
+from autoscaler.learning import LEARN_EVERY
+from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
 from autoscaler.market.trace import load_trace
 from autoscaler.pools import Pool
@@ -107,7 +108,7 @@ async def test_idle_instances_go_after_the_timeout_and_spend_is_accrued(
     assert ec2.instances == {}
     await loop.once()  # EC2 no longer lists them: their requests are done with
     assert queued_store.instance_records.drain_requests() == {}
-    assert loop.spend.dollars > 0
+    assert loop.recorder.accrued.dollars > 0
 
 
 async def test_a_drain_the_control_plane_never_finishes_is_cut_short(
@@ -120,7 +121,7 @@ async def test_a_drain_the_control_plane_never_finishes_is_cut_short(
     assert instance not in {
         view.instance_id for view in loop.instance_views({}, MarketSnapshot(trace_clock.now(), {}))
     }
-    trace_clock.advance(loop.drain_timeout.total_seconds())
+    trace_clock.advance(loop.drains.timeout.total_seconds())
     await loop.once()
     assert instance not in ec2.instances
     await loop.once()
@@ -211,9 +212,9 @@ async def test_a_rebalanced_instance_is_replaced_now_and_terminated_once_empty(
     )
     await loop.once()
     # No longer capacity to plan with, so its jobs' replacement can be bought now.
-    assert instance in loop.leaving
+    assert instance in loop.drains.leaving
     # Its jobs run to their end: no drain timeout cuts a rebalance short.
-    trace_clock.advance(2 * loop.drain_timeout.total_seconds())
+    trace_clock.advance(2 * loop.drains.timeout.total_seconds())
     await loop.once()
     assert instance in ec2.instances
     queued_store.instance_records.mark_drained([instance])
