@@ -56,7 +56,6 @@ async def serve(args: argparse.Namespace) -> dict[str, object]:
         ),
         connect=connect,
         refusals=RefusedMessages(clock),
-        instances=store.instance_records,
         leadership=lease,
     )
     waits: list[tuple[float, float]] = []  # (when, seconds the job waited to be assigned)

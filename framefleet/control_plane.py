@@ -137,7 +137,6 @@ def build_control_service(
         plane_settings,
         connect=lambda deliver, admit: MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit),
         refusals=refusals,
-        instances=store.instance_records,
         leadership=leadership,
         team_spend=ledger.spent_today_by_team,
         job_cost=lambda job_id: job_cost_so_far(store.cost_facts, ledger, job_id, clock.now()),

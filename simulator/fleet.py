@@ -113,7 +113,6 @@ class FleetSimulation:
             ),
             connect=lambda _deliver, _admit: self.link,
             refusals=RefusedMessages(self.clock),
-            instances=self.store.instance_records,
         )
         self.queue = HandledQueue()
         # The trace's pools span regions; one simulated control plane serves them all.

@@ -15,8 +15,8 @@ from kernel.clock import Clock
 from kernel.job_record import DrainKind
 from orchestrator.control.job_events import requeue
 from orchestrator.control.job_mover import JobMover
-from orchestrator.control.leadership import Leadership
-from orchestrator.control.settings import ACTOR, ControlStore, InstanceFacts
+from orchestrator.control.leadership import ReplicaRole
+from orchestrator.control.settings import ACTOR, ControlStore
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.worker_health import WorkerHealth
 
@@ -32,19 +32,18 @@ class InstanceEvents:
         self,
         store: ControlStore,
         clock: Clock,
-        instances: InstanceFacts,
         registry: WorkerRegistry,
         mover: JobMover,
         lock: asyncio.Lock,
-        leadership: Leadership | None,
+        role: ReplicaRole,
     ) -> None:
         self._store = store
         self._clock = clock
-        self._instances = instances
+        self._instances = store.instance_records
         self._registry = registry
         self._mover = mover
         self._lock = lock  # the service's: one writer at a time inside this replica
-        self._leadership = leadership
+        self._role = role
 
     async def remember_gone_instances(self) -> None:
         """Gone instances' retained hellos are refused."""
@@ -72,7 +71,7 @@ class InstanceEvents:
         )
 
     def leads(self) -> bool:
-        return self._leadership is None or self._leadership.leading()
+        return self._role.leads()
 
     async def interrupt_instance(self, instance_id: str, reason: str) -> list[str]:
         """A spot warning: the instance's record says so at once, on any replica (its GPUs are

@@ -20,7 +20,7 @@ from orchestrator.control.admission import Inbound, ids_of
 from orchestrator.control.apply import as_move
 from orchestrator.control.commands import CommandSender
 from orchestrator.control.job_events import Decision, Ignore, Refusal
-from orchestrator.control.leadership import Leadership
+from orchestrator.control.leadership import ReplicaRole
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.settings import ACTOR, ControlStats, ControlStore
 from orchestrator.store.leases import Fence
@@ -39,18 +39,18 @@ class JobMover:
         stats: ControlStats,
         refusals: RefusedMessages,
         commands: CommandSender,
-        leadership: Leadership | None,
+        role: ReplicaRole,
     ) -> None:
         self._store = store
         self._stats = stats
         self._refusals = refusals
         self._commands = commands
-        self._leadership = leadership
+        self._role = role
         self._ignored_lines = LogThrottle(clock)
 
     def fence(self) -> Fence | None:
         """What every write of this replica carries while it leads (NotLeader once not)."""
-        return self._leadership.current() if self._leadership is not None else None
+        return self._role.fence()
 
     def ignored_line(self, key: str) -> int | None:
         """The count held back since the last line for `key`, or None: no line now (one a

@@ -96,3 +96,19 @@ class Leadership:
             with contextlib.suppress(FrameFleetError):
                 await asyncio.to_thread(self.store.release_lease, fence)
             log.info("%s released %s", self.holder, self.name)
+
+
+class ReplicaRole:
+    """Whether this replica moves jobs now, and the fence its writes carry. The one place that
+    says what no leadership means: a single replica always leads and its writes carry no
+    fence."""
+
+    def __init__(self, leadership: Leadership | None) -> None:
+        self._leadership = leadership
+
+    def leads(self) -> bool:
+        return self._leadership is None or self._leadership.leading()
+
+    def fence(self) -> Fence | None:
+        """What every write of this replica carries while it leads (NotLeader once not)."""
+        return self._leadership.current() if self._leadership is not None else None

@@ -36,7 +36,7 @@ from orchestrator.control.gpu_watch import GpuWatch
 from orchestrator.control.instance_events import InstanceEvents
 from orchestrator.control.job_events import Decision, Ignore, apply_event
 from orchestrator.control.job_mover import JobMover
-from orchestrator.control.leadership import Leadership
+from orchestrator.control.leadership import Leadership, ReplicaRole
 from orchestrator.control.readiness import Readiness
 from orchestrator.control.reception import Reception
 from orchestrator.control.refusals import RefusedMessages
@@ -47,7 +47,6 @@ from orchestrator.control.settings import (
     ControlSettings,
     ControlStats,
     ControlStore,
-    InstanceFacts,
     WorkerLink,
 )
 from orchestrator.control.watch_actions import WatchActions
@@ -73,7 +72,6 @@ class ControlPlaneService:
         *,
         connect: ConnectLink,
         refusals: RefusedMessages,
-        instances: InstanceFacts,
         leadership: Leadership | None = None,
         team_spend: TeamSpend | None = None,
         job_cost: JobCost | None = None,
@@ -82,21 +80,20 @@ class ControlPlaneService:
         With `leadership`, this replica schedules and moves jobs only while it leads; until
         then it keeps its worker registry current and holds the workers' job events."""
         self._store = store
-        self._leadership = leadership
+        self._role = ReplicaRole(leadership)
         self._held: deque[Inbound] = deque(maxlen=HELD_EVENTS)
         self._clock = clock
         self._settings = settings
         self.registry = WorkerRegistry(clock, settings.suspect_after, settings.lost_after)
         self.stats = ControlStats()
         self.refusals = refusals
-        self._instances = instances
         self._lock = asyncio.Lock()  # one writer at a time inside this replica
         # job -> attempt known to be running, from the last tick: heartbeats repeat it.
         self._running: dict[str, int] = {}
         self.reception = Reception(
             self.registry,
             refusals,
-            instances,
+            store.instance_records,
             self.stats,
             clock,
             budget=settings.budget,
@@ -119,9 +116,9 @@ class ControlPlaneService:
             pace,
             partial(self.watch.expected_step_at, planned=self._planned),
         )
-        self._mover = JobMover(store, clock, self.stats, refusals, self._commands, leadership)
+        self._mover = JobMover(store, clock, self.stats, refusals, self._commands, self._role)
         self.instance_events = InstanceEvents(
-            store, clock, instances, self.registry, self._mover, self._lock, leadership
+            store, clock, self.registry, self._mover, self._lock, self._role
         )
         self._watch_actions = WatchActions(
             store, self.registry, self.watch, self._planned, self.stats, self._commands, self._mover
@@ -339,4 +336,4 @@ class ControlPlaneService:
 
     def leads(self) -> bool:
         """Whether this replica schedules and moves jobs now (always, without leadership)."""
-        return self.instance_events.leads()
+        return self._role.leads()

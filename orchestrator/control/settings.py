@@ -111,8 +111,20 @@ class SchedulingWaits(Protocol):
         ...
 
 
-class InstanceRecords(DrainStore, Protocol):
-    """Each instance's one record: its state, and the drains asked of it."""
+class InstanceFacts(Protocol):
+    """Where instances that are gone are remembered, and what EC2 said of each instance the
+    autoscaler saw (the store's instance records)."""
+
+    def record_gone(self, instance_id: str, reason: str, ended: bool = ...) -> None: ...
+
+    def gone_since(self, since: datetime) -> list[str]: ...
+
+    def launched_as(self, instance_id: str) -> tuple[str, Market] | None: ...
+
+
+class InstanceRecords(DrainStore, InstanceFacts, Protocol):
+    """Each instance's one record: its state, the drains asked of it, and what is known of
+    it once gone."""
 
     def ask_to_drain(
         self, instance_ids: Sequence[str], reason: str, kind: DrainKind = ..., actor: str = ...
@@ -162,14 +174,3 @@ class ControlStore(Protocol):
 
     @property
     def faults(self) -> GpuFaultStore: ...
-
-
-class InstanceFacts(Protocol):
-    """Where instances that are gone are remembered, and what EC2 said of each instance the
-    autoscaler saw (the store's instance records)."""
-
-    def record_gone(self, instance_id: str, reason: str, ended: bool = ...) -> None: ...
-
-    def gone_since(self, since: datetime) -> list[str]: ...
-
-    def launched_as(self, instance_id: str) -> tuple[str, Market] | None: ...

@@ -68,6 +68,5 @@ def plane_on_broker(
         settings,
         connect=lambda deliver, admit: MqttLink(link, WORKER_TOPICS, deliver, clock, admit=admit),
         refusals=RefusedMessages(clock),
-        instances=store.instance_records,
     )
     return plane, store

@@ -77,7 +77,6 @@ def plane_in_memory(
         ControlSettings(),
         connect=lambda _deliver, _admit: link,
         refusals=RefusedMessages(clock, dead),
-        instances=store.instance_records,
         leadership=leadership,
     )
     return plane, link

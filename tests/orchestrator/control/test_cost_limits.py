@@ -57,7 +57,6 @@ async def test_a_job_that_reaches_its_cost_limit_is_cancelled(
         ControlSettings(suspect_after=timedelta(minutes=5), lost_after=timedelta(minutes=10)),
         connect=lambda _deliver, _admit: MemoryLink(),
         refusals=RefusedMessages(clock, None),
-        instances=store.instance_records,
         job_cost=costs.get,
     )
     await plane.on_message(topic(OWNER, Channel.HELLO), hello(OWNER, clock))

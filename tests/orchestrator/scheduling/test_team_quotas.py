@@ -218,7 +218,6 @@ async def test_the_spend_per_day_is_read_from_the_teams_cost_today(
         rules,
         connect=lambda _deliver, _admit: MemoryLink(),
         refusals=RefusedMessages(clock, None),
-        instances=store.instance_records,
         team_spend=CostLedger(store.cost_facts, clock).spent_today_by_team,
     )
     await plane.on_message(topic(WORKERS[0], Channel.HELLO), hello(WORKERS[0], clock))
