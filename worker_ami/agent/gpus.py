@@ -1,50 +1,97 @@
-"""The agent's GPUs, from its NVML port: the slots it offers (one per GPU, or CPU slots where
-there is none) and the health each heartbeat carries."""
+"""The agent's GPUs, from its NVML port: the slots it offers and the health each heartbeat
+carries. A slot is a whole GPU, a MIG instance of one (where the operator turned MIG on: each
+instance has memory and compute of its own, so it takes a job of its own), or a CPU slot where
+there is no GPU."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from kernel.market import family_of_gpu
 from kernel.worker_protocol import GpuHealth, GpuInfo
 from worker_ami.agent.settings import WorkerSettings
-from worker_ami.agent.telemetry import GpuReadings, NvmlUnavailable
+from worker_ami.agent.telemetry import GpuReadings, GpuTelemetry, NvmlUnavailable
 
 GIB = 1024**3
+# How a MIG instance is named as a device: CUDA opens it by its UUID, seen as the process's
+# only GPU (CUDA_VISIBLE_DEVICES), not by an index of the machine's.
+MIG_DEVICE = "cuda:MIG-"
 
 
-def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[tuple[GpuInfo, str]]:
-    """One slot per GPU NVML lists; CPU slots where there is none or the device is `cpu`."""
+@dataclass(frozen=True)
+class DetectedSlot:
+    gpu: GpuInfo  # what the hello offers (its index is the slot's, numbered in NVML order)
+    device: str  # cpu, cuda:<index> or cuda:MIG-<uuid>
+    # The physical GPU, whose health the slot reports (a CPU slot reads the GPU of its number,
+    # which only a fake NVML has).
+    nvml_index: int
+    mig_uuid: str | None = None
+
+
+def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[DetectedSlot]:
+    """One slot per GPU NVML lists, or per MIG instance of a GPU in MIG mode; CPU slots where
+    there is none or the device is `cpu`. Slots are numbered in NVML order: on a machine
+    without MIG a slot's number is its GPU's index, as before."""
     gpus = readings.read()
     if settings.device == "cpu" or isinstance(gpus, NvmlUnavailable) or not gpus:
         return [
-            (GpuInfo(index=i, family=settings.cpu_family, vram_gib=settings.cpu_vram_gib), "cpu")
+            DetectedSlot(
+                GpuInfo(index=i, family=settings.cpu_family, vram_gib=settings.cpu_vram_gib),
+                "cpu",
+                i,
+            )
             for i in range(settings.cpu_slots)
         ]
-    return [
-        (
-            GpuInfo(
-                index=g.index, family=family_of_gpu(g.name), vram_gib=g.memory_total_bytes / GIB
-            ),
-            f"cuda:{g.index}",
-        )
-        for g in gpus
-    ]
+    slots: list[DetectedSlot] = []
+    for g in sorted(gpus, key=lambda g: g.index):
+        family = family_of_gpu(g.name)
+        if not g.mig:
+            info = GpuInfo(index=len(slots), family=family, vram_gib=g.memory_total_bytes / GIB)
+            slots.append(DetectedSlot(info, f"cuda:{g.index}", g.index))
+            continue
+        for mig in g.mig:
+            info = GpuInfo(index=len(slots), family=family, vram_gib=mig.memory_total_bytes / GIB)
+            device = MIG_DEVICE + mig.uuid.removeprefix("MIG-")
+            slots.append(DetectedSlot(info, device, g.index, mig.uuid))
+    return slots
 
 
-def health_of(readings: GpuReadings, indexes: list[int]) -> tuple[GpuHealth, ...]:
-    """What NVML says of the slots' GPUs now (nothing in CPU mode without a fake)."""
+def health_of(readings: GpuReadings, slots: Sequence[DetectedSlot]) -> tuple[GpuHealth, ...]:
+    """What NVML says of the slots' GPUs now (nothing in CPU mode without a fake). A MIG
+    slot carries its GPU's utilisation, temperature and errors and its own memory in use."""
     gpus = readings.read()
     if isinstance(gpus, NvmlUnavailable):
         return ()
-    return tuple(
-        GpuHealth(
-            index=g.index,
-            utilization_percent=max(0, min(100, g.utilization_percent)),
-            memory_used_gib=g.memory_used_bytes / GIB,
-            temperature_celsius=g.temperature_celsius,
-            ecc_uncorrected_errors=g.ecc_uncorrected_errors,
-            xid_errors=g.xid_errors[:32],
-            throttle_reasons=g.throttle_reasons,
+    by_index: Mapping[int, GpuTelemetry] = {g.index: g for g in gpus}
+    health = []
+    for slot in slots:
+        g = by_index.get(slot.nvml_index)
+        if g is None:
+            continue
+        used = g.memory_used_bytes
+        if slot.mig_uuid is not None:
+            mig = next((m for m in g.mig if m.uuid == slot.mig_uuid), None)
+            if mig is None:
+                continue  # the instance went away (the operator changed MIG): no reading
+            used = mig.memory_used_bytes
+        health.append(
+            GpuHealth(
+                index=slot.gpu.index,
+                utilization_percent=max(0, min(100, g.utilization_percent)),
+                memory_used_gib=used / GIB,
+                temperature_celsius=g.temperature_celsius,
+                ecc_uncorrected_errors=g.ecc_uncorrected_errors,
+                xid_errors=g.xid_errors[:32],
+                throttle_reasons=g.throttle_reasons,
+            )
         )
-        for g in gpus
-        if g.index in indexes
-    )
+    return tuple(health)
+
+
+def process_device(device: str) -> tuple[str, dict[str, str]]:
+    """The device a render process opens and the environment it needs for it: a MIG instance
+    is its only visible GPU, so it opens cuda:0."""
+    if device.startswith(MIG_DEVICE):
+        return "cuda:0", {"CUDA_VISIBLE_DEVICES": device.removeprefix("cuda:")}
+    return device, {}

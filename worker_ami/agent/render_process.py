@@ -28,6 +28,7 @@ from typing import Any
 from kernel.job_spec import JobSpec
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, WorkerError
+from worker_ami.agent.gpus import process_device
 from worker_ami.agent.job_cgroup import JobCgroup
 from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.render_session import Opened, RenderDied, RenderSession, RenderStalled
@@ -127,6 +128,7 @@ class ChildRender:
         cls, device: str, limits: RenderLimits, scratch_root: Path, cgroups_root: Path | None
     ) -> ChildRender:
         scratch = await asyncio.to_thread(_scratch_folder, scratch_root)
+        device, visible = process_device(device)
         arguments = ["--device", device]
         if limits.memory_bytes is not None:
             arguments += ["--memory-bytes", str(limits.memory_bytes)]
@@ -142,7 +144,7 @@ class ChildRender:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=None,
-            env=child_environment(scratch),
+            env=child_environment(scratch) | visible,
             cwd=scratch,
             limit=MAX_REPLY_BYTES,
         )

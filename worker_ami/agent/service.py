@@ -125,9 +125,9 @@ class WorkerService:
         self.metrics = metrics or WorkerMetrics(CollectorRegistry())
         self._agent = agent
         self._clock = clock
+        self._detected = detect_gpus(agent.gpu_readings, agent.settings)
         self._slots = [
-            Slot(gpu, device, agent.new_runner(device, gpu.family))
-            for gpu, device in detect_gpus(agent.gpu_readings, agent.settings)
+            Slot(d.gpu, d.device, agent.new_runner(d.device, d.gpu.family)) for d in self._detected
         ]
         self._state = _State()
         self._side = WorkerSide(worker_id)
@@ -220,9 +220,7 @@ class WorkerService:
                     for s in self._slots
                     if s.job_id is None and (model := s.runner.warm_model) is not None
                 ),
-                gpus=await asyncio.to_thread(
-                    health_of, self._agent.gpu_readings, [s.gpu.index for s in self._slots]
-                ),
+                gpus=await asyncio.to_thread(health_of, self._agent.gpu_readings, self._detected),
                 accepting=self._state.accepting,
             )
             await self._send(beat)

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 import pynvml
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """A MIG instance of a GPU: a slice with its own memory and compute, which CUDA opens by
+    its UUID (CUDA_VISIBLE_DEVICES=MIG-...)."""
+
+    uuid: str
+    memory_total_bytes: int
+    memory_used_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -20,6 +30,8 @@ class GpuTelemetry:
     ecc_uncorrected_errors: int | None  # None where ECC is off or unsupported
     xid_errors: tuple[int, ...] = ()  # critical XIDs since the last reading
     throttle_reasons: int = 0  # nvmlDeviceGetCurrentClocksThrottleReasons
+    # Its MIG instances where MIG mode is on (read, never changed: that is the operator's).
+    mig: tuple[MigInstance, ...] = ()
 
     @property
     def memory_free_bytes(self) -> int:
@@ -46,6 +58,37 @@ class GpuReadings(Protocol):
     """The agent's port to NVML: what each GPU looks like now (tests give a fake)."""
 
     def read(self) -> list[GpuTelemetry] | NvmlUnavailable: ...
+
+
+def mig_instances(handle: object, nvml: Any = pynvml) -> tuple[MigInstance, ...]:
+    """The GPU's MIG instances; none where MIG is off or the GPU has no MIG. `nvml`: the
+    library (the tests give a fake of these few calls)."""
+    try:
+        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+        if current != pynvml.NVML_DEVICE_MIG_ENABLE:
+            return ()
+        most = int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))
+    except pynvml.NVMLError:
+        return ()
+    instances = []
+    for position in range(most):
+        try:
+            mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, position)
+        except pynvml.NVMLError:
+            continue  # no instance at this position
+        try:
+            memory = nvml.nvmlDeviceGetMemoryInfo(mig)
+            uuid = nvml.nvmlDeviceGetUUID(mig)
+        except pynvml.NVMLError:
+            continue
+        instances.append(
+            MigInstance(
+                uuid=uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+                memory_total_bytes=int(memory.total),
+                memory_used_bytes=int(memory.used),
+            )
+        )
+    return tuple(instances)
 
 
 def _throttle_reasons(handle: object) -> int:
@@ -113,6 +156,7 @@ def read_gpus() -> list[GpuTelemetry] | NvmlUnavailable:
                     ),
                     ecc_uncorrected_errors=_ecc_errors(handle),
                     throttle_reasons=_throttle_reasons(handle),
+                    mig=mig_instances(handle),
                 )
             )
         return gpus
