@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -61,10 +61,17 @@ def configure_torch(device: str) -> None:
     torch.backends.cudnn.allow_tf32 = True
 
 
-def load_pipeline(model_dir: Path, device: str, dtypes: ComponentDtypes) -> WanPipeline:
+def load_pipeline(
+    model_dir: Path,
+    device: str,
+    dtypes: ComponentDtypes,
+    components: Sequence[str] = COMPONENTS,
+) -> WanPipeline:
     """Load from a local folder only (the model cache), never from a hub, each component
-    straight into its dtype (no fp32 copy of a bf16 model on the way)."""
+    straight into its dtype (no fp32 copy of a bf16 model on the way). `components`: the ones
+    a stage of a split render runs (the others are left out, not loaded)."""
     configure_torch(device)
+    left_out = {name: None for name in COMPONENTS if name not in components}
     per_component: dict[str, torch.dtype] = {
         name: TORCH_DTYPES[dtypes.of(name)] for name in COMPONENTS
     }
@@ -74,6 +81,7 @@ def load_pipeline(model_dir: Path, device: str, dtypes: ComponentDtypes) -> WanP
         local_files_only=True,
         use_safetensors=True,
         dtype=per_component | {"default": torch.float32},
+        **left_out,
     )
     pipe.set_progress_bar_config(disable=True)
     return pipe.to(device)
@@ -111,6 +119,10 @@ class Renderer:
             pipe.transformer.compile_repeated_blocks(fullgraph=True)
 
     @property
+    def device(self) -> torch.device:
+        return self._device
+
+    @property
     def max_sequence_length(self) -> int:
         limit = getattr(self._pipe.tokenizer, "model_max_length", MAX_SEQUENCE_LENGTH)
         return int(min(limit, MAX_SEQUENCE_LENGTH))
@@ -125,7 +137,9 @@ class Renderer:
                 max_sequence_length=self.max_sequence_length,
                 device=self._device,
             )
-        dtype = self._pipe.transformer.dtype
+        # The transformer's dtype as the recipe gives it: a prompt-encoding stage has no
+        # transformer loaded.
+        dtype = TORCH_DTYPES[self.recipe.dtypes.transformer]
         return PromptEmbeddings(
             positive=positive.to(dtype), negative=None if negative is None else negative.to(dtype)
         )
