@@ -67,6 +67,35 @@ class SharingPace:
         return max(tenant.seconds_per_step, self.latency(tenant) + compute)
 
 
+@dataclass(frozen=True)
+class SharingSample:
+    """One row of `benchmarks/gpu_sharing.py`: a video shape's seconds per step alone and
+    with `jobs` jobs of it on the GPU."""
+
+    tokens: int
+    alone: float
+    jobs: int
+    shared: float
+
+
+def latency_share(sample: SharingSample) -> float:
+    """The share of a step that overlaps a neighbour's, from a measurement: with k jobs a step
+    takes L + k x C where alone it takes L + C, so C = (shared - alone) / (k - 1)."""
+    if sample.jobs < 2 or sample.alone <= 0:
+        raise ValueError("a sharing sample needs two jobs or more and a time alone")
+    compute = (sample.shared - sample.alone) / (sample.jobs - 1)
+    return min(1.0, max(0.0, 1.0 - compute / sample.alone))
+
+
+def pace_from(
+    samples: Sequence[SharingSample], small_tokens: int = SMALL_RENDER_TOKENS
+) -> SharingPace:
+    """The pace the GPU measured: the least latency share among its renders of `small_tokens`
+    or fewer (the least a neighbour gains, so no deadline is promised on a better case)."""
+    small = [latency_share(s) for s in samples if s.tokens <= small_tokens]
+    return SharingPace(small_tokens, min(small) if small else 0.0)
+
+
 def memory_free_gib(gpu: SharedGpu) -> float:
     return gpu.memory_gib - MEMORY_MARGIN_GIB - sum(t.need_gib for t in gpu.tenants)
 

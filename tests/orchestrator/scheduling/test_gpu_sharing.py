@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,8 +13,11 @@ from orchestrator.scheduling.gpu_sharing import (
     MEMORY_MARGIN_GIB,
     SharedGpu,
     SharingPace,
+    SharingSample,
     Tenant,
     best_gpu_to_join,
+    latency_share,
+    pace_from,
     why_not_join,
 )
 
@@ -108,3 +112,16 @@ def test_sharing_never_makes_a_step_faster_than_alone(
     together = (*residents, joining)
     for t in together:
         assert PACE.shared_step(t, together) >= t.seconds_per_step
+
+
+def test_the_pace_comes_from_the_gpus_measurements_the_least_gain_counted() -> None:
+    # Alone 0.10 s; four together 0.22 s each: each step's compute is 0.04 s, its latency 0.06.
+    four = SharingSample(tokens=2_240, alone=0.10, jobs=4, shared=0.22)
+    assert latency_share(four) == pytest.approx(0.6)
+    two = SharingSample(tokens=2_240, alone=0.10, jobs=2, shared=0.17)  # 0.3 overlaps
+    large = SharingSample(tokens=32_760, alone=1.4, jobs=2, shared=2.8)  # nothing overlaps
+    pace = pace_from([four, two, large])
+    assert pace.small_latency_share == pytest.approx(0.3)
+    assert pace_from([large]).small_latency_share == 0.0
+    with pytest.raises(ValueError, match="two jobs"):
+        latency_share(SharingSample(tokens=1, alone=0.1, jobs=1, shared=0.1))
