@@ -29,6 +29,8 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
+from kernel.step_time import tokens
+
 RESULTS = Path(__file__).parent / "results" / "gpu-sharing.json"
 PROCESSES = 4
 SHARES = (1, 2, 4)
@@ -121,7 +123,7 @@ def run(out: Path, dry: bool) -> dict[str, Any]:
     rows = []
     alone: dict[int, tuple[float, float]] = {}
     for phase, (shape, share) in enumerate(phases):
-        name, _h, _w, _f, steps = shapes[shape]
+        name, height, width, frames, steps = shapes[shape]
         throughput = share * steps / walls[phase]
         per_step = statistics.median(s for job in per_phase[phase] for s in job)
         if share == 1:
@@ -130,10 +132,12 @@ def run(out: Path, dry: bool) -> dict[str, Any]:
         rows.append(
             {
                 "shape": name,
+                "tokens": tokens(width, height, frames),  # SharingSample's fields, for pace_from
                 "jobs_sharing": share,
                 "steps_per_second": round(throughput, 3),
                 "gain_over_one_at_a_time": round(throughput / base_throughput, 3),
                 "seconds_per_step_each": round(per_step, 4),
+                "seconds_per_step_alone": round(base_step, 4),
                 "slowdown_of_each_job": round(per_step / base_step, 3),
             }
         )
