@@ -1,6 +1,6 @@
-"""MIG: each MIG instance NVML reports is a slot of its own with its memory, read through a fake
-NVML (no MIG setting of a real GPU is ever changed), and the scheduler fits jobs to those
-slots by memory like whole GPUs."""
+"""MIG: each MIG instance NVML reports is a slot of its own, with its memory and a family of its
+own (a slice's pace is not its whole GPU's), read through a fake NVML (no MIG setting of a real
+GPU is ever changed); the scheduler fits jobs to those slots by memory like whole GPUs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ import pynvml
 
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
-from worker_ami.agent.gpus import DetectedSlot, detect_gpus, health_of, process_device
+from worker_ami.agent.gpus import (
+    DetectedSlot,
+    detect_gpus,
+    health_of,
+    mig_family,
+    process_device,
+)
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.telemetry import GpuTelemetry, MigInstance, mig_instances
 
@@ -33,9 +39,9 @@ class TwoA100s:
 
     def read(self) -> list[GpuTelemetry]:
         split = (
-            MigInstance(SMALL_A, 10 * GIB, 1 * GIB),
-            MigInstance(SMALL_B, 10 * GIB),
-            MigInstance(LARGE, 40 * GIB, self.used_on_large),
+            MigInstance(SMALL_A, 10 * GIB, 1 * GIB, slices=1),
+            MigInstance(SMALL_B, 10 * GIB, slices=1),
+            MigInstance(LARGE, 40 * GIB, self.used_on_large, slices=3),
         )
         return [
             GpuTelemetry(1, "NVIDIA A100-SXM4-80GB", 10, 5 * GIB, 80 * GIB, 40, 0),
@@ -50,9 +56,9 @@ def settings() -> WorkerSettings:
 def test_each_mig_instance_is_a_slot_with_its_own_memory_numbered_in_nvml_order() -> None:
     slots = detect_gpus(TwoA100s(), settings())
     assert [(s.gpu.index, s.gpu.family, s.gpu.vram_gib, s.nvml_index) for s in slots] == [
-        (0, "a100", 10.0, 0),
-        (1, "a100", 10.0, 0),
-        (2, "a100", 40.0, 0),
+        (0, "a100mig1", 10.0, 0),
+        (1, "a100mig1", 10.0, 0),
+        (2, "a100mig3", 40.0, 0),
         (3, "a100", 80.0, 1),
     ]
     assert [s.device for s in slots] == [
@@ -61,6 +67,14 @@ def test_each_mig_instance_is_a_slot_with_its_own_memory_numbered_in_nvml_order(
         "cuda:" + LARGE,
         "cuda:1",
     ]
+
+
+def test_a_slice_is_a_family_of_its_own_within_the_protocols_length() -> None:
+    assert mig_family("h100", 2) == "h100mig2"
+    assert mig_family("a100", 0) == "a100mig"  # slices not reported
+    long = mig_family("nvidiafuturegpu9", 7)
+    assert long == "nvidiafuturemig7"
+    assert len(long) <= 16
 
 
 def test_a_machine_without_mig_keeps_one_slot_per_gpu_at_its_index() -> None:
@@ -105,10 +119,14 @@ def test_jobs_fit_mig_slots_by_memory_smallest_first() -> None:
     ]
     placed = {a.job_id: a.gpu_index for a in schedule(jobs, [worker], NOW).assignments}
     assert placed == {"needs-60": 3, "needs-30": 2, "needs-8": 0, "needs-9": 1}
+    # A job that names the whole GPU's family is not put on a slice of it.
+    whole_only = PendingJob("a100-only", 5, None, NOW, 8.0, frozenset({"a100"}))
+    placed = {a.job_id: a.gpu_index for a in schedule([whole_only], [worker], NOW).assignments}
+    assert placed == {"a100-only": 3}
 
 
 class _FakeNvmlLibrary(SimpleNamespace):
-    """The five NVML calls MIG discovery makes, over a table: position -> (uuid, total,
+    """The six NVML calls MIG discovery makes, over a table: position -> (uuid, total,
     used); a missing position raises as NVML does for an empty one."""
 
     def __init__(self, mode: int, table: dict[int, tuple[bytes, int, int]], most: int) -> None:
@@ -133,13 +151,18 @@ class _FakeNvmlLibrary(SimpleNamespace):
     def nvmlDeviceGetUUID(self, position: int) -> bytes:
         return self.table[position][0]
 
+    def nvmlDeviceGetAttributes(self, position: int) -> SimpleNamespace:
+        if position == 3:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return SimpleNamespace(gpuInstanceSliceCount=1)
+
 
 def test_mig_discovery_reads_the_instances_nvml_lists_and_skips_empty_positions() -> None:
     table = {0: (SMALL_A.encode(), 10 * GIB, GIB), 3: (LARGE.encode(), 40 * GIB, 0)}
     on = _FakeNvmlLibrary(pynvml.NVML_DEVICE_MIG_ENABLE, table, most=7)
     assert mig_instances(object(), on) == (
-        MigInstance(SMALL_A, 10 * GIB, GIB),
-        MigInstance(LARGE, 40 * GIB, 0),
+        MigInstance(SMALL_A, 10 * GIB, GIB, slices=1),
+        MigInstance(LARGE, 40 * GIB, 0, slices=0),  # its slices not reported
     )
     off = _FakeNvmlLibrary(pynvml.NVML_DEVICE_MIG_DISABLE, table, most=7)
     assert mig_instances(object(), off) == ()

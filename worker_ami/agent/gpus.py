@@ -17,6 +17,7 @@ GIB = 1024**3
 # How a MIG instance is named as a device: CUDA opens it by its UUID, seen as the process's
 # only GPU (CUDA_VISIBLE_DEVICES), not by an index of the machine's.
 MIG_DEVICE = "cuda:MIG-"
+FAMILY_MOST = 16  # characters of a family in the worker protocol
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,23 @@ def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[Detecte
             slots.append(DetectedSlot(info, f"cuda:{g.index}", g.index))
             continue
         for mig in g.mig:
-            info = GpuInfo(index=len(slots), family=family, vram_gib=mig.memory_total_bytes / GIB)
+            info = GpuInfo(
+                index=len(slots),
+                family=mig_family(family, mig.slices),
+                vram_gib=mig.memory_total_bytes / GIB,
+            )
             device = MIG_DEVICE + mig.uuid.removeprefix("MIG-")
             slots.append(DetectedSlot(info, device, g.index, mig.uuid))
     return slots
+
+
+def mig_family(family: str, slices: int) -> str:
+    """A MIG instance's family: its GPU's, marked with its compute slices ("a100mig3"). A slice
+    is not its whole GPU: its steps are slower and its kernels may round differently, so its
+    pace is learned, and its checkpoints resumed exactly, apart from the whole GPU's. A job
+    that names the whole GPU's family in `gpu.families` does not run on a slice of it."""
+    suffix = f"mig{slices}" if slices > 0 else "mig"
+    return family[: FAMILY_MOST - len(suffix)] + suffix
 
 
 def health_of(readings: GpuReadings, slots: Sequence[DetectedSlot]) -> tuple[GpuHealth, ...]:

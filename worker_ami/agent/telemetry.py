@@ -17,6 +17,8 @@ class MigInstance:
     uuid: str
     memory_total_bytes: int
     memory_used_bytes: int = 0
+    # Its share of the GPU's compute, in slices (of 7 on an A100 or H100); 0: not known.
+    slices: int = 0
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,16 @@ def mig_instances(handle: object, nvml: Any = pynvml) -> tuple[MigInstance, ...]
             uuid = nvml.nvmlDeviceGetUUID(mig)
         except pynvml.NVMLError:
             continue
+        try:
+            slices = int(nvml.nvmlDeviceGetAttributes(mig).gpuInstanceSliceCount)
+        except pynvml.NVMLError:
+            slices = 0
         instances.append(
             MigInstance(
                 uuid=uuid.decode() if isinstance(uuid, bytes) else str(uuid),
                 memory_total_bytes=int(memory.total),
                 memory_used_bytes=int(memory.used),
+                slices=slices,
             )
         )
     return tuple(instances)
