@@ -31,7 +31,10 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from worker_ami.agent.context_parallel import Span
 
 PR_SET_PDEATHSIG = 1
 OUT_OF_MEMORY = ("can't allocate memory", "out of memory", "cannot allocate memory")
@@ -58,7 +61,13 @@ def apply_limits(memory_bytes: int | None, threads: int | None) -> None:
 class RenderWork:
     """The state of one job inside the render process."""
 
-    def __init__(self, device: str, threads: int | None, gpu_fraction: float | None) -> None:
+    def __init__(
+        self,
+        device: str,
+        threads: int | None,
+        gpu_fraction: float | None,
+        span: Span | None = None,
+    ) -> None:
         import torch
 
         if threads is not None:
@@ -66,6 +75,9 @@ class RenderWork:
         if device.startswith("cuda") and gpu_fraction is not None:
             torch.cuda.set_per_process_memory_fraction(gpu_fraction, torch.device(device))
         self._device = device
+        # This process's place in a render across several GPUs (None: the job's only one).
+        # Such a process serves that one job: its transformer is split for that group.
+        self._span = span
         self._renderer: Any = None
         self._loaded: tuple[str, str] | None = None  # (model folder, recipe) of the pipeline
         self._state: Any = None
@@ -117,6 +129,11 @@ class RenderWork:
         self._renderer, self._loaded = None, None
         self._free_device_memory()
         pipe = load_pipeline(Path(model_dir), self._device, recipe.dtypes)
+        if self._span is not None:
+            from worker_ami.agent.context_parallel import join, span_transformer
+
+            join(self._span, self._device)
+            span_transformer(pipe, self._span, self._device)
         self._renderer = Renderer(pipe, self._device, recipe)
         self._loaded = (model_dir, recipe_json)
         return True
@@ -203,14 +220,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-bytes", type=int)
     parser.add_argument("--threads", type=int)
     parser.add_argument("--gpu-memory-fraction", type=float)
+    parser.add_argument("--span-processes", type=int)
+    parser.add_argument("--span-rank", type=int)
+    parser.add_argument("--span-rendezvous")
     args = parser.parse_args(argv)
+    span = None
+    if args.span_processes:  # a render across several GPUs: torch.distributed comes with it
+        from worker_ami.agent.context_parallel import Span
+
+        span = Span(args.span_processes, args.span_rank, args.span_rendezvous)
     _die_with_parent()
     apply_limits(args.memory_bytes, args.threads)
     # The protocol owns the original stdout; anything a library prints goes to stderr.
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     try:
-        work = RenderWork(args.device, args.threads, args.gpu_memory_fraction)
+        work = RenderWork(args.device, args.threads, args.gpu_memory_fraction, span)
         # The heavy imports now, while this process may still be a spare waiting for a job.
         import worker_ami.agent.renderer
         import worker_ami.agent.state_codec  # noqa: F401

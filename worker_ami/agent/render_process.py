@@ -23,7 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel.job_spec import JobSpec
 from worker_ami.agent.denoise_state import DenoiseState
@@ -33,6 +33,9 @@ from worker_ami.agent.job_cgroup import JobCgroup
 from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.render_session import Opened, RenderDied, RenderSession, RenderStalled
 from worker_ami.agent.state_codec import encode_state
+
+if TYPE_CHECKING:
+    from worker_ami.agent.context_parallel import Span
 
 log = logging.getLogger(__name__)
 # What a render process may see of the agent's environment: how to run Python and find
@@ -125,11 +128,26 @@ class ChildRender:
 
     @classmethod
     async def start(
-        cls, device: str, limits: RenderLimits, scratch_root: Path, cgroups_root: Path | None
+        cls,
+        device: str,
+        limits: RenderLimits,
+        scratch_root: Path,
+        cgroups_root: Path | None,
+        span: Span | None = None,
     ) -> ChildRender:
+        """`span`: the process's place in a render across several GPUs (spanned_render.py)."""
         scratch = await asyncio.to_thread(_scratch_folder, scratch_root)
         device, visible = process_device(device)
         arguments = ["--device", device]
+        if span is not None:
+            arguments += [
+                "--span-processes",
+                str(span.processes),
+                "--span-rank",
+                str(span.rank),
+                "--span-rendezvous",
+                span.rendezvous,
+            ]
         if limits.memory_bytes is not None:
             arguments += ["--memory-bytes", str(limits.memory_bytes)]
         if limits.threads is not None:
