@@ -75,6 +75,9 @@ def plan_gangs(
             plan.starts[job.job_id] = placed
             taken.setdefault(worker_id, set()).update(indexes)
             continue
+        if job.gpus == 1:  # a one-GPU job takes the next free GPU: it holds nothing
+            plan.waits[job.job_id] = "no free GPU that fits it"
+            continue
         held = _hold(job, workers, taken, plan.holds, now, kept.get(job.job_id))
         if held is not None:
             plan.holds[held] = job.job_id

@@ -40,6 +40,12 @@ def test_a_gang_that_cannot_start_holds_the_worker_that_frees_soonest_and_takes_
     assert behind.starts == {"one": ("a", (2,))}
 
 
+def test_a_one_gpu_job_that_cannot_start_holds_nothing() -> None:
+    plan = plan_gangs([GangJob("one", 1, 16)], [worker("a", 1, {0: 5})], NOW)
+    assert plan.holds == {}
+    assert plan.waits == {"one": "no free GPU that fits it"}
+
+
 def test_a_gang_keeps_the_worker_it_held() -> None:
     workers = [worker("a", 4, {0: 5, 1: 5}), worker("b", 4, {0: 4, 1: 4})]
     plan = plan_gangs([GangJob("cp4", 4, 40)], workers, NOW, held_before={"a": "cp4"})
