@@ -16,6 +16,7 @@ from tests.support.jobs import job_dict
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.render_process import RenderLimits
+from worker_ami.agent.render_session import RenderSession
 from worker_ami.agent.spanned_render import SpannedRender
 from worker_ami.agent.state_codec import decode_state
 from worker_ami.agent.tiny_model import build_tiny_wan
@@ -32,9 +33,12 @@ def four_heads(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 async def started(scratch: Path) -> SpannedRender:
-    return await SpannedRender.start(
+    render = await SpannedRender.start(
         ["cpu", "cpu"], LIMITS, scratch, None, f"127.0.0.1:{free_port()}"
     )
+    session: RenderSession = render  # the runner's port: it drives either kind alike
+    assert session is render
+    return render
 
 
 def spec() -> JobSpec:

@@ -22,6 +22,8 @@ Reply = TypeVar("Reply")
 
 
 class SpannedRender:
+    """A RenderSession (render_session.py) over several render processes."""
+
     def __init__(self, processes: Sequence[ChildRender]) -> None:
         self._processes = list(processes)
 
