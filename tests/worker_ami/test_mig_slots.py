@@ -49,8 +49,8 @@ class TwoA100s:
         ]
 
 
-def settings() -> WorkerSettings:
-    return WorkerSettings(worker_id="w-mig", device="cuda")
+def settings(mig_slots: bool = True) -> WorkerSettings:
+    return WorkerSettings(worker_id="w-mig", device="cuda", mig_slots=mig_slots)
 
 
 def test_each_mig_instance_is_a_slot_with_its_own_memory_numbered_in_nvml_order() -> None:
@@ -67,6 +67,17 @@ def test_each_mig_instance_is_a_slot_with_its_own_memory_numbered_in_nvml_order(
         "cuda:" + LARGE,
         "cuda:1",
     ]
+
+
+def test_mig_slots_are_the_operators_choice() -> None:
+    """Off by default (the ledger does not yet split a GPU's price among its slices): each GPU
+    is one slot, as on a machine without MIG."""
+    slots = detect_gpus(TwoA100s(), settings(mig_slots=False))
+    assert [(s.gpu.index, s.gpu.family, s.device) for s in slots] == [
+        (0, "a100", "cuda:0"),
+        (1, "a100", "cuda:1"),
+    ]
+    assert WorkerSettings(worker_id="w").mig_slots is False
 
 
 def test_a_slice_is_a_family_of_its_own_within_the_protocols_length() -> None:

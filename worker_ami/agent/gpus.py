@@ -47,7 +47,7 @@ def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[Detecte
     slots: list[DetectedSlot] = []
     for g in sorted(gpus, key=lambda g: g.index):
         family = family_of_gpu(g.name)
-        if not g.mig:
+        if not g.mig or not settings.mig_slots:
             info = GpuInfo(index=len(slots), family=family, vram_gib=g.memory_total_bytes / GIB)
             slots.append(DetectedSlot(info, f"cuda:{g.index}", g.index))
             continue
