@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.clock import Clock, SystemClock
 from kernel.job_spec import JobSpec, parse_job
+from kernel.precision import Precision
 from tests.support.jobs import job_dict
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.recipe import recipe_for
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings
 
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 MODEL = "wan/tiny-test"
+# What a CPU worker renders with: the product's own recipe there (fp32, two passes).
+CPU_RECIPE = recipe_for(Precision(), "cpu", "cpu")
 REVISION = "r1"
 
 

@@ -11,14 +11,11 @@ import numpy as np
 from safetensors.torch import save_file
 
 from kernel.job_spec import JobSpec
-from kernel.precision import ComponentDtypes, Dtype
+from tests.support.renders import CPU_RECIPE
 from worker_ami.agent.context_parallel import Span, join, leave, span_transformer
-from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.renderer import Renderer, load_pipeline
 from worker_ami.agent.state_codec import decode_state, encode_state
 
-FP32 = ComponentDtypes(transformer=Dtype.FP32, text_encoder=Dtype.FP32, vae=Dtype.FP32)
-RECIPE = RenderRecipe(dtypes=FP32, gpu_family="cpu", cfg="sequential", attention="default")
 CHECKPOINT_AT = 2  # of the job's steps
 
 
@@ -40,9 +37,9 @@ def _render(
 ) -> None:
     join(span, "cpu")  # every process of the group meets here: the last render is written
     try:
-        pipe = load_pipeline(model_dir, "cpu", FP32)
+        pipe = load_pipeline(model_dir, "cpu", CPU_RECIPE.dtypes)
         span_transformer(pipe, span, "cpu")
-        renderer = Renderer(pipe, "cpu", RECIPE)
+        renderer = Renderer(pipe, "cpu", CPU_RECIPE)
         resume = None
         if resume_from is not None:
             resume = decode_state({p.name: p.read_bytes() for p in resume_from.iterdir()})

@@ -35,6 +35,13 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_wan(tmp_path_factory.mktemp("models") / "wan-tiny")
 
 
+@pytest.fixture(scope="session")
+def four_head_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model with four attention heads, so that they divide among 2 or 4 processes
+    (a render across GPUs splits the heads)."""
+    return build_tiny_wan(tmp_path_factory.mktemp("models") / "wan-tiny-4", heads=4, head_dim=8)
+
+
 @pytest.fixture
 def s3(moto_endpoint: str) -> S3Client:
     return boto3.client("s3", region_name="us-east-1", endpoint_url=moto_endpoint)

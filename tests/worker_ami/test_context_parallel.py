@@ -15,13 +15,6 @@ from kernel.job_spec import parse_job
 from tests.support.jobs import job_dict
 from tests.support.spanned_render import render_rank
 from worker_ami.agent.context_parallel import why_not_span
-from worker_ami.agent.tiny_model import build_tiny_wan
-
-
-@pytest.fixture(scope="module")
-def four_head_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny model with four attention heads, so that they divide among four processes."""
-    return build_tiny_wan(tmp_path_factory.mktemp("models") / "wan-tiny-4", heads=4, head_dim=8)
 
 
 @pytest.mark.parametrize("processes", [2, 4])

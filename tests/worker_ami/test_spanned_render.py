@@ -11,25 +11,16 @@ import pytest
 
 from framefleet.local_ports import free_port
 from kernel.job_spec import JobSpec, parse_job
-from kernel.precision import ComponentDtypes, Dtype
 from tests.support.jobs import job_dict
+from tests.support.renders import CPU_RECIPE
 from worker_ami.agent.errors import WorkerError
-from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.render_process import RenderLimits
 from worker_ami.agent.render_session import RenderSession
 from worker_ami.agent.spanned_render import SpannedRender
 from worker_ami.agent.state_codec import decode_state
-from worker_ami.agent.tiny_model import build_tiny_wan
 
-FP32 = ComponentDtypes(transformer=Dtype.FP32, text_encoder=Dtype.FP32, vae=Dtype.FP32)
-RECIPE = RenderRecipe(dtypes=FP32, gpu_family="cpu", cfg="sequential", attention="default")
 LIMITS = RenderLimits(threads=1)
 BOUND_S = 120.0
-
-
-@pytest.fixture(scope="module")
-def four_heads(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_wan(tmp_path_factory.mktemp("models") / "wan-tiny-4", heads=4, head_dim=8)
 
 
 async def started(scratch: Path) -> SpannedRender:
@@ -46,12 +37,12 @@ def spec() -> JobSpec:
 
 
 async def test_a_spanned_job_resumes_in_fresh_processes_to_the_same_video(
-    four_heads: Path, tmp_path: Path
+    four_head_model: Path, tmp_path: Path
 ) -> None:
     job = spec()
     render = await started(tmp_path)
     try:
-        assert (await render.open(four_heads, RECIPE, job, None, BOUND_S)).step == 0
+        assert (await render.open(four_head_model, CPU_RECIPE, job, None, BOUND_S)).step == 0
         for _ in range(2):
             await render.step(BOUND_S)
         at, blobs = await render.checkpoint(BOUND_S)
@@ -65,7 +56,7 @@ async def test_a_spanned_job_resumes_in_fresh_processes_to_the_same_video(
 
     resumed = await started(tmp_path)
     try:
-        opened = await resumed.open(four_heads, RECIPE, job, decode_state(blobs), BOUND_S)
+        opened = await resumed.open(four_head_model, CPU_RECIPE, job, decode_state(blobs), BOUND_S)
         assert opened.step == 2
         while await resumed.step(BOUND_S) < job.steps:
             pass
@@ -75,10 +66,12 @@ async def test_a_spanned_job_resumes_in_fresh_processes_to_the_same_video(
     assert again == whole
 
 
-async def test_one_process_dying_ends_the_other_at_once(four_heads: Path, tmp_path: Path) -> None:
+async def test_one_process_dying_ends_the_other_at_once(
+    four_head_model: Path, tmp_path: Path
+) -> None:
     render = await started(tmp_path)
     try:
-        await render.open(four_heads, RECIPE, spec(), None, BOUND_S)
+        await render.open(four_head_model, CPU_RECIPE, spec(), None, BOUND_S)
         await render.step(BOUND_S)
         render._processes[1]._process.kill()  # its GPU fell off the bus
         with pytest.raises(WorkerError):

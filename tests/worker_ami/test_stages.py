@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 from kernel.job_spec import parse_job
-from kernel.precision import ComponentDtypes, Dtype
 from tests.support.jobs import job_dict
+from tests.support.renders import CPU_RECIPE
 from worker_ami.agent.errors import CheckpointRejected
-from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.renderer import Renderer, load_pipeline
 from worker_ami.agent.stages import (
     EMBEDDINGS,
@@ -27,13 +26,10 @@ from worker_ami.agent.stages import (
 from worker_ami.agent.state_codec import decode_state, encode_state
 from worker_ami.agent.video import encode_mp4
 
-FP32 = ComponentDtypes(transformer=Dtype.FP32, text_encoder=Dtype.FP32, vae=Dtype.FP32)
-RECIPE = RenderRecipe(dtypes=FP32, gpu_family="cpu", cfg="sequential", attention="default")
-
 
 def test_a_staged_render_makes_the_unstaged_video(tiny_model_dir: Path) -> None:
     spec = parse_job(job_dict("staged", steps=4), now=None)
-    whole = Renderer(load_pipeline(tiny_model_dir, "cpu", FP32), "cpu", RECIPE)
+    whole = Renderer(load_pipeline(tiny_model_dir, "cpu", CPU_RECIPE.dtypes), "cpu", CPU_RECIPE)
     prompt, state = whole.begin(spec, None)
     while state.step < spec.steps:
         state = whole.step(state, prompt, spec.guidance)
@@ -41,10 +37,10 @@ def test_a_staged_render_makes_the_unstaged_video(tiny_model_dir: Path) -> None:
 
     def stage_renderer(stage: Stage) -> Renderer:
         components = STAGE_COMPONENTS[stage]
-        pipe = load_pipeline(tiny_model_dir, "cpu", FP32, components)
+        pipe = load_pipeline(tiny_model_dir, "cpu", CPU_RECIPE.dtypes, components)
         loaded = {name for name in ("transformer", "text_encoder", "vae") if getattr(pipe, name)}
         assert loaded == set(components)
-        return Renderer(pipe, "cpu", RECIPE)
+        return Renderer(pipe, "cpu", CPU_RECIPE)
 
     embeddings = encode_stage(stage_renderer("encode"), spec)
     final = denoise_stage(stage_renderer("denoise"), spec, embeddings)

@@ -185,11 +185,15 @@ class Renderer:
     ) -> tuple[PromptEmbeddings, DenoiseState]:
         """The prompt's embeddings and the state to denoise from: `resume` (checked against
         this pipeline's schedule), or the seed's initial noise."""
-        prompt = self.encode(spec)
+        return self.encode(spec), self.start(spec, resume)
+
+    def start(self, spec: JobSpec, resume: DenoiseState | None) -> DenoiseState:
+        """The state to denoise from: `resume` (checked against this pipeline's schedule), or
+        the seed's initial noise."""
         if resume is None:
-            return prompt, self.initial_state(spec)
+            return self.initial_state(spec)
         self.prepare_resume(resume)
-        return prompt, resume
+        return resume
 
     def smoke(self, spec: JobSpec, state: DenoiseState) -> None:
         """One tiny step (16x16, one frame): the preflight's proof that the pipeline runs on

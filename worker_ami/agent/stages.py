@@ -64,11 +64,7 @@ def denoise_stage(
         stored.positive.to(device),
         None if stored.negative is None else stored.negative.to(device),
     )
-    if resume is None:
-        state = renderer.initial_state(spec)
-    else:
-        renderer.prepare_resume(resume)
-        state = resume
+    state = renderer.start(spec, resume)
     while state.step < state.total_steps:
         state = renderer.step(state, prompt, spec.guidance)
     return state
