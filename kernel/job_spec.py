@@ -49,10 +49,24 @@ class _Strict(BaseModel):
     )
 
 
+# The most GPUs one instance has (p4d, p5): a span never crosses instances.
+MAX_SPAN_GPUS = 8
+
+
 class GpuNeeds(_Strict):
     min_vram_gib: float = Field(default=16.0, ge=1, le=1024, description="Minimum GPU memory")
     families: tuple[GpuFamily, ...] = Field(
         default=(), max_length=16, description="Allowed GPU families; empty means any"
+    )
+    # Left out of the canonical form when 1, so the fingerprints of jobs stored before it do
+    # not change.
+    count: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_SPAN_GPUS,
+        description="GPUs of one instance the render spans (context parallelism); each GPU "
+        "needs min_vram_gib",
+        exclude_if=lambda value: value == 1,
     )
 
 

@@ -123,3 +123,15 @@ def test_the_sqs_intake_dead_letters_an_output_elsewhere_with_the_reason() -> No
     assert isinstance(decided, Rejection)
     assert decided.reason == "invalid_job"
     assert decided.errors[0].startswith("output: ")
+
+
+def test_gpu_count_is_left_out_of_the_canonical_form_when_one_and_bounded_by_an_instance() -> None:
+    one = parse_job(job_dict("clip-1"), now=NOW)
+    assert "count" not in json.loads(one.canonical_json())["gpu"]
+    spanned = parse_job(job_dict("clip-1", gpu={"min_vram_gib": 24, "count": 4}), now=NOW)
+    assert spanned.gpu.count == 4
+    assert json.loads(spanned.canonical_json())["gpu"]["count"] == 4
+    assert spanned.fingerprint() != one.fingerprint()
+    for count in (0, 9, 2.5):
+        with pytest.raises(JobValidationError):
+            parse_job(job_dict("clip-1", gpu={"count": count}), now=NOW)
