@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
+from orchestrator.scheduling.gang_round import place_gangs
 from orchestrator.scheduling.quotas import ShareBook
 from orchestrator.scheduling.snapshots import (
     Assignment,
@@ -276,16 +277,11 @@ def schedule(
     now: datetime,
     settings: SchedulerSettings | None = None,
     spent_today: Mapping[str, float] | None = None,
+    held_before: Mapping[str, str] | None = None,
 ) -> Decisions:
-    """`spent_today`: USD per team today, for the teams' spend per day (`quotas`)."""
+    """`spent_today`: USD per team today, for the teams' spend per day (`quotas`);
+    `held_before`: the workers the last tick held for spanning jobs (`Decisions.holds`)."""
     settings = settings or SchedulerSettings()
-    usable = [gpu for worker in workers if worker.accepting for gpu in worker.gpus]
-    free = _FreeGpus(gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None)
-    already_reserved = {gpu.reserved_for for gpu in usable if gpu.reserved_for}
-    victims = _Victims(g for g in usable if g.running is not None and g.reserved_for is None)
-    weakest = victims.weakest()
-    assignments: list[Assignment] = []
-    preemptions: list[Preemption] = []
     # Teams' shares (none configured: nobody is limited, and nothing below changes).
     running = [(g.running.team, g.family) for w in workers for g in w.gpus if g.running]
     shares = ShareBook(settings.quotas, running, spent_today) if settings.quotas else None
@@ -294,6 +290,30 @@ def schedule(
         if shares is None or job.team is None:
             return _anywhere
         return lambda gpu: shares.admits(job.team, gpu.family, borrow)
+
+    # Jobs that span GPUs go first, as gangs; what they take or hold, no one-GPU job gets.
+    gangs = place_gangs(
+        queue_order((j for j in pending if j.gpus > 1), now, settings),
+        workers,
+        frozenset(w for j in pending if j.gpus == 1 for w in j.reserved_on),
+        now,
+        held_before or {},
+        shares,
+    )
+    pending = [j for j in pending if j.gpus == 1]
+    usable = [
+        gpu
+        for worker in workers
+        if worker.accepting and worker.worker_id not in gangs.holds
+        for gpu in worker.gpus
+        if (gpu.worker_id, gpu.index) not in gangs.taken
+    ]
+    free = _FreeGpus(gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None)
+    already_reserved = {gpu.reserved_for for gpu in usable if gpu.reserved_for}
+    victims = _Victims(g for g in usable if g.running is not None and g.reserved_for is None)
+    weakest = victims.weakest()
+    assignments: list[Assignment] = []
+    preemptions: list[Preemption] = []
 
     def assign(job: PendingJob, gpu: GpuSlot, why: str = "") -> None:
         if shares is not None:
@@ -359,7 +379,10 @@ def schedule(
         without_gpu(queue[position])
     placed = {a.job_id for a in assignments} | {p.for_job_id for p in preemptions}
     waits = () if shares is None else _quota_waits(queue, placed, shares)
-    return Decisions(tuple(assignments), tuple(preemptions), waits)
+    gang_waits = tuple(QuotaWait(job_id, why) for job_id, why in gangs.waits.items())
+    return Decisions(
+        (*gangs.assignments, *assignments), tuple(preemptions), waits + gang_waits, gangs.holds
+    )
 
 
 def _quota_waits(

@@ -80,6 +80,20 @@ class ShareBook:
             return True
         return borrow and self._quotas[team].borrow and self._idle(key) > 0
 
+    def admits_several(self, team: str | None, family: str, count: int) -> bool:
+        """`count` GPUs at once (a job that spans them), each within the share or borrowed."""
+        taken = 0
+        try:
+            for _ in range(count):
+                if not self.admits(team, family):
+                    return False
+                self.take(team, family)
+                taken += 1
+            return True
+        finally:
+            for _ in range(taken):
+                self.give_back(team, family)
+
     def may_reclaim(self, team: str | None, family: str) -> bool:
         """The team runs less than its share of that family's key."""
         key = self.key(team, family)

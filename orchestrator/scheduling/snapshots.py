@@ -37,6 +37,7 @@ class PendingJob:
     # steps at its pace): among jobs of equal aged priority the least slack goes first.
     start_by: datetime | None = None
     team: str | None = None  # its cost tag: what its team's quota counts it against
+    gpus: int = 1  # of one instance, all at once (`gang_round`)
 
     @property
     def latest_start(self) -> datetime | None:
@@ -96,8 +97,9 @@ class SchedulerSettings:
 class Assignment:
     job_id: str
     worker_id: str
-    gpu_index: int
+    gpu_index: int  # the lead GPU: a spanned render's rank 0
     reason: str
+    span: tuple[int, ...] = ()  # the other GPUs of a job that spans several
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,8 @@ class Preemption:
 
 @dataclass(frozen=True)
 class QuotaWait:
-    """A job that a free GPU would have fitted, held back by its team's quota."""
+    """A job left waiting and why: a free GPU would have fitted it but its team's quota held it
+    back, or it spans GPUs that are not free together."""
 
     job_id: str
     reason: str
@@ -122,3 +125,5 @@ class Decisions:
     assignments: tuple[Assignment, ...] = field(default_factory=tuple)
     preemptions: tuple[Preemption, ...] = field(default_factory=tuple)
     waits: tuple[QuotaWait, ...] = field(default_factory=tuple)
+    # Worker -> the spanning job it is held for (kept for the next tick's `held_before`).
+    holds: Mapping[str, str] = field(default_factory=dict)
