@@ -89,6 +89,7 @@ class JobMove:
     changes: JobChanges = field(default_factory=JobChanges)
     worker_id: str | None = None
     gpu_index: int | None = None
+    span: tuple[int, ...] = ()  # an assignment's other GPUs, for a job that spans several
 
 
 class DrainKind(StrEnum):
@@ -127,8 +128,13 @@ class Placement:
 
     job: JobRecord
     worker_id: str
-    gpu_index: int
+    gpu_index: int  # the lead GPU (a spanned render's rank 0)
     since: datetime
+    span: tuple[int, ...] = ()  # the other GPUs of a job that spans several
+
+    @property
+    def gpus(self) -> tuple[int, ...]:
+        return (self.gpu_index, *self.span)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from kernel.job_record import JobRecord
 from kernel.job_spec import JobSpec, parse_job
 from kernel.job_state import JobState
 from orchestrator.store.migrate import upgrade_to_head
-from orchestrator.store.tables import JobAttemptRow, JobRow, ReservationRow
+from orchestrator.store.tables import AttemptGpuRow, JobAttemptRow, JobRow, ReservationRow
 
 
 def table_of(row: type[object]) -> Table:
@@ -30,6 +30,7 @@ def table_of(row: type[object]) -> Table:
 
 
 JOBS, ATTEMPTS = table_of(JobRow), table_of(JobAttemptRow)
+ATTEMPT_GPUS = table_of(AttemptGpuRow)
 RESERVATIONS = table_of(ReservationRow)
 # A job's columns but its spec: specs never change once stored and are parsed once a process,
 # so the hot reads (queue, placements, a batch of moves) take the digest and fetch the text

@@ -66,6 +66,9 @@ class MoveWrites:
     events: list[dict[str, object]] = field(default_factory=list)
     attempts_started: list[dict[str, object]] = field(default_factory=list)
     attempts_changed: list[dict[str, object]] = field(default_factory=list)
+    # Each GPU of each attempt started (`AttemptGpuRow`), and the attempts whose GPUs it frees.
+    attempt_gpus_started: list[dict[str, object]] = field(default_factory=list)
+    attempt_gpus_ended: list[dict[str, object]] = field(default_factory=list)
     assigned: list[str] = field(default_factory=list)
     ended: list[str] = field(default_factory=list)
     records: dict[str, JobRecord] = field(default_factory=dict)
@@ -213,8 +216,26 @@ class MoveWrites:
                     **{name: getattr(attempt, name) for name in ATTEMPT_FIELDS_CHANGED},
                 }
             )
+            for gpu_index in (move.gpu_index, *move.span) if move.gpu_index is not None else ():
+                self.attempt_gpus_started.append(
+                    {
+                        "job_id": attempt.job_id,
+                        "attempt": attempt.attempt,
+                        "gpu_index": gpu_index,
+                        "worker_id": move.worker_id,
+                        "ended_at": attempt.ended_at,
+                    }
+                )
         elif attempt != read:
             self._changed(attempt)
+            if attempt.ended_at is not None and (read is None or read.ended_at is None):
+                self.attempt_gpus_ended.append(
+                    {
+                        "b_job_id": attempt.job_id,
+                        "b_attempt": attempt.attempt,
+                        "v_ended_at": attempt.ended_at,
+                    }
+                )
 
     def _changed(self, attempt: AttemptNow) -> None:
         self.attempts_changed.append(

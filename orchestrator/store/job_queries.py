@@ -8,12 +8,13 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import func
 from sqlalchemy import select as select_columns
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from kernel.errors import JobNotFound
 from kernel.job_record import FinishedRun, JobEvent, JobRecord, Placement
 from kernel.job_state import ACTIVE_STATES, JobState
 from orchestrator.store.base import (
+    ATTEMPT_GPUS,
     ATTEMPTS,
     CURRENT_ATTEMPT,
     JOB_COLUMNS,
@@ -170,10 +171,34 @@ class JobQueries(StoreBase):
         with self._session() as session:
             rows = session.execute(query).all()
             records = self._light_records(session, rows)
+            spans = self._spans(session, [r for r in records if r.spec.gpu.count > 1])
         return [
-            Placement(record, row.worker_id or "", row.gpu_index or 0, utc(row.started_at))
+            Placement(
+                record,
+                row.worker_id or "",
+                row.gpu_index or 0,
+                utc(row.started_at),
+                tuple(i for i in spans.get(record.job_id, ()) if i != row.gpu_index),
+            )
             for record, row in zip(records, rows, strict=True)
         ]
+
+    @staticmethod
+    def _spans(session: Session, spanning: list[JobRecord]) -> dict[str, tuple[int, ...]]:
+        """The GPUs each spanning job's current attempt holds, its lead GPU among them."""
+        if not spanning:
+            return {}
+        attempt = {record.job_id: record.attempt for record in spanning}
+        query = (
+            select_columns(ATTEMPT_GPUS.c.job_id, ATTEMPT_GPUS.c.attempt, ATTEMPT_GPUS.c.gpu_index)
+            .where(ATTEMPT_GPUS.c.job_id.in_(list(attempt)), ATTEMPT_GPUS.c.ended_at.is_(None))
+            .order_by(ATTEMPT_GPUS.c.job_id, ATTEMPT_GPUS.c.gpu_index)
+        )
+        gpus: dict[str, list[int]] = {}
+        for row in session.execute(query).all():
+            if attempt[row.job_id] == row.attempt:
+                gpus.setdefault(row.job_id, []).append(row.gpu_index)
+        return {job_id: tuple(indexes) for job_id, indexes in gpus.items()}
 
     def count_jobs(self) -> int:
         with self._session() as session:

@@ -26,6 +26,7 @@ from kernel.errors import (
 from kernel.job_record import JobChanges, JobMove, JobRecord
 from kernel.job_state import JobState
 from orchestrator.store.base import (
+    ATTEMPT_GPUS,
     ATTEMPTS,
     CURRENT_ATTEMPT,
     JOB_COLUMNS,
@@ -76,6 +77,15 @@ _UPDATE_ATTEMPT = (
         ATTEMPTS.c.attempt == bindparam("b_attempt"),
     )
     .values({name: bindparam(f"v_{name}") for name in ATTEMPT_FIELDS_CHANGED})
+)
+
+_END_ATTEMPT_GPUS = (
+    update(ATTEMPT_GPUS)
+    .where(
+        ATTEMPT_GPUS.c.job_id == bindparam("b_job_id"),
+        ATTEMPT_GPUS.c.attempt == bindparam("b_attempt"),
+    )
+    .values(ended_at=bindparam("v_ended_at"))
 )
 
 
@@ -211,8 +221,12 @@ class JobStore(JobQueries):
             connection.execute(insert(_EVENTS), writes.events)
         if writes.attempts_changed:
             connection.execute(_UPDATE_ATTEMPT, writes.attempts_changed)
+        if writes.attempt_gpus_ended:
+            connection.execute(_END_ATTEMPT_GPUS, writes.attempt_gpus_ended)
         if writes.attempts_started:  # after the ends: the GPU's last attempt closes first
             connection.execute(insert(ATTEMPTS), writes.attempts_started)
+        if writes.attempt_gpus_started:
+            connection.execute(insert(ATTEMPT_GPUS), writes.attempt_gpus_started)
         if writes.assigned:
             # The instance reserved for a job is used up once the job is placed: if it comes
             # back to the queue it has no claim on that GPU (the market choice stays).

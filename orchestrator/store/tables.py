@@ -84,6 +84,30 @@ class JobAttemptRow(SQLModel, table=True):
     checkpoints: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
+class AttemptGpuRow(SQLModel, table=True):
+    """Each GPU an attempt holds: one row for a one-GPU attempt, one per GPU for a job that
+    spans several. Its index is what keeps two open attempts off one GPU for spans too (the
+    attempts' own index sees only each attempt's lead GPU)."""
+
+    __tablename__ = "job_attempt_gpus"
+    __table_args__ = (
+        Index(
+            "uq_job_attempt_gpus_open",
+            "worker_id",
+            "gpu_index",
+            unique=True,
+            sqlite_where=text("ended_at IS NULL"),
+            postgresql_where=text("ended_at IS NULL"),
+        ),
+    )
+
+    job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
+    attempt: int = Field(primary_key=True)
+    gpu_index: int = Field(primary_key=True)
+    worker_id: str = Field(max_length=128)
+    ended_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+
+
 class JobEventRow(SQLModel, table=True):
     """Append-only: rows are inserted, never updated or deleted."""
 
