@@ -45,6 +45,7 @@ def demand_of(
         if families is not None
         else frozenset(f.value for f in spec.gpu.families),
         max_cost_usd=spec.max_cost_usd,
+        gpus=spec.gpu.count,
     )
 
 

@@ -69,7 +69,7 @@ class _Opening:
 
     @property
     def free(self) -> int:
-        return self.kind.gpus - len(self.jobs)
+        return self.kind.gpus - sum(job.gpus for job in self.jobs)
 
     def takes(self, job: JobDemand, market: Market) -> bool:
         """A free GPU of an on-demand launch serves any job; of a spot one, a job that may
@@ -77,7 +77,9 @@ class _Opening:
         pool = self.quote.pool
         spot_ok = market is Market.SPOT and spot_zone_allowed(job, pool)
         return (
-            self.free > 0 and fits(job, self.kind) and (pool.market is Market.ON_DEMAND or spot_ok)
+            self.free >= job.gpus
+            and fits(job, self.kind)
+            and (pool.market is Market.ON_DEMAND or spot_ok)
         )
 
     def launch(self) -> Launch:
@@ -86,7 +88,7 @@ class _Opening:
         alternatives = tuple(
             p
             for p in self.alternatives
-            if kind_of(p.instance_type).gpus >= len(jobs)
+            if kind_of(p.instance_type).gpus >= sum(j.gpus for j in jobs)
             and all(fits(j, kind_of(p.instance_type)) and spot_zone_allowed(j, p) for j in jobs)
         )
         reason = self.reason
@@ -308,13 +310,13 @@ class _Round:
             and (not families or kind.family in families)
             and (market is Market.ON_DEMAND or not zones or pool.availability_zone in zones)
         )
-        return min(kind.gpus, 1 + fellows)
+        return min(kind.gpus, job.gpus + fellows)
 
     def _free_slot(self, job: JobDemand, on_instance: str | None = None) -> _FreeSlots | None:
         market = self.choices[job.job_id].market
         for slot in self.slots:
             if (
-                slot.free > 0
+                slot.free >= job.gpus
                 and (on_instance is None or slot.instance.instance_id == on_instance)
                 and fits(job, slot.kind)
                 and market_allows(
@@ -331,7 +333,7 @@ class _Round:
         return None
 
     def _place(self, job: JobDemand, slot: _FreeSlots) -> None:
-        slot.free -= 1
+        slot.free -= job.gpus
         self.placed.append((job.job_id, slot.instance.instance_id))
 
     def _over_budget(self, quote: PoolQuote) -> str | None:

@@ -16,13 +16,31 @@ from autoscaler.snapshot import JobDemand, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
+from kernel.stage_cost import Video, span_step_seconds
+from kernel.step_time import architecture_of
 
 # How many of an instance's GPUs the queue would fill if that instance were bought now.
 Sharing = Callable[[PoolQuote], int]
 
 
 def fits(job: JobDemand, kind: InstanceKind) -> bool:
-    return kind.vram_gib >= job.min_vram_gib and (not job.families or kind.family in job.families)
+    return (
+        kind.vram_gib >= job.min_vram_gib
+        and kind.gpus >= job.gpus
+        and (not job.families or kind.family in job.families)
+    )
+
+
+def step_seconds_on(job: JobDemand, model: ThroughputModel, instance_type: str) -> float:
+    """A step of the job on its GPUs of `instance_type`: one GPU's pace, or, for a job that
+    spans several, each GPU's share of it plus their exchanges (`kernel.stage_cost`)."""
+    kind = kind_of(instance_type)
+    alone = model.seconds_per_step(job.shape, kind.family)
+    if job.gpus == 1:
+        return alone
+    shape = job.shape
+    video = Video(architecture_of(shape.model), shape.width, shape.height, shape.frames, 1)
+    return span_step_seconds(video, alone, job.gpus, instance_type)
 
 
 def spot_zone_allowed(job: JobDemand, pool: Pool) -> bool:
@@ -57,9 +75,8 @@ def cost_per_step(
     settings: PurchaseSettings,
     sharing: int | None = None,
 ) -> float:
-    family = kind_of(quote.pool.instance_type).family
-    step_hours = model.seconds_per_step(job.shape, family) / 3600
-    return gpu_hour_cost(quote, settings, sharing) * step_hours
+    step_hours = step_seconds_on(job, model, quote.pool.instance_type) / 3600
+    return gpu_hour_cost(quote, settings, sharing) * step_hours * job.gpus
 
 
 def cost_per_video(
@@ -71,10 +88,9 @@ def cost_per_video(
 ) -> float:
     """What the job's remaining video costs on a new instance of this pool: its GPU-hours for
     the start-up (boot, model load) and the remaining steps at the family's pace."""
-    family = kind_of(quote.pool.instance_type).family
     startup_s = settings.boot_seconds + settings.model_load_seconds
-    steps_s = model.seconds(job.shape, family, max(1, job.steps_left))
-    return gpu_hour_cost(quote, settings, sharing) * (startup_s + steps_s) / 3600
+    steps_s = step_seconds_on(job, model, quote.pool.instance_type) * max(1, job.steps_left)
+    return gpu_hour_cost(quote, settings, sharing) * (startup_s + steps_s) / 3600 * job.gpus
 
 
 def candidates(

@@ -27,6 +27,7 @@ class JobDemand:
     families: frozenset[str] = frozenset()  # empty: any
     spot_zones: frozenset[str] = frozenset()  # where it may run on spot; empty: any zone
     max_cost_usd: float | None = None  # no pool that would cost it more is bought
+    gpus: int = 1  # of one instance, for a job that spans several (`gpu.count`)
     # Where it runs now, for a running job asked about (back to spot); None: it waits.
     running_on: Market | None = None
 

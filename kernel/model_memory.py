@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from kernel.job_spec import JobSpec
 from kernel.precision import Dtype
-from kernel.step_time import WAN_14B, Architecture, tokens
+from kernel.step_time import WAN_14B, Architecture, architecture_of, tokens
 
 GIB = 2**30
 TEXT_ENCODER_PARAMETERS = 5.7e9  # UMT5-XXL's encoder
@@ -67,4 +67,18 @@ def gpu_need_gib(
     producer's where that is more, or where the registry has none."""
     resolution = resolution_class(spec.width, spec.height)
     recorded = needs.get((spec.model, dtype, resolution)) if resolution else None
+    if recorded is not None and spec.gpu.count > 1:
+        recorded = span_share_gib(recorded, spec, dtype)
     return max(spec.gpu.min_vram_gib, recorded or 0.0)
+
+
+def span_share_gib(whole_gib: float, spec: JobSpec, dtype: Dtype) -> float:
+    """Each GPU's need when the render spans `spec.gpu.count` of them: the weights whole on
+    every GPU, the activations divided among them (context parallelism splits the tokens)."""
+    arch = architecture_of(spec.model)
+    activations = (
+        (ACTIVATION_COPIES * tokens(spec.width, spec.height, spec.num_frames) * arch.width)
+        * BYTES[dtype]
+        / GIB
+    )
+    return round(whole_gib - activations * (1 - 1 / spec.gpu.count), 1)

@@ -22,14 +22,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernel.model_memory import BYTES, GIB, RUNTIME_GIB, TEXT_ENCODER_PARAMETERS, VAE_GIB
+from kernel.model_memory import (
+    ACTIVATION_COPIES,
+    BYTES,
+    GIB,
+    RUNTIME_GIB,
+    TEXT_ENCODER_PARAMETERS,
+    VAE_GIB,
+)
 from kernel.precision import Dtype
 from kernel.step_time import TEXT_TOKENS, Architecture, compute_dtype, effective_tflops, tokens
 
 VAE_FLOPS_PER_PIXEL_FRAME = 1.2e7
 PROMPTS = 2  # the prompt and the negative prompt (classifier-free guidance)
 PROMPT_TOKENS = TEXT_TOKENS * PROMPTS
-ACTIVATION_COPIES = 24  # as kernel.model_memory: tokens x width per block in flight
 EXCHANGES_PER_LAYER = 4  # query, key, value in; attention output back
 # GPU-to-GPU bandwidth per instance type, GB/s one way per GPU, as sustained by NCCL's
 # all-to-all (well under the link's peak): NVLink where the type has it, else PCIe.

@@ -318,3 +318,27 @@ def test_pools_are_compared_on_what_the_video_costs_start_up_included() -> None:
     model, startup = ThroughputModel(), settings.boot_seconds + settings.model_load_seconds
     expected = 1.861 * (startup + model.seconds(long.shape, "l40s", 50)) / 3600
     assert cost_per_video(l40s, long, model, settings) == pytest.approx(expected)
+
+
+def test_a_job_that_spans_four_gpus_buys_an_instance_with_four() -> None:
+    quotes = market(SPOT_A, quad("a", 2.40), ON_DEMAND)
+    spanning = replace(job("span"), gpus=4)
+    (launch,) = decide_packed(spanning, quotes=quotes).launches
+    assert launch.pool.instance_type == QUAD
+    assert launch.job_ids == ("span",)
+    # Its four GPUs are used: a one-GPU job after it gets an instance of its own.
+    launches = decide_packed(spanning, job("one"), quotes=quotes).launches
+    assert sorted((launch.pool.instance_type, launch.job_ids) for launch in launches) == [
+        (QUAD, ("span",)),
+        (TYPE, ("one",)),
+    ]
+
+
+def test_a_spanning_job_takes_free_gpus_only_where_enough_are_free_together() -> None:
+    quotes = market(SPOT_A, quad("a", 2.40), ON_DEMAND)
+    spanning = replace(job("span"), gpus=4)
+    held = [  # two of its four GPUs busy
+        InstanceView("i-quad", quad("a", 2.40).pool, 2.40, NOW - timedelta(hours=1), 4, 2),
+    ]
+    decided = plan(PlanInput(NOW, (spanning,), tuple(held), quotes), QUAD_SETTINGS, linear_pace())
+    assert [launch.job_ids for launch in decided.launches] == [("span",)]
