@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from kernel.errors import FrameFleetError
 from kernel.instance_types import INSTANCE_ID_PATTERN
-from kernel.job_spec import JOB_ID_PATTERN, MODEL_NAME_PATTERN, JobSpec
+from kernel.job_spec import JOB_ID_PATTERN, MAX_SPAN_GPUS, MODEL_NAME_PATTERN, JobSpec
 from kernel.market import Market
 from kernel.outside_text import first_problem, printable
 from kernel.precision import Dtype
@@ -230,6 +230,11 @@ class Command(_Message):
     job_id: str | None = Field(default=None, pattern=JOB_ID_PATTERN)
     attempt: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     gpu_index: int | None = Field(default=None, ge=0, le=63)
+    # A job that spans GPUs (`gpu.count`): its other GPUs on the worker, `gpu_index` its
+    # lead. Left out when empty, so a worker of before reads a one-GPU assignment as ever.
+    span: tuple[Annotated[int, Field(ge=0, le=63)], ...] = Field(
+        default=(), max_length=MAX_SPAN_GPUS - 1, exclude_if=lambda value: not value
+    )
     spec: JobSpec | None = None
     resume_from: str | None = Field(default=None, max_length=1024)
     resume_step: int | None = Field(default=None, ge=0, le=MAX_COUNT)  # resume_from's step

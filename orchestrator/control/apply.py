@@ -28,4 +28,5 @@ def assignment_move(assignment: Assignment, job: JobRecord) -> JobMove:
         assignment.reason,
         worker_id=assignment.worker_id,
         gpu_index=assignment.gpu_index,
+        span=assignment.span,
     )

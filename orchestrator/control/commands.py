@@ -90,6 +90,7 @@ class CommandSender:
             attempt=job.attempt,
             # What an assignment needs; other commands name the job and attempt only.
             gpu_index=placement.gpu_index if kind is CommandKind.ASSIGN else None,
+            span=placement.span if kind is CommandKind.ASSIGN else (),
             spec=job.spec if kind is CommandKind.ASSIGN else None,
             resume_from=job.last_checkpoint if kind is CommandKind.ASSIGN else None,
             resume_step=job.checkpoint_step if kind is CommandKind.ASSIGN else None,

@@ -50,6 +50,7 @@ class SchedulingRound:
         self._team_spend = team_spend
         self._planned = planned
         self._spent: tuple[datetime, Mapping[str, float]] | None = None
+        self._gang_holds: dict[str, str] = {}  # worker -> the spanning job it waits for
 
     async def _spent_today(self) -> Mapping[str, float]:
         """Only where a quota has a spend per day; refreshed each SPEND_REFRESH."""
@@ -66,7 +67,7 @@ class SchedulingRound:
         # The workers that take work now: a hello that arrives while this tick reads the queue
         # waits for the next one (the read was sized for these workers' free GPUs).
         accepting = self._registry.accepting()
-        busy = {(p.worker_id, p.gpu_index) for p in placements}
+        busy = {(p.worker_id, gpu_index) for p in placements for gpu_index in p.gpus}
         read = self._settings.queue_reads.read(self._registry.free_gpus(busy, accepting))
         queued = await asyncio.to_thread(self._store.schedulable, now, *read)
         if not queued:
@@ -89,7 +90,11 @@ class SchedulingRound:
             now,
             self._settings.scheduler,
             spent,
+            self._gang_holds,
         )
+        # Held in memory only: a replica that takes over plans its holds anew, which at worst
+        # lets a one-GPU job start on a worker a spanning job was waiting for (one tick's hold).
+        self._gang_holds = dict(decisions.holds)
         self._stats.schedule_seconds.append(time.perf_counter() - started)
         by_id = {job.job_id: job for job in queued}
         moves = [assignment_move(a, by_id[a.job_id]) for a in decisions.assignments]
@@ -98,7 +103,7 @@ class SchedulingRound:
             await asyncio.to_thread(self._store.apply_moves, moves, ACTOR, fence) if moves else []
         )
         placed = [
-            Placement(assigned, move.worker_id or "", move.gpu_index or 0, now)
+            Placement(assigned, move.worker_id or "", move.gpu_index or 0, now, move.span)
             for move, assigned in zip(moves, outcomes, strict=True)
             if not isinstance(assigned, FrameFleetError)  # else moved meanwhile: next tick
         ]

@@ -93,6 +93,7 @@ def pending_jobs(
                     job.families(),
                 ),
                 team=job.spec.tags.team,
+                gpus=job.spec.gpu.count,
             )
         )
     return pending
@@ -101,8 +102,9 @@ def pending_jobs(
 def running_jobs(
     placements: list[Placement], reserved: dict[str, Reservation], now: datetime
 ) -> dict[tuple[str, int], RunningJob]:
+    """Each busy (worker, GPU): every GPU of a job that spans several is busy with it."""
     return {
-        (p.worker_id, p.gpu_index): RunningJob(
+        (p.worker_id, gpu_index): RunningJob(
             p.job.job_id,
             p.job.priority,
             p.job.deadline,
@@ -112,6 +114,7 @@ def running_jobs(
             team=p.job.spec.tags.team,
         )
         for p in placements
+        for gpu_index in p.gpus
     }
 
 
@@ -127,7 +130,7 @@ def freeing_now(
     each job the workers where its GPU is now free (its to take first)."""
     waiting = {job.job_id for job in queued}
     kept = {slot: job for slot, job in freeing.items() if job in waiting}
-    busy = {(p.worker_id, p.gpu_index) for p in placements}
+    busy = {(p.worker_id, gpu_index) for p in placements for gpu_index in p.gpus}
     held = {slot: job for slot, job in kept.items() if slot in busy}
     freed_for: dict[str, set[str]] = {}
     for (worker_id, gpu_index), job_id in kept.items():

@@ -105,7 +105,7 @@ def instance_lines(
     ready = _ready(life, attempts, end)
     lines: list[CostLine] = []
     for gpu in range(max(life.gpus, 1)):
-        on_gpu = sorted((a for a in attempts if a.gpu_index == gpu), key=lambda a: a.started_at)
+        on_gpu = sorted((a for a in attempts if a.holds(gpu)), key=lambda a: a.started_at)
         for piece in _pieces(life, on_gpu, ready, end):
             start, stop = max(piece.start, since), min(piece.end, until)
             if stop > start:

@@ -5,7 +5,7 @@ them; nothing here is money arithmetic."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 
@@ -16,7 +16,13 @@ from kernel.fleet_facts import InstanceSeen, PriceSeen
 from kernel.job_spec import CostTags
 from kernel.market import Market
 from orchestrator.store.base import StoreBase, in_chunks, utc
-from orchestrator.store.tables import InstanceLifeRow, JobAttemptRow, JobRow, PriceChangeRow
+from orchestrator.store.tables import (
+    AttemptGpuRow,
+    InstanceLifeRow,
+    JobAttemptRow,
+    JobRow,
+    PriceChangeRow,
+)
 
 PoolKey = tuple[str, str, Market]  # (instance type, availability zone, market)
 
@@ -50,6 +56,10 @@ class AttemptSpan:
     tags: CostTags
     video_seconds: float  # of the job's output
     model: str = ""  # the job's model (the report's cost per video by model)
+    span: tuple[int, ...] = ()  # its other GPUs, for a job that spans several
+
+    def holds(self, gpu: int) -> bool:
+        return gpu == self.gpu_index or gpu in self.span
 
 
 class CostFactBook(StoreBase):
@@ -174,8 +184,31 @@ class CostFactBook(StoreBase):
                     .join(JobRow, col(JobRow.job_id) == col(JobAttemptRow.job_id))
                     .where(col(JobAttemptRow.worker_id).in_(chunk))
                 ).all()
-                spans.extend(self._span_of(attempt, job) for attempt, job in rows)
+                gpus = self._span_gpus(session, chunk)
+                spans.extend(
+                    replace(
+                        self._span_of(attempt, job),
+                        span=tuple(
+                            i
+                            for i in gpus.get((attempt.job_id, attempt.attempt), ())
+                            if i != attempt.gpu_index
+                        ),
+                    )
+                    for attempt, job in rows
+                )
         return spans
+
+    @staticmethod
+    def _span_gpus(session: Session, workers: Sequence[str]) -> dict[tuple[str, int], list[int]]:
+        """(job, attempt) -> every GPU it held, of the attempts on these workers that held
+        more than one."""
+        rows = session.exec(
+            select(AttemptGpuRow).where(col(AttemptGpuRow.worker_id).in_(list(workers)))
+        ).all()
+        held: dict[tuple[str, int], list[int]] = {}
+        for row in rows:
+            held.setdefault((row.job_id, row.attempt), []).append(row.gpu_index)
+        return {key: sorted(gpus) for key, gpus in held.items() if len(gpus) > 1}
 
 
 def end_instance_life(session: Session, instance_id: str, at: datetime, reason: str) -> None:

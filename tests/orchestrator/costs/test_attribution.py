@@ -4,6 +4,7 @@ categories adding up to the instance's total, each job charged for its own time.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -120,6 +121,15 @@ def test_a_multi_gpu_instance_splits_each_second_between_its_gpus() -> None:
     assert got[Category.WORK] == hours(60) / 4
     assert got[Category.IDLE] == hours(60) * 3 / 4
     assert sum(got.values()) == hours(60)
+
+
+def test_a_job_that_spans_gpus_pays_for_every_gpu_it_holds() -> None:
+    spanning = replace(attempt("job-a", 0, 60, "succeeded", gpu=1), span=(0, 3))
+    lines = instance_lines(life(gpus=4, ready=0), [spanning], prices(), WINDOW, minutes(120))
+    got = by_category(lines)
+    assert got[Category.WORK] == hours(60) * 3 / 4
+    assert got[Category.IDLE] == hours(60) / 4  # GPU 2, which it did not hold
+    assert {line.job_id for line in lines if line.category is Category.WORK} == {"job-a"}
 
 
 def test_a_period_takes_only_its_own_seconds_and_lines_split_at_midnight() -> None:

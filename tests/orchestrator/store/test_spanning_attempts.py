@@ -40,3 +40,16 @@ def test_a_spanning_attempt_holds_all_its_gpus_until_it_ends(store: JobStore) ->
     )
     assert isinstance(now_placed, JobRecord)
     assert [(p.job.job_id, p.gpus) for p in store.placements()] == [("small", (3,))]
+
+
+def test_the_cost_ledger_reads_every_gpu_a_spanning_attempt_held(store: JobStore) -> None:
+    store.intake.accept_batch([submission("big", "m1", gpu={"min_vram_gib": 24, "count": 2})])
+    store.apply_moves(
+        [JobMove("big", 1, ASSIGN, "gang", worker_id="i-0abc12345", gpu_index=1, span=(0,))], "t"
+    )
+    store.apply_moves([JobMove("big", 2, (JobState.QUEUED,), "moved")], "t")
+    [span] = store.cost_facts.attempts_on(["i-0abc12345"])
+    assert (span.gpu_index, span.span) == (1, (0,))
+    assert span.holds(0)
+    assert span.holds(1)
+    assert not span.holds(2)
