@@ -7,7 +7,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 import torch
 
+from framefleet.local_ports import free_port
 from kernel.clock import Clock, SystemClock
 from kernel.errors import ConfigurationError
 from kernel.market import family_of_gpu
@@ -33,6 +34,7 @@ from worker_ami.agent.render_process import ChildRenders, host_memory_bytes, lim
 from worker_ami.agent.render_session import RenderFactory, ThreadRenders
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.spanned_render import SpannedRenders
 from worker_ami.agent.telemetry import Nvml
 
 
@@ -126,8 +128,8 @@ async def worker_parts(
             factories[on_device] = factory
             return factory
 
-        def new_runner(on_device: str, family: str) -> JobRunner:
-            runner_settings = replace(
+        def settings_on(on_device: str, family: str) -> RunnerSettings:
+            return replace(
                 RunnerSettings(),
                 device=on_device,
                 gpu_family=family,
@@ -143,22 +145,38 @@ async def worker_parts(
                 ),
                 load_timeout_s=settings.load_timeout_s,
             )
+
+        def new_runner(on_device: str, family: str) -> JobRunner:
+            runner_settings = settings_on(on_device, family)
+            renders = renders_on(on_device)
             return JobRunner(
-                store,
-                checkpoints,
-                models,
-                registry,
-                clock,
-                runner_settings,
-                renders_on(on_device),
-                owns_renders=False,
+                store, checkpoints, models, registry, clock, runner_settings, renders, False
+            )
+
+        def new_spanned_runner(devices: Sequence[str], family: str) -> JobRunner:
+            """A job across `devices`: a render process on each (never in-thread)."""
+            scratch = settings.scratch_dir or Path(tempfile.gettempdir()) / "framefleet-jobs"
+            renders = SpannedRenders(
+                devices, limits, scratch, cgroups, lambda: f"127.0.0.1:{free_port()}"
+            )
+            runner_settings = settings_on(devices[0], family)
+            return JobRunner(
+                store, checkpoints, models, registry, clock, runner_settings, renders, True
             )
 
         family = settings.cpu_family
         if device != "cpu" and isinstance(gpus, list) and gpus:
             family = family_of_gpu(gpus[0].name)
         parts = WorkerParts(
-            settings, new_runner(device, family), store, identity, imds, clock, new_runner, Nvml()
+            settings,
+            new_runner(device, family),
+            store,
+            identity,
+            imds,
+            clock,
+            new_runner,
+            Nvml(),
+            new_spanned_runner if settings.render_isolation == "process" else None,
         )
         try:
             yield parts

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kernel.clock import Clock
@@ -33,6 +33,9 @@ class WorkerParts:
     # One per GPU: its device ("cuda:N" or "cpu") and family.
     new_runner: Callable[[str, str], JobRunner]
     gpu_readings: GpuReadings  # NVML (a fake in tests)
+    # A job across several of them (`gpu.count`): their devices and family. None: this
+    # worker runs no such job (renders in-thread cannot span).
+    new_spanned_runner: Callable[[Sequence[str], str], JobRunner] | None = None
 
     async def preflight(
         self, spec: JobSpec, runner: JobRunner | None = None, resume_from: str | None = None

@@ -196,9 +196,13 @@ class Renderer:
         return resume
 
     def smoke(self, spec: JobSpec, state: DenoiseState) -> None:
-        """One tiny step (16x16, one frame): the preflight's proof that the pipeline runs on
-        this device; then the scheduler points at `state`'s schedule again."""
-        tiny = spec.model_copy(update={"width": 16, "height": 16, "num_frames": 1, "steps": 1})
+        """One tiny step (16x16, one frame; 16 wider per GPU of a render across several, whose
+        tokens must divide among them): the preflight's proof that the pipeline runs on this
+        device; then the scheduler points at `state`'s schedule again."""
+        gpus = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+        tiny = spec.model_copy(
+            update={"width": 16 * gpus, "height": 16, "num_frames": 1, "steps": 1}
+        )
         self.step(self.initial_state(tiny), self.encode(tiny), tiny.guidance)
         self.prepare_resume(state)
 

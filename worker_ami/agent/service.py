@@ -49,24 +49,12 @@ from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.metrics import WorkerMetrics
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import JobReport, RunStatus
-from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.slots import Slot, why_not
 
 log = logging.getLogger(__name__)
 AGENT_VERSION = "0.1.0"
 SEEN_ASSIGNMENTS = 4096
-
-
-@dataclass
-class Slot:
-    gpu: GpuInfo
-    device: str
-    runner: JobRunner
-    job_id: str | None = None
-    attempt: int = 0
-    step: int = 0
-    total_steps: int = 1
-    task: asyncio.Task[None] | None = None
 
 
 @dataclass
@@ -172,7 +160,7 @@ class WorkerService:
     def drain(self, reason: str) -> None:
         self._state.accepting = False
         for slot in self._slots:
-            if slot.job_id is not None:
+            if slot.job_id is not None and slot.lead is None:
                 slot.runner.request_checkpoint(reason)
 
     async def _announce(self) -> None:
@@ -213,7 +201,7 @@ class WorkerService:
                         dtype=s.runner.dtype,
                     )
                     for s in self._slots
-                    if s.job_id is not None
+                    if s.job_id is not None and s.lead is None
                 ),
                 warm_models=tuple(
                     WarmModel(gpu_index=s.gpu.index, model=model)
@@ -253,7 +241,9 @@ class WorkerService:
             await self._assign(command)
         elif command.kind in {CommandKind.CHECKPOINT_NOW, CommandKind.CANCEL}:
             for slot in self._slots:
-                if (slot.job_id, slot.attempt) == (command.job_id, command.attempt):
+                if (slot.job_id, slot.attempt) == (command.job_id, command.attempt) and (
+                    slot.lead is None
+                ):
                     slot.runner.request_checkpoint(f"{command.kind.value} from the control plane")
 
     async def _assign(self, command: Command) -> None:
@@ -266,17 +256,23 @@ class WorkerService:
             return
         self._state.seen_assignments.add(key)
         slot = next((s for s in self._slots if s.gpu.index == command.gpu_index), None)
-        if not self._state.accepting or slot is None or slot.job_id is not None:
-            why = "worker is draining" if not self._state.accepting else "GPU not free"
+        span = [s for s in self._slots if s.gpu.index in command.span]
+        can_span = self._agent.new_spanned_runner is not None
+        why = why_not(self._state.accepting, slot, span, command, can_span)
+        if why is not None or slot is None:
             outcome = await self._event(
                 EventKind.FAILED,
                 job_id=spec.job_id,
                 attempt=command.attempt,
                 failure_kind=FailureKind.REFUSED,
-                error=why,
+                error=why or "GPU not free",
             )
             self._side.recent.append(outcome)
             return
+        if span and self._agent.new_spanned_runner is not None:
+            devices = [slot.device, *(s.device for s in span)]
+            spanned = self._agent.new_spanned_runner(devices, slot.gpu.family)
+            slot.take_span(span, spanned, spec.job_id, command.attempt)
         if slot.runner.checkpoint_requested:
             # The previous job on this GPU was stopped on request; this runner is spent.
             spent, slot.runner = slot.runner, self._agent.new_runner(slot.device, slot.gpu.family)
@@ -349,6 +345,7 @@ class WorkerService:
             self._side.recent.append(outcome)
         finally:
             slot.job_id, slot.task = None, None
+            await slot.end_span()
 
     async def _outcome(self, report: JobReport, gpu: GpuInfo) -> WorkerEvent:
         self.metrics.jobs.labels(report.status.value).inc()

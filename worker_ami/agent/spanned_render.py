@@ -16,7 +16,7 @@ from worker_ami.agent.context_parallel import Span, SpanKind
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.render_process import ChildRender, RenderLimits
-from worker_ami.agent.render_session import Opened
+from worker_ami.agent.render_session import Opened, RenderSession
 
 Reply = TypeVar("Reply")
 
@@ -113,3 +113,43 @@ class SpannedRender:
         except BaseException:
             await self.close()
             raise
+
+
+class SpannedRenders:
+    """The render factory of a job that spans `devices` (a RenderFactory, render_session.py):
+    each job starts its own processes, which end with it (a span is not kept warm: the next
+    job on these GPUs may span them otherwise, or not at all)."""
+
+    def __init__(
+        self,
+        devices: Sequence[str],
+        limits: RenderLimits,
+        scratch_root: Path,
+        cgroups_root: Path | None,
+        rendezvous: Callable[[], str],
+        kind: SpanKind = "ulysses",
+    ) -> None:
+        """`rendezvous`: a free host:port for each job's processes to meet at."""
+        self._devices = list(devices)
+        self._limits, self._scratch, self._cgroups = limits, scratch_root, cgroups_root
+        self._rendezvous, self._kind = rendezvous, kind
+
+    async def start(self, job_id: str) -> SpannedRender:
+        return await SpannedRender.start(
+            self._devices,
+            self._limits,
+            self._scratch,
+            self._cgroups,
+            self._rendezvous(),
+            self._kind,
+        )
+
+    async def give_back(self, session: RenderSession, model: str) -> None:
+        await session.close()
+
+    @property
+    def warm_model(self) -> str | None:
+        return None
+
+    async def close(self) -> None:
+        return None
