@@ -79,23 +79,26 @@ async def fleet(
     worker_ids: tuple[str, ...] = WORKERS,
     extra_env: dict[str, str] | None = None,
     lifecycle: str = "spot",
+    instance_type: str = "g6e.xlarge",
 ) -> AsyncIterator[Fleet]:
     """`framefleet-worker serve` processes, each with an IMDS emulator of its own saying the
-    instance is on `lifecycle` ("spot" or "on-demand")."""
+    instance is an `instance_type` on `lifecycle` ("spot" or "on-demand")."""
     settings, tmp_path, broker_port = system.worker_settings, system.tmp_path, system.broker.port
     workers = Fleet()
     async with AsyncExitStack() as stack:
         for worker_id in worker_ids:
             emulator = ImdsEmulator(
                 SystemClock(),
-                InstanceIdentity(instance_id=worker_id, lifecycle=lifecycle),
+                InstanceIdentity(
+                    instance_id=worker_id, instance_type=instance_type, lifecycle=lifecycle
+                ),
             )
             url = await emulator.start()
             stack.push_async_callback(emulator.stop)
             env = (
                 worker_env(settings, tmp_path / f"cache-{worker_id}")
                 | {
-                    # What a g6e.xlarge (the emulator's type) has, so nothing is clamped.
+                    # What a GPU of a g6e (the emulator's type) has, so nothing is clamped.
                     "FRAMEFLEET_WORKER_CPU_FAMILY": "l40s",
                     "FRAMEFLEET_WORKER_CPU_VRAM_GIB": "48",
                     "FRAMEFLEET_WORKER_MQTT_PORT": str(broker_port),
