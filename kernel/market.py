@@ -36,3 +36,20 @@ def family_of_gpu(name: str) -> str:
         if family.value in lowered:
             return family.value
     return "".join(ch for ch in lowered if ch.isalnum())[:16] or "unknown"
+
+
+FAMILY_MOST = 16  # characters of a family in the worker protocol
+
+
+def mig_family(family: str, slices: int) -> str:
+    """A MIG instance's family: its GPU's, marked with its compute slices ("a100mig3"). A slice
+    is not its whole GPU: its steps are slower and its kernels may round differently, so its
+    pace is learned, and its checkpoints resumed exactly, apart from the whole GPU's. A job
+    that names the whole GPU's family in `gpu.families` does not run on a slice of it."""
+    suffix = f"mig{slices}" if slices > 0 else "mig"
+    return family[: FAMILY_MOST - len(suffix)] + suffix
+
+
+def is_slice_of(family: str, whole: str) -> bool:
+    """`family` names a MIG slice of a `whole` GPU family (`mig_family`)."""
+    return any(family == mig_family(whole, slices) for slices in range(8))

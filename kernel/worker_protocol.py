@@ -77,10 +77,16 @@ class _Message(BaseModel):
 
 
 class GpuInfo(BaseModel):
+    """A slot the worker offers: a whole GPU, or a MIG instance of one (`physical` names that
+    GPU, `compute_share` the instance's part of its compute: what the ledger charges the
+    slot's jobs of the GPU's price). Both are left out for a whole GPU, as before them."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     index: int = Field(ge=0, le=63)
     family: str = Field(pattern=r"^[a-z0-9]{1,16}$")
     vram_gib: float = Field(gt=0, le=1024)
+    physical: int | None = Field(default=None, ge=0, le=63, exclude_if=lambda v: v is None)
+    compute_share: float = Field(default=1.0, gt=0, le=1, exclude_if=lambda v: v == 1.0)
 
 
 class Hello(_Message):

@@ -4,7 +4,8 @@ The broker lets a worker publish only under its own account's topics, and the au
 each worker's account by its instance id (`autoscaler.credentials`). So the worker id in the
 topic is the one fact a hello cannot forge: a hello naming another instance is refused. The
 hardware a hello claims is clamped to its instance type's (the catalogue, from EC2's
-DescribeInstanceTypes), and the type and market are EC2's when the autoscaler has seen the
+DescribeInstanceTypes; a MIG slot to a slice of one of its GPUs, the slices of a GPU together
+no more than it), and the type and market are EC2's when the autoscaler has seen the
 instance; a claim beyond them is flagged. A worker off EC2 (no instance, a workstation) has no
 one to vouch for it: it is believed only where the operator allows such workers.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernel.instance_types import CATALOG, InstanceKind
-from kernel.market import Market
+from kernel.market import Market, is_slice_of, mig_family
 from kernel.worker_protocol import GpuInfo, Hello
 from orchestrator.control.admission import Refused
 
@@ -66,15 +67,22 @@ def _clamped(
     if hello.market is not market:
         claims.append(f"market {hello.market.value} (EC2 says {market.value})")
     gpus: dict[int, GpuInfo] = {}
+    # Of each GPU, the compute and memory its slots so far take: a GPU's MIG slots together
+    # have no more than it.
+    parts: dict[int, tuple[float, float]] = {}
     for gpu in hello.gpus:
-        if gpu.index >= kind.gpus or gpu.index in gpus:
+        physical = gpu.index if gpu.physical is None else gpu.physical
+        if physical >= kind.gpus or gpu.index in gpus:
             continue
-        believed = GpuInfo(
-            index=gpu.index, family=kind.family.value, vram_gib=min(gpu.vram_gib, kind.vram_gib)
-        )
+        believed = _believed(gpu, kind)
+        compute, memory = parts.get(physical, (0.0, 0.0))
+        compute, memory = compute + believed.compute_share, memory + believed.vram_gib
+        if compute > 1 + 1e-6 or memory > kind.vram_gib + 1e-6:
+            continue
         if believed != gpu:
             claims.append(f"GPU {gpu.index} as {gpu.family} with {gpu.vram_gib:g} GiB")
         gpus[gpu.index] = believed
+        parts[physical] = (compute, memory)
     if len(gpus) < len(hello.gpus):
         claims.append(f"{len(hello.gpus)} GPUs ({kind.instance_type} has {kind.gpus})")
     if not gpus:
@@ -89,3 +97,23 @@ def _clamped(
         }
     )
     return VettedHello(believed_hello, tuple(claims))
+
+
+def _believed(gpu: GpuInfo, kind: InstanceKind) -> GpuInfo:
+    """A slot as its type allows: the type's family (a MIG slot: a slice of it), no more
+    memory than the type's GPU has; a MIG slot keeps its GPU and part of it."""
+    vram = min(gpu.vram_gib, kind.vram_gib)
+    whole = kind.family.value
+    if gpu.physical is None:
+        return GpuInfo(index=gpu.index, family=whole, vram_gib=vram)
+    if is_slice_of(gpu.family, whole):
+        family = gpu.family
+    else:  # a whole GPU, or a slice of a family the type has not (claimed, so clamped)
+        family = mig_family(whole, 0) if gpu.compute_share < 1 else whole
+    return GpuInfo(
+        index=gpu.index,
+        family=family,
+        vram_gib=vram,
+        physical=gpu.physical,
+        compute_share=gpu.compute_share,
+    )

@@ -101,16 +101,34 @@ def instance_lines(
     since, until = max(window[0], life.launched_at), min(window[1], end)
     if until <= since:
         return []
-    share = Decimal(1) / Decimal(max(life.gpus, 1))
+    per_gpu = Decimal(1) / Decimal(max(life.gpus, 1))
     ready = _ready(life, attempts, end)
     lines: list[CostLine] = []
-    for gpu in range(max(life.gpus, 1)):
-        on_gpu = sorted((a for a in attempts if a.holds(gpu)), key=lambda a: a.started_at)
+    for slot, part in _slots(life):
+        on_gpu = sorted((a for a in attempts if a.holds(slot)), key=lambda a: a.started_at)
         for piece in _pieces(life, on_gpu, ready, end):
             start, stop = max(piece.start, since), min(piece.end, until)
             if stop > start:
-                lines.extend(_priced(life, piece, start, stop, prices, share))
+                lines.extend(_priced(life, piece, start, stop, prices, per_gpu * part))
     return lines
+
+
+# Less of a GPU than this left by its slots is the float rounding of sevenths, not a slice.
+UNSPLIT_LEAST = Decimal("0.001")
+
+
+def _slots(life: InstanceLife) -> list[tuple[int, Decimal]]:
+    """Each slot and its part of a GPU: a GPU each; where MIG splits them, each MIG slot its
+    part of its GPU, and what a GPU's slots leave of it a slot of its own that no attempt
+    holds (idle: the operator's split leaves it unused). Slot numbers below 0 are those."""
+    if not life.layout:
+        return [(gpu, Decimal(1)) for gpu in range(max(life.gpus, 1))]
+    slots = [(s.slot, Decimal(str(s.share))) for s in life.layout]
+    for gpu in range(max(life.gpus, 1)):
+        used = sum((Decimal(str(s.share)) for s in life.layout if s.physical == gpu), Decimal(0))
+        if used < 1 - UNSPLIT_LEAST:
+            slots.append((-1 - gpu, 1 - used))
+    return slots
 
 
 def _ready(life: InstanceLife, attempts: Sequence[AttemptSpan], end: datetime) -> datetime:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from kernel.bounded import BoundedSet
 from kernel.clock import Clock
 from kernel.market import Market
-from kernel.worker_protocol import GpuHealth, Heartbeat, Hello, JobProgress, Status
+from kernel.worker_protocol import GpuHealth, GpuInfo, Heartbeat, Hello, JobProgress, Status
 from orchestrator.scheduling.snapshots import GpuSlot, RunningJob, WorkerSnapshot
 from orchestrator.scheduling.worker_health import (
     HealthChange,
@@ -54,11 +54,13 @@ class WorkerRegistry:
     def seen(self) -> list[WorkerRecord]:
         return list(self._workers.values())
 
-    def first_hellos(self) -> dict[str, datetime]:
-        """Each known worker's instance, and when its worker first said hello."""
+    def first_hellos(self) -> dict[str, tuple[datetime, tuple[GpuInfo, ...]]]:
+        """Each known worker's instance: when its worker first said hello, and the slots it
+        offers (a MIG slot names its GPU and its part of it)."""
         return {
-            record.hello.instance: min(
-                (c.at for c in record.history if c.before is None), default=record.last_seen
+            record.hello.instance: (
+                min((c.at for c in record.history if c.before is None), default=record.last_seen),
+                tuple(record.hello.gpus),
             )
             for record in self._workers.values()
         }

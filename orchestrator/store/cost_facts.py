@@ -4,6 +4,7 @@ them; nothing here is money arithmetic."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -28,6 +29,15 @@ PoolKey = tuple[str, str, Market]  # (instance type, availability zone, market)
 
 
 @dataclass(frozen=True)
+class SlotShare:
+    """A MIG slot of an instance: which of its GPUs, and what part of that GPU's compute."""
+
+    slot: int
+    physical: int
+    share: float
+
+
+@dataclass(frozen=True)
 class InstanceLife:
     instance_id: str
     pool: PoolKey
@@ -38,6 +48,7 @@ class InstanceLife:
     draining_at: datetime | None  # asked to drain before scale-in or after a rebalance notice
     ended_at: datetime | None
     end_reason: str | None
+    layout: tuple[SlotShare, ...] = ()  # where MIG splits its GPUs; empty: a slot per GPU
 
 
 @dataclass(frozen=True)
@@ -83,14 +94,18 @@ class CostFactBook(StoreBase):
                     )
             session.commit()
 
-    def record_instance_ready(self, instance_id: str, at: datetime) -> None:
-        """Its worker's first hello; a later one changes nothing."""
+    def record_instance_ready(
+        self, instance_id: str, at: datetime, layout: Sequence[SlotShare] = ()
+    ) -> None:
+        """Its worker's first hello, and the MIG slots it offered; a later one changes
+        nothing."""
+        written = json.dumps([[s.slot, s.physical, s.share] for s in layout]) if layout else None
         with self._session() as session:
             session.exec(
                 update(InstanceLifeRow)
                 .where(col(InstanceLifeRow.instance_id) == instance_id)
                 .where(col(InstanceLifeRow.ready_at).is_(None))
-                .values(ready_at=at)
+                .values(ready_at=at, gpu_layout=written)
             )
             session.commit()
 
@@ -232,7 +247,15 @@ def _life(row: InstanceLifeRow) -> InstanceLife:
         draining_at=utc(row.draining_at) if row.draining_at else None,
         ended_at=utc(row.ended_at) if row.ended_at else None,
         end_reason=row.end_reason,
+        layout=_layout(row.gpu_layout),
     )
+
+
+def _layout(written: str | None) -> tuple[SlotShare, ...]:
+    """What `record_instance_ready` wrote (the control plane's own, from a checked hello)."""
+    if not written:
+        return ()
+    return tuple(SlotShare(int(a), int(b), float(c)) for a, b, c in json.loads(written))
 
 
 def _span(row: JobAttemptRow, tags: CostTags, video_seconds: float, model: str) -> AttemptSpan:

@@ -243,6 +243,9 @@ class InstanceLifeRow(SQLModel, table=True):
     ready_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
     gpus: int = Field(default=1)
     gpu_family: str = Field(default="", max_length=16)
+    # Where MIG splits its GPUs: [[slot, GPU, part of the GPU's compute], ...] from its
+    # worker's first hello; None: one slot per GPU.
+    gpu_layout: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     draining_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
     ended_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
     end_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))

@@ -10,13 +10,14 @@ from types import SimpleNamespace
 
 import pynvml
 
+from kernel.market import mig_family
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
 from worker_ami.agent.gpus import (
     DetectedSlot,
+    compute_share,
     detect_gpus,
     health_of,
-    mig_family,
     process_device,
 )
 from worker_ami.agent.settings import WorkerSettings
@@ -69,15 +70,26 @@ def test_each_mig_instance_is_a_slot_with_its_own_memory_numbered_in_nvml_order(
     ]
 
 
-def test_mig_slots_are_the_operators_choice() -> None:
-    """Off by default (the ledger does not yet split a GPU's price among its slices): each GPU
-    is one slot, as on a machine without MIG."""
-    slots = detect_gpus(TwoA100s(), settings(mig_slots=False))
-    assert [(s.gpu.index, s.gpu.family, s.device) for s in slots] == [
-        (0, "a100", "cuda:0"),
-        (1, "a100", "cuda:1"),
+def test_each_slot_says_its_gpu_and_part_of_it_for_the_ledger() -> None:
+    slots = detect_gpus(TwoA100s(), settings())
+    assert [(s.gpu.physical, round(s.gpu.compute_share, 3)) for s in slots] == [
+        (0, round(1 / 7, 3)),
+        (0, round(1 / 7, 3)),
+        (0, round(3 / 7, 3)),
+        (1, 1.0),  # a whole GPU beside split ones names itself too
     ]
-    assert WorkerSettings(worker_id="w").mig_slots is False
+    assert compute_share(0, 3) == 1 / 3  # NVML gave no slices: the GPU's instances alike
+
+
+def test_mig_slots_are_on_by_default_and_the_operator_may_turn_them_off() -> None:
+    """Off: each GPU is one slot, as on a machine without MIG, and nothing is said of its
+    part (a hello of before)."""
+    assert WorkerSettings(worker_id="w").mig_slots is True
+    slots = detect_gpus(TwoA100s(), settings(mig_slots=False))
+    assert [(s.gpu.index, s.gpu.family, s.device, s.gpu.physical) for s in slots] == [
+        (0, "a100", "cuda:0", None),
+        (1, "a100", "cuda:1", None),
+    ]
 
 
 def test_a_slice_is_a_family_of_its_own_within_the_protocols_length() -> None:

@@ -6,9 +6,9 @@ there is no GPU."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from kernel.market import family_of_gpu
+from kernel.market import family_of_gpu, mig_family
 from kernel.worker_protocol import GpuHealth, GpuInfo
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.telemetry import GpuReadings, GpuTelemetry, NvmlUnavailable
@@ -17,7 +17,8 @@ GIB = 1024**3
 # How a MIG instance is named as a device: CUDA opens it by its UUID, seen as the process's
 # only GPU (CUDA_VISIBLE_DEVICES), not by an index of the machine's.
 MIG_DEVICE = "cuda:MIG-"
-FAMILY_MOST = 16  # characters of a family in the worker protocol
+# An A100's or H100's compute in MIG slices: a 3g instance has 3/7 of its GPU.
+MIG_COMPUTE_SLICES = 7
 
 
 @dataclass(frozen=True)
@@ -56,19 +57,23 @@ def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[Detecte
                 index=len(slots),
                 family=mig_family(family, mig.slices),
                 vram_gib=mig.memory_total_bytes / GIB,
+                physical=g.index,
+                compute_share=compute_share(mig.slices, len(g.mig)),
             )
             device = MIG_DEVICE + mig.uuid.removeprefix("MIG-")
             slots.append(DetectedSlot(info, device, g.index, mig.uuid))
+    if any(slot.mig_uuid for slot in slots):  # the ledger needs each slot's GPU: say it of all
+        slots = [
+            replace(slot, gpu=slot.gpu.model_copy(update={"physical": slot.nvml_index}))
+            for slot in slots
+        ]
     return slots
 
 
-def mig_family(family: str, slices: int) -> str:
-    """A MIG instance's family: its GPU's, marked with its compute slices ("a100mig3"). A slice
-    is not its whole GPU: its steps are slower and its kernels may round differently, so its
-    pace is learned, and its checkpoints resumed exactly, apart from the whole GPU's. A job
-    that names the whole GPU's family in `gpu.families` does not run on a slice of it."""
-    suffix = f"mig{slices}" if slices > 0 else "mig"
-    return family[: FAMILY_MOST - len(suffix)] + suffix
+def compute_share(slices: int, instances: int) -> float:
+    """A MIG instance's part of its GPU: its slices of seven, or where NVML does not say, an
+    even part of the GPU's instances."""
+    return min(1.0, slices / MIG_COMPUTE_SLICES) if slices > 0 else 1.0 / max(1, instances)
 
 
 def health_of(readings: GpuReadings, slots: Sequence[DetectedSlot]) -> tuple[GpuHealth, ...]:

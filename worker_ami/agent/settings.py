@@ -61,10 +61,9 @@ class WorkerSettings(EnvThenTomlSettings):
     cpu_slots: int = Field(default=1, ge=1, le=64)
     cpu_family: str = Field(default="cpu", pattern=r"^[a-z0-9]{1,16}$")
     cpu_vram_gib: float = Field(default=24.0, gt=0)
-    # A GPU the operator put in MIG mode is offered as one slot per MIG instance. Off by
-    # default: the cost ledger splits an instance's price per GPU, not yet per slice, so with
-    # it on the instance's total is right but its jobs' shares of it are not.
-    mig_slots: bool = False
+    # A GPU the operator put in MIG mode is offered as one slot per MIG instance (each with
+    # its GPU and part of it, which the cost ledger charges its jobs). Off: one slot per GPU.
+    mig_slots: bool = True
     # Each job renders in a process of its own ("process"); "thread" keeps it in the agent,
     # for debugging only: it isolates nothing and cannot stop a hung step.
     render_isolation: Literal["process", "thread"] = "process"

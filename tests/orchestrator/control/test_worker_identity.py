@@ -4,6 +4,7 @@ And each worker's messages are read within a budget, before a byte of them is pa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
@@ -14,6 +15,9 @@ from kernel.worker_protocol import GpuInfo, Hello
 from orchestrator.control.admission import Refused
 from orchestrator.control.budgets import BudgetVerdict, MessageBudget, SenderBudgets
 from orchestrator.control.identity import KnownInstance, VettedHello, vet_hello
+from orchestrator.control.readiness import Readiness
+from orchestrator.scheduling.registry import WorkerRegistry
+from orchestrator.store.cost_facts import SlotShare
 
 NOW = datetime(2026, 12, 5, tzinfo=UTC)
 MINE, OTHERS = "i-0aaaaaaaaaaaaaaa1", "i-0bbbbbbbbbbbbbbb2"
@@ -159,3 +163,64 @@ def test_a_quiet_senders_bucket_is_forgotten_once_full_again() -> None:
     clock.advance(60)
     budgets.forget_idle()
     assert budgets.remembered() == 0
+
+
+def mig(index: int, family: str, vram: float, physical: int, share: float = 1.0) -> GpuInfo:
+    return GpuInfo(
+        index=index, family=family, vram_gib=vram, physical=physical, compute_share=share
+    )
+
+
+def test_mig_slots_are_believed_within_their_gpu_and_no_more_of_it() -> None:
+    split = (
+        mig(0, "a100mig1", 5, 0, 1 / 7),
+        mig(1, "a100mig1", 5, 0, 1 / 7),
+        mig(2, "a100mig3", 20, 0, 3 / 7),
+        mig(3, "a100", 40, 1),
+    )
+    honest = hello(instance_type="p4d.24xlarge", family="a100").model_copy(update={"gpus": split})
+    vetted = believed(vet_hello(honest, KnownInstance("p4d.24xlarge", Market.SPOT), False))
+    assert vetted.hello.gpus == split
+    assert vetted.clamped == ()
+    # Slices of a GPU beyond the whole of it (compute or memory), a slice of another family,
+    # a slice of a GPU the type has not: clamped or dropped.
+    greedy = (
+        mig(0, "a100mig7", 40, 0, 1.0),
+        mig(1, "a100mig1", 5, 0, 1 / 7),  # GPU 0 is all taken
+        mig(2, "h100mig3", 20, 1, 3 / 7),  # not the type's family
+        mig(3, "a100mig3", 20, 8, 3 / 7),  # p4d has GPUs 0-7
+    )
+    liar = honest.model_copy(update={"gpus": greedy})
+    clamped = believed(vet_hello(liar, KnownInstance("p4d.24xlarge", Market.SPOT), False))
+    assert [(g.index, g.family, g.physical) for g in clamped.hello.gpus] == [
+        (0, "a100mig7", 0),
+        (2, "a100mig", 1),
+    ]
+    assert clamped.clamped
+
+
+class LayoutBook:
+    def __init__(self) -> None:
+        self.written: dict[str, tuple[datetime, list[SlotShare]]] = {}
+
+    def record_instance_ready(
+        self, instance_id: str, at: datetime, layout: Sequence[SlotShare] = ()
+    ) -> None:
+        self.written[instance_id] = (at, list(layout))
+
+
+async def test_the_first_hello_of_a_mig_instance_records_each_slots_part_of_its_gpu() -> None:
+    split = (mig(0, "a100mig3", 20, 0, 3 / 7), mig(1, "a100mig4", 20, 0, 4 / 7))
+    registry = WorkerRegistry(FakeClock(NOW))
+    registry.on_hello(hello(instance_type="p4d.24xlarge").model_copy(update={"gpus": split}))
+    book = LayoutBook()
+    await Readiness(book, registry).step()
+    at, layout = book.written[MINE]
+    assert at == NOW
+    assert layout == [SlotShare(0, 0, 3 / 7), SlotShare(1, 0, 4 / 7)]
+    # A machine without MIG records no layout: the ledger splits its price per GPU.
+    plain = WorkerRegistry(FakeClock(NOW))
+    plain.on_hello(hello())
+    whole = LayoutBook()
+    await Readiness(whole, plain).step()
+    assert whole.written[MINE][1] == []

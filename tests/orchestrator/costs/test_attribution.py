@@ -13,7 +13,7 @@ from kernel.market import Market
 from orchestrator.costs.attribution import Category, CostLine, Prices, instance_lines
 from orchestrator.costs.money import apportion, cents
 from orchestrator.costs.pricing import PriceSchedule
-from orchestrator.store.cost_facts import AttemptSpan, InstanceLife
+from orchestrator.store.cost_facts import AttemptSpan, InstanceLife, SlotShare
 
 T0 = datetime(2023, 2, 15, 10, 0, tzinfo=UTC)
 PRICE = Decimal("0.9")  # USD per hour: a cent per 40 seconds
@@ -130,6 +130,19 @@ def test_a_job_that_spans_gpus_pays_for_every_gpu_it_holds() -> None:
     assert got[Category.WORK] == hours(60) * 3 / 4
     assert got[Category.IDLE] == hours(60) / 4  # GPU 2, which it did not hold
     assert {line.job_id for line in lines if line.category is Category.WORK} == {"job-a"}
+
+
+def test_a_mig_slot_pays_its_part_of_its_gpu_and_an_unused_part_is_idle() -> None:
+    """GPU 0 split into a quarter, a quarter and a half-less-nothing (its operator left a
+    quarter unused); GPU 1 whole. A job on the half slot pays half of GPU 0's share."""
+    layout = (SlotShare(0, 0, 0.25), SlotShare(1, 0, 0.25), SlotShare(2, 1, 1.0))
+    split = replace(life(gpus=2, ready=0), layout=layout)
+    spans = [attempt("job-a", 0, 60, "succeeded", gpu=1)]
+    lines = instance_lines(split, spans, prices(), WINDOW, minutes(120))
+    got = by_category(lines)
+    assert got[Category.WORK] == hours(60) / 2 / 4
+    assert got[Category.IDLE] == hours(60) * 7 / 8  # slot 0, the unused half, GPU 1
+    assert sum(got.values()) == hours(60)
 
 
 def test_a_period_takes_only_its_own_seconds_and_lines_split_at_midnight() -> None:
