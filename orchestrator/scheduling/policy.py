@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
+from orchestrator.scheduling.fit import fits, fits_kind
 from orchestrator.scheduling.gang_round import place_gangs
 from orchestrator.scheduling.quotas import ShareBook
 from orchestrator.scheduling.snapshots import (
@@ -25,10 +26,10 @@ from orchestrator.scheduling.snapshots import (
     PendingJob,
     Preemption,
     QuotaWait,
-    RunningJob,
     SchedulerSettings,
     WorkerSnapshot,
 )
+from orchestrator.scheduling.victims import Victims
 
 
 def effective_priority(job: PendingJob, now: datetime, settings: SchedulerSettings) -> float:
@@ -39,10 +40,6 @@ def effective_priority(job: PendingJob, now: datetime, settings: SchedulerSettin
         latest is not None and (latest - now).total_seconds() <= settings.at_risk_startup_seconds
     )
     return aged + (settings.at_risk_boost if at_risk else 0.0)
-
-
-def _seconds(moment: datetime | None) -> float:
-    return math.inf if moment is None else moment.timestamp()
 
 
 def _queue_keys(
@@ -70,14 +67,6 @@ def queue_order(
     jobs: Iterable[PendingJob], now: datetime, settings: SchedulerSettings
 ) -> list[PendingJob]:
     return sorted(jobs, key=_queue_keys(now, settings))
-
-
-def fits_kind(job: PendingJob, gpu: GpuSlot) -> bool:
-    return gpu.vram_gib >= job.min_vram_gib and (not job.families or gpu.family in job.families)
-
-
-def fits(job: PendingJob, gpu: GpuSlot) -> bool:
-    return fits_kind(job, gpu) and gpu.worker_id not in job.avoid
 
 
 Admits = Callable[[GpuSlot], bool]  # may the job's team take this GPU (its quota)?
@@ -172,17 +161,6 @@ def _first_usable(
     return first
 
 
-def _victim_order(victim: RunningJob) -> tuple[int, float, float, str]:
-    # Least urgent first; among equals the latest deadline (none is latest), then the one that
-    # started last (the least work at stake).
-    return (
-        victim.priority,
-        -_seconds(victim.deadline),
-        -_seconds(victim.started_at),
-        victim.job_id,
-    )
-
-
 def _assignment(
     job: PendingJob, gpu: GpuSlot, now: datetime, settings: SchedulerSettings, why: str = ""
 ) -> Assignment:
@@ -193,82 +171,6 @@ def _assignment(
         f"priority {effective_priority(job, now, settings):.2f}, {why}fits "
         f"{gpu.family} {gpu.vram_gib:g} GiB on {gpu.worker_id}",
     )
-
-
-class _Victims:
-    """The running jobs that may give way, least urgent first (see `_victim_order`): the first
-    one a job may take is the one it takes, and the scan ends at the first one too urgent."""
-
-    def __init__(self, busy: Iterable[GpuSlot]) -> None:
-        self._slots = [g for g in busy if g.running is not None and g.running.preemptible]
-        self._sorted = False  # sorted when first asked for: most ticks preempt nothing
-
-    def weakest(self) -> float:
-        return min((_running(g).priority for g in self._slots), default=math.inf)
-
-    def _in_order(self) -> list[GpuSlot]:
-        if not self._sorted:
-            self._slots.sort(key=lambda g: _victim_order(_running(g)))
-            self._sorted = True
-        return self._slots
-
-    def reclaim_for(self, job: PendingJob, shares: ShareBook) -> Preemption | None:
-        """A job of a team within its share takes back a GPU from a team running past its
-        own, whatever the borrower's priority; the least urgent borrower gives way."""
-        for position, gpu in enumerate(self._in_order()):
-            victim = _running(gpu)
-            if (
-                fits(job, gpu)
-                and shares.may_reclaim(job.team, gpu.family)
-                and shares.borrowing(victim.team, gpu.family)
-            ):
-                why = (
-                    f"team {job.team} reclaims its share of {gpu.family} GPUs from "
-                    f"team {victim.team}, which runs past its own"
-                )
-                return self._take(position, job, why, shares)
-        return None
-
-    def preempt_for(
-        self, job: PendingJob, settings: SchedulerSettings, shares: ShareBook | None = None
-    ) -> Preemption | None:
-        """The running job that gives way to `job`, if any may; its GPU is taken."""
-        for position, gpu in enumerate(self._in_order()):
-            victim = _running(gpu)
-            if victim.priority + settings.preemption_margin > job.priority:
-                return None  # every one after it is at least as urgent
-            # A deadline outranks priority: only a job due no later may take its GPU (in an
-            # autoscaled fleet the urgent job gets its own GPU minutes later anyway). Its
-            # team's quota must let it have that GPU (a swap within one team always does).
-            if (
-                fits(job, gpu)
-                and (victim.deadline is None or _seconds(job.deadline) <= _seconds(victim.deadline))
-                and (
-                    shares is None or victim.team == job.team or shares.admits(job.team, gpu.family)
-                )
-            ):
-                why = (
-                    f"priority {job.priority} job {job.job_id} needs a GPU; "
-                    f"{victim.job_id} has priority {victim.priority}"
-                )
-                return self._take(position, job, why, shares)
-        return None
-
-    def _take(
-        self, position: int, job: PendingJob, reason: str, shares: ShareBook | None
-    ) -> Preemption:
-        """The victim at `position` gives its GPU to `job` (and its team's count with it)."""
-        gpu = self._slots.pop(position)
-        victim = _running(gpu)
-        if shares is not None:
-            shares.give_back(victim.team, gpu.family)
-            shares.take(job.team, gpu.family)
-        return Preemption(victim.job_id, gpu.worker_id, gpu.index, job.job_id, reason)
-
-
-def _running(gpu: GpuSlot) -> RunningJob:
-    assert gpu.running is not None  # only busy GPUs become victims
-    return gpu.running
 
 
 def schedule(
@@ -310,7 +212,7 @@ def schedule(
     ]
     free = _FreeGpus(gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None)
     already_reserved = {gpu.reserved_for for gpu in usable if gpu.reserved_for}
-    victims = _Victims(g for g in usable if g.running is not None and g.reserved_for is None)
+    victims = Victims(g for g in usable if g.running is not None and g.reserved_for is None)
     weakest = victims.weakest()
     assignments: list[Assignment] = []
     preemptions: list[Preemption] = []

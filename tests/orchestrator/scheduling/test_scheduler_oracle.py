@@ -16,14 +16,9 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.scheduling.policy import (
-    _assignment,
-    _FreeGpus,
-    _seconds,
-    _victim_order,
-    fits,
-    schedule,
-)
+from orchestrator.scheduling.fit import fits
+from orchestrator.scheduling.fit import moment_seconds as _seconds
+from orchestrator.scheduling.policy import _assignment, _FreeGpus, schedule
 from orchestrator.scheduling.snapshots import (
     Decisions,
     GpuSlot,
@@ -33,6 +28,7 @@ from orchestrator.scheduling.snapshots import (
     SchedulerSettings,
     WorkerSnapshot,
 )
+from orchestrator.scheduling.victims import victim_order as _victim_order
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 RULES = SchedulerSettings(aging_per_hour=1.0, preemption_margin=2)
