@@ -21,8 +21,10 @@ from kernel.clock import Clock, SystemClock
 from kernel.errors import ConfigurationError
 from kernel.market import family_of_gpu
 from kernel.stall import StallRule
+from kernel.worker_protocol import GpuInfo
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.errors import ImdsError
+from worker_ami.agent.gpus import MIG_DEVICE
 from worker_ami.agent.imds import ImdsClient
 from worker_ami.agent.imds_emulator import InstanceIdentity
 from worker_ami.agent.job_cgroup import delegated_root
@@ -90,7 +92,11 @@ async def worker_parts(
         models = ModelCache(store, settings.cache_dir, int(settings.cache_budget_gib * GIB), clock)
 
         gpus = Nvml().read()
-        slots = len(gpus) if isinstance(gpus, list) and gpus else settings.cpu_slots
+        slots = (
+            len(gpus) * settings.jobs_per_gpu
+            if isinstance(gpus, list) and gpus
+            else settings.cpu_slots
+        )
         limits = limits_for(
             settings.job_memory_gib,
             settings.job_threads,
@@ -102,13 +108,14 @@ async def worker_parts(
         hooks = test_hooks(settings.render_test_hooks)
         cgroups = delegated_root() if settings.render_isolation == "process" else None
 
-        # One render factory per device, shared by the runners that device has in turn: the
-        # model a job left warm on a GPU is there for the next job, whichever runner takes it.
-        factories: dict[str, RenderFactory] = {}
+        # One render factory per slot, shared by the runners that slot has in turn: the model
+        # a job left warm on a GPU is there for the next job, whichever runner takes it. A
+        # slot that shares its GPU caps its render processes at its part of the GPU's memory.
+        factories: dict[int, RenderFactory] = {}
 
-        def renders_on(on_device: str) -> RenderFactory:
-            if on_device in factories:
-                return factories[on_device]
+        def renders_on(on_device: str, slot: int = 0, part: float = 1.0) -> RenderFactory:
+            if slot in factories:
+                return factories[slot]
             if settings.render_isolation == "thread":
                 factory: RenderFactory = ThreadRenders(on_device)
             else:
@@ -118,14 +125,14 @@ async def worker_parts(
                     spare = on_device.startswith("cuda")
                 factory = ChildRenders(
                     on_device,
-                    limits,
+                    replace(limits, gpu_memory_fraction=(limits.gpu_memory_fraction or 1.0) * part),
                     scratch,
                     hooks,
                     cgroups,
                     spare=spare,
                     reuse_jobs=settings.render_reuse_jobs,
                 )
-            factories[on_device] = factory
+            factories[slot] = factory
             return factory
 
         def settings_on(on_device: str, family: str) -> RunnerSettings:
@@ -146,9 +153,11 @@ async def worker_parts(
                 load_timeout_s=settings.load_timeout_s,
             )
 
-        def new_runner(on_device: str, family: str) -> JobRunner:
-            runner_settings = settings_on(on_device, family)
-            renders = renders_on(on_device)
+        def new_runner(on_device: str, gpu: GpuInfo) -> JobRunner:
+            runner_settings = settings_on(on_device, gpu.family)
+            # A MIG slot is a device of its own; a shared GPU's slot has its part of the GPU.
+            part = 1.0 if on_device.startswith(MIG_DEVICE) else gpu.compute_share
+            renders = renders_on(on_device, gpu.index, part)
             return JobRunner(
                 store, checkpoints, models, registry, clock, runner_settings, renders, False
             )
@@ -167,9 +176,19 @@ async def worker_parts(
         family = settings.cpu_family
         if device != "cpu" and isinstance(gpus, list) and gpus:
             family = family_of_gpu(gpus[0].name)
+        default = JobRunner(
+            store,
+            checkpoints,
+            models,
+            registry,
+            clock,
+            settings_on(device, family),
+            renders_on(device, slot=-1),  # the one-shot `run`'s, apart from the slots'
+            False,
+        )
         parts = WorkerParts(
             settings,
-            new_runner(device, family),
+            default,
             store,
             identity,
             imds,

@@ -77,9 +77,10 @@ class _Message(BaseModel):
 
 
 class GpuInfo(BaseModel):
-    """A slot the worker offers: a whole GPU, or a MIG instance of one (`physical` names that
-    GPU, `compute_share` the instance's part of its compute: what the ledger charges the
-    slot's jobs of the GPU's price). Both are left out for a whole GPU, as before them."""
+    """A slot the worker offers: a whole GPU, a MIG instance of one, or a turn on one that
+    several slots share (`physical` names that GPU, `compute_share` the slot's part of it:
+    what the ledger charges the slot's jobs of the GPU's price). Left out for a whole GPU,
+    as before them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     index: int = Field(ge=0, le=63)
@@ -87,6 +88,9 @@ class GpuInfo(BaseModel):
     vram_gib: float = Field(gt=0, le=1024)
     physical: int | None = Field(default=None, ge=0, le=63, exclude_if=lambda v: v is None)
     compute_share: float = Field(default=1.0, gt=0, le=1, exclude_if=lambda v: v == 1.0)
+    # The slot takes turns on its GPU with the GPU's other slots (`jobs_per_gpu`), unlike a
+    # MIG slot, whose compute is its own: a neighbour slows its jobs.
+    time_shared: bool = Field(default=False, exclude_if=lambda v: not v)
 
 
 class Hello(_Message):

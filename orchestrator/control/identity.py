@@ -108,12 +108,14 @@ def _believed(gpu: GpuInfo, kind: InstanceKind) -> GpuInfo:
         return GpuInfo(index=gpu.index, family=whole, vram_gib=vram)
     if is_slice_of(gpu.family, whole):
         family = gpu.family
-    else:  # a whole GPU, or a slice of a family the type has not (claimed, so clamped)
-        family = mig_family(whole, 0) if gpu.compute_share < 1 else whole
+    else:  # a whole GPU or a turn on one; or a slice of a family the type has not, clamped
+        split = gpu.compute_share < 1 and not gpu.time_shared
+        family = mig_family(whole, 0) if split else whole
     return GpuInfo(
         index=gpu.index,
         family=family,
         vram_gib=vram,
         physical=gpu.physical,
         compute_share=gpu.compute_share,
+        time_shared=gpu.time_shared,
     )

@@ -30,6 +30,8 @@ class GangRound:
 
 
 def _worker(worker: WorkerSnapshot, now: datetime) -> GangWorker:
+    """The worker's whole GPUs: a MIG slot or a turn on a shared GPU is no GPU to span (NCCL
+    does not span MIG instances, and two turns on one GPU are one GPU's compute)."""
     gpus = tuple(
         GangGpu(
             gpu.index,
@@ -38,6 +40,7 @@ def _worker(worker: WorkerSnapshot, now: datetime) -> GangWorker:
             None if gpu.running is None and gpu.reserved_for is None else now + BUSY_FOR,
         )
         for gpu in worker.gpus
+        if gpu.physical is None
     )
     return GangWorker(worker.worker_id, gpus)
 

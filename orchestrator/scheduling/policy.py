@@ -29,6 +29,7 @@ from orchestrator.scheduling.snapshots import (
     SchedulerSettings,
     WorkerSnapshot,
 )
+from orchestrator.scheduling.turns import Turns
 from orchestrator.scheduling.victims import Victims
 
 
@@ -188,10 +189,12 @@ def schedule(
     running = [(g.running.team, g.family) for w in workers for g in w.gpus if g.running]
     shares = ShareBook(settings.quotas, running, spent_today) if settings.quotas else None
 
+    turns = Turns(workers)
+
     def admits(job: PendingJob, borrow: bool = True) -> Admits:
         if shares is None or job.team is None:
-            return _anywhere
-        return lambda gpu: shares.admits(job.team, gpu.family, borrow)
+            return lambda gpu: turns.admits(job, gpu)
+        return lambda gpu: turns.admits(job, gpu) and shares.admits(job.team, gpu.family, borrow)
 
     # Jobs that span GPUs go first, as gangs; what they take or hold, no one-GPU job gets.
     gangs = place_gangs(
@@ -218,6 +221,7 @@ def schedule(
     preemptions: list[Preemption] = []
 
     def assign(job: PendingJob, gpu: GpuSlot, why: str = "") -> None:
+        turns.took(job, gpu)
         if shares is not None:
             shares.take(job.team, gpu.family)
         assignments.append(_assignment(job, gpu, now, settings, why))

@@ -206,6 +206,8 @@ class WorkerRegistry:
                         reserved_for=freeing.get((worker_id, gpu.index)),
                         spot=record.hello.market is Market.SPOT,
                         warm_model=warm.get((worker_id, gpu.index)),
+                        physical=gpu.physical,
+                        time_shared=gpu.time_shared,
                     )
                     for gpu in record.hello.gpus
                     if (worker_id, gpu.index) not in self.quarantined

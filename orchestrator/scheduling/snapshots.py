@@ -68,6 +68,9 @@ class GpuSlot:
     # The model this (free) GPU holds loaded from its last job: the next job of it starts
     # without a load.
     warm_model: str | None = None
+    # A slot that takes turns on its GPU (number `physical`) with the GPU's other slots.
+    physical: int | None = None
+    time_shared: bool = False
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
         None,
         None,
         clock,
-        lambda _d, _f: InstantRunner(),
+        lambda _d, _g: InstantRunner(),
         NoNvml(),
     )
     registry = CollectorRegistry()

@@ -32,9 +32,10 @@ class DetectedSlot:
 
 
 def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[DetectedSlot]:
-    """One slot per GPU NVML lists, or per MIG instance of a GPU in MIG mode; CPU slots where
-    there is none or the device is `cpu`. Slots are numbered in NVML order: on a machine
-    without MIG a slot's number is its GPU's index, as before."""
+    """One slot per GPU NVML lists (`jobs_per_gpu` of them, sharing it), or per MIG instance of
+    a GPU in MIG mode; CPU slots where there is none or the device is `cpu`. Slots are
+    numbered in NVML order: on a machine without MIG or sharing a slot's number is its GPU's
+    index, as before."""
     gpus = readings.read()
     if settings.device == "cpu" or isinstance(gpus, NvmlUnavailable) or not gpus:
         return [
@@ -49,8 +50,16 @@ def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[Detecte
     for g in sorted(gpus, key=lambda g: g.index):
         family = family_of_gpu(g.name)
         if not g.mig or not settings.mig_slots:
-            info = GpuInfo(index=len(slots), family=family, vram_gib=g.memory_total_bytes / GIB)
-            slots.append(DetectedSlot(info, f"cuda:{g.index}", g.index))
+            shares = settings.jobs_per_gpu
+            for _ in range(shares):
+                info = GpuInfo(
+                    index=len(slots),
+                    family=family,
+                    vram_gib=g.memory_total_bytes / GIB / shares,
+                    compute_share=1 / shares,
+                    time_shared=shares > 1,
+                )
+                slots.append(DetectedSlot(info, f"cuda:{g.index}", g.index))
             continue
         for mig in g.mig:
             info = GpuInfo(
@@ -62,7 +71,8 @@ def detect_gpus(readings: GpuReadings, settings: WorkerSettings) -> list[Detecte
             )
             device = MIG_DEVICE + mig.uuid.removeprefix("MIG-")
             slots.append(DetectedSlot(info, device, g.index, mig.uuid))
-    if any(slot.mig_uuid for slot in slots):  # the ledger needs each slot's GPU: say it of all
+    split = any(slot.mig_uuid for slot in slots) or settings.jobs_per_gpu > 1
+    if split:  # the ledger and the control plane need each slot's GPU: say it of all
         slots = [
             replace(slot, gpu=slot.gpu.model_copy(update={"physical": slot.nvml_index}))
             for slot in slots

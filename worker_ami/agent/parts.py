@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kernel.clock import Clock
 from kernel.job_spec import JobSpec
+from kernel.worker_protocol import GpuInfo
 from worker_ami.agent.errors import PreflightFailed
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.imds_emulator import InstanceIdentity
@@ -30,8 +31,8 @@ class WorkerParts:
     identity: InstanceIdentity | None
     imds: ImdsClient | None
     clock: Clock
-    # One per GPU: its device ("cuda:N" or "cpu") and family.
-    new_runner: Callable[[str, str], JobRunner]
+    # One per slot: its device ("cuda:N", "cuda:MIG-<uuid>" or "cpu") and what it offers.
+    new_runner: Callable[[str, GpuInfo], JobRunner]
     gpu_readings: GpuReadings  # NVML (a fake in tests)
     # A job across several of them (`gpu.count`): their devices and family. None: this
     # worker runs no such job (renders in-thread cannot span).

@@ -115,7 +115,7 @@ class WorkerService:
         self._clock = clock
         self._detected = detect_gpus(agent.gpu_readings, agent.settings)
         self._slots = [
-            Slot(d.gpu, d.device, agent.new_runner(d.device, d.gpu.family)) for d in self._detected
+            Slot(d.gpu, d.device, agent.new_runner(d.device, d.gpu)) for d in self._detected
         ]
         self._state = _State()
         self._side = WorkerSide(worker_id)
@@ -275,7 +275,7 @@ class WorkerService:
             slot.take_span(span, spanned, spec.job_id, command.attempt)
         if slot.runner.checkpoint_requested:
             # The previous job on this GPU was stopped on request; this runner is spent.
-            spent, slot.runner = slot.runner, self._agent.new_runner(slot.device, slot.gpu.family)
+            spent, slot.runner = slot.runner, self._agent.new_runner(slot.device, slot.gpu)
             await spent.close()
         slot.job_id, slot.attempt, slot.step, slot.total_steps = (
             spec.job_id,

@@ -64,6 +64,11 @@ class WorkerSettings(EnvThenTomlSettings):
     # A GPU the operator put in MIG mode is offered as one slot per MIG instance (each with
     # its GPU and part of it, which the cost ledger charges its jobs). Off: one slot per GPU.
     mig_slots: bool = True
+    # Jobs a whole GPU runs at once: it is offered as this many slots, each with an even part
+    # of its memory (its render process capped there) and of its price in the cost ledger.
+    # Small renders leave a GPU idle between kernels, which a neighbour fills; a large one
+    # gains nothing from a neighbour (`benchmarks/gpu_features.py`).
+    jobs_per_gpu: int = Field(default=1, ge=1, le=8)
     # Each job renders in a process of its own ("process"); "thread" keeps it in the agent,
     # for debugging only: it isolates nothing and cannot stop a hung step.
     render_isolation: Literal["process", "thread"] = "process"

@@ -209,7 +209,7 @@ async def test_a_long_run_through_the_worker_service_keeps_its_maps_bounded(
         None,
         None,
         clock,
-        lambda _device, _family: InstantRunner(),
+        lambda _device, _gpu: InstantRunner(),
         NoNvml(),
     )
     service = WorkerService("w-long", parts, clock, connect)

@@ -104,7 +104,7 @@ async def test_a_worker_that_fails_its_preflight_refuses_the_job_with_every_reas
         None,
         None,
         clock,
-        lambda _device, _family: InstantRunner(),
+        lambda _device, _gpu: InstantRunner(),
         NoNvml(),
     )
     WorkerService("w-sick", parts, clock, connect)

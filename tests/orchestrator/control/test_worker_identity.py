@@ -224,3 +224,22 @@ async def test_the_first_hello_of_a_mig_instance_records_each_slots_part_of_its_
     whole = LayoutBook()
     await Readiness(whole, plain).step()
     assert whole.written[MINE][1] == []
+
+
+def test_turns_on_a_shared_gpu_are_believed_as_their_part_of_it() -> None:
+    turns = tuple(
+        GpuInfo(
+            index=i, family="a10g", vram_gib=12, physical=0, compute_share=0.5, time_shared=True
+        )
+        for i in range(2)
+    )
+    honest = hello().model_copy(update={"gpus": turns})
+    vetted = believed(vet_hello(honest, KnownInstance("g5.xlarge", Market.SPOT), False))
+    assert vetted.hello.gpus == turns
+    # A third turn would take more of the GPU than it has.
+    third = GpuInfo(
+        index=2, family="a10g", vram_gib=12, physical=0, compute_share=0.5, time_shared=True
+    )
+    greedy = honest.model_copy(update={"gpus": (*turns, third)})
+    clamped = believed(vet_hello(greedy, KnownInstance("g5.xlarge", Market.SPOT), False))
+    assert len(clamped.hello.gpus) == 2

@@ -1,0 +1,65 @@
+"""Slots that take turns on one GPU (`jobs_per_gpu`): the worker offers each GPU as that many
+slots with an even part of its memory, and the scheduler puts a job beside running neighbours
+only where neither it nor they have a deadline (it does not stake one on the sharing pace)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from orchestrator.scheduling.policy import schedule
+from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, RunningJob, WorkerSnapshot
+from worker_ami.agent.gpus import detect_gpus
+from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.telemetry import GpuTelemetry
+
+NOW = datetime(2026, 12, 5, 12, tzinfo=UTC)
+GIB = 1024**3
+
+
+class OneL40S:
+    def read(self) -> list[GpuTelemetry]:
+        return [GpuTelemetry(0, "NVIDIA L40S", 0, 0, 48 * GIB, 40, 0)]
+
+
+def test_a_shared_gpu_is_offered_as_slots_with_an_even_part_of_its_memory() -> None:
+    settings = WorkerSettings(worker_id="w", device="cuda", jobs_per_gpu=2)
+    slots = detect_gpus(OneL40S(), settings)
+    assert [(s.gpu.index, s.gpu.vram_gib, s.gpu.physical, s.device) for s in slots] == [
+        (0, 24.0, 0, "cuda:0"),
+        (1, 24.0, 0, "cuda:0"),
+    ]
+    assert all(s.gpu.time_shared and s.gpu.compute_share == 0.5 for s in slots)
+
+
+def job(job_id: str, due_in_h: float | None = None) -> PendingJob:
+    deadline = NOW + timedelta(hours=due_in_h) if due_in_h is not None else None
+    return PendingJob(job_id, 5, deadline, NOW, 16)
+
+
+def shared(running: dict[int, RunningJob] | None = None) -> WorkerSnapshot:
+    slots = tuple(
+        GpuSlot("w", i, "l40s", 24, (running or {}).get(i), physical=0, time_shared=True)
+        for i in range(2)
+    )
+    return WorkerSnapshot("w", slots)
+
+
+def busy(deadline: bool) -> dict[int, RunningJob]:
+    due = NOW + timedelta(hours=2) if deadline else None
+    return {0: RunningJob("neighbour", 5, due, NOW - timedelta(minutes=5))}
+
+
+def placed(jobs: list[PendingJob], worker: WorkerSnapshot) -> list[str]:
+    return [a.job_id for a in schedule(jobs, [worker], NOW).assignments]
+
+
+def test_jobs_without_deadlines_take_turns_on_a_gpu() -> None:
+    assert placed([job("whenever")], shared(busy(deadline=False))) == ["whenever"]
+    assert placed([job("a"), job("b")], shared()) == ["a", "b"]
+
+
+def test_no_deadline_is_staked_on_the_sharing_pace() -> None:
+    assert placed([job("due", due_in_h=3)], shared(busy(deadline=False))) == []
+    assert placed([job("whenever")], shared(busy(deadline=True))) == []
+    # A free GPU takes a deadline job; within the tick, no second job joins it.
+    assert placed([job("due", due_in_h=3), job("whenever")], shared()) == ["due"]
