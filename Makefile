@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo demo-loaded lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-warm-models bench-worker-flood schema clean
+.PHONY: test demo demo-loaded lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-gpu-features bench-warm-models bench-worker-flood schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +101,10 @@ bench-gpu-step: $(VENV)/.dev-installed
 
 bench-cost-per-video: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.cost_per_video
+
+# Cost per video with GPU sharing, spanning and stages each on and off, and the lower bound.
+bench-gpu-features: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.gpu_features
 
 bench-warm-models: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.warm_models
