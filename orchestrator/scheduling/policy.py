@@ -215,7 +215,9 @@ def schedule(
     ]
     free = _FreeGpus(gpu for gpu in usable if gpu.running is None and gpu.reserved_for is None)
     already_reserved = {gpu.reserved_for for gpu in usable if gpu.reserved_for}
-    victims = Victims(g for g in usable if g.running is not None and g.reserved_for is None)
+    victims = Victims(
+        (g for g in usable if g.running is not None and g.reserved_for is None), turns
+    )
     weakest = victims.weakest()
     assignments: list[Assignment] = []
     preemptions: list[Preemption] = []

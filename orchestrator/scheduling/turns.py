@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, WorkerSnapshot
+from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, RunningJob, WorkerSnapshot
 
 Gpu = tuple[str, int]  # (worker, physical GPU)
 
@@ -19,28 +19,38 @@ class Turns:
     """Who takes turns on each shared GPU this tick (the running, and the jobs placed so far)."""
 
     def __init__(self, workers: Sequence[WorkerSnapshot]) -> None:
-        # Per shared GPU: whether anyone on it has a deadline, and how many are on it.
-        self._deadlines: dict[Gpu, bool] = {}
+        # Per shared GPU: how many jobs are on it, and how many of them have a deadline.
         self._tenants: dict[Gpu, int] = {}
+        self._deadlines: dict[Gpu, int] = {}
         for worker in workers:
             for slot in worker.gpus:
                 if slot.running is not None:
                     self._add(slot, slot.running.deadline is not None)
 
     def admits(self, job: PendingJob, slot: GpuSlot) -> bool:
-        gpu = _gpu_of(slot)
-        if gpu is None or not self._tenants.get(gpu):
-            return True
-        return job.deadline is None and not self._deadlines.get(gpu, False)
+        """May `job` take this free slot beside the GPU's running jobs?"""
+        return self._admits(job, slot, leaving=None)
+
+    def admits_instead(self, job: PendingJob, slot: GpuSlot) -> bool:
+        """May `job` take the slot of the job running there (a preemption), beside the rest?"""
+        return self._admits(job, slot, leaving=slot.running)
 
     def took(self, job: PendingJob, slot: GpuSlot) -> None:
         self._add(slot, job.deadline is not None)
+
+    def _admits(self, job: PendingJob, slot: GpuSlot, leaving: RunningJob | None) -> bool:
+        gpu = _gpu_of(slot)
+        if gpu is None:
+            return True
+        others = self._tenants.get(gpu, 0) - (leaving is not None)
+        due = self._deadlines.get(gpu, 0) - (leaving is not None and leaving.deadline is not None)
+        return others <= 0 or (job.deadline is None and due <= 0)
 
     def _add(self, slot: GpuSlot, deadline: bool) -> None:
         gpu = _gpu_of(slot)
         if gpu is not None:
             self._tenants[gpu] = self._tenants.get(gpu, 0) + 1
-            self._deadlines[gpu] = self._deadlines.get(gpu, False) or deadline
+            self._deadlines[gpu] = self._deadlines.get(gpu, 0) + deadline
 
 
 def _gpu_of(slot: GpuSlot) -> Gpu | None:

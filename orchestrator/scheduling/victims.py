@@ -15,6 +15,7 @@ from orchestrator.scheduling.snapshots import (
     RunningJob,
     SchedulerSettings,
 )
+from orchestrator.scheduling.turns import Turns
 
 
 def victim_order(victim: RunningJob) -> tuple[int, float, float, str]:
@@ -32,9 +33,14 @@ class Victims:
     """The running jobs that may give way, least urgent first (see `victim_order`): the first
     one a job may take is the one it takes, and the scan ends at the first one too urgent."""
 
-    def __init__(self, busy: Iterable[GpuSlot]) -> None:
+    def __init__(self, busy: Iterable[GpuSlot], turns: Turns | None = None) -> None:
+        """`turns`: who shares GPUs, so a job takes a turn on one only where it may."""
         self._slots = [g for g in busy if g.running is not None and g.running.preemptible]
         self._sorted = False  # sorted when first asked for: most ticks preempt nothing
+        self._turns = turns
+
+    def _fits(self, job: PendingJob, gpu: GpuSlot) -> bool:
+        return fits(job, gpu) and (self._turns is None or self._turns.admits_instead(job, gpu))
 
     def weakest(self) -> float:
         return min((_running(g).priority for g in self._slots), default=math.inf)
@@ -51,7 +57,7 @@ class Victims:
         for position, gpu in enumerate(self._in_order()):
             victim = _running(gpu)
             if (
-                fits(job, gpu)
+                self._fits(job, gpu)
                 and shares.may_reclaim(job.team, gpu.family)
                 and shares.borrowing(victim.team, gpu.family)
             ):
@@ -74,7 +80,7 @@ class Victims:
             # autoscaled fleet the urgent job gets its own GPU minutes later anyway). Its
             # team's quota must let it have that GPU (a swap within one team always does).
             if (
-                fits(job, gpu)
+                self._fits(job, gpu)
                 and (
                     victim.deadline is None
                     or moment_seconds(job.deadline) <= moment_seconds(victim.deadline)

@@ -63,3 +63,34 @@ def test_no_deadline_is_staked_on_the_sharing_pace() -> None:
     assert placed([job("whenever")], shared(busy(deadline=True))) == []
     # A free GPU takes a deadline job; within the tick, no second job joins it.
     assert placed([job("due", due_in_h=3), job("whenever")], shared()) == ["due"]
+
+
+def test_an_urgent_job_preempts_onto_a_shared_gpu_only_where_it_may_take_that_turn() -> None:
+    urgent = PendingJob("urgent", 9, NOW + timedelta(hours=1), NOW, 16)
+    lazy = {i: RunningJob(f"lazy-{i}", 1, None, NOW - timedelta(hours=1)) for i in range(2)}
+    # Both turns busy: taking one leaves the deadline job beside the other.
+    decisions = schedule([urgent], [shared(lazy)], NOW)
+    assert decisions.preemptions == ()
+    # One turn busy, the other free but held: the urgent job may take the busy one's place,
+    # where it is alone once its victim is gone.
+    alone = {0: lazy[0]}
+    (preemption,) = schedule([urgent], [shared_held(alone)], NOW).preemptions
+    assert preemption.victim_job_id == "lazy-0"
+
+
+def shared_held(running: dict[int, RunningJob]) -> WorkerSnapshot:
+    """Slot 1 is being freed for another job (a preemption already under way)."""
+    slots = tuple(
+        GpuSlot(
+            "w",
+            i,
+            "l40s",
+            24,
+            running.get(i),
+            reserved_for="other" if i == 1 else None,
+            physical=0,
+            time_shared=True,
+        )
+        for i in range(2)
+    )
+    return WorkerSnapshot("w", slots)
