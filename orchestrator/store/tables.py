@@ -12,6 +12,18 @@ def _utc_column(*, nullable: bool = False, index: bool = False) -> Column[dateti
     return Column(DateTime(timezone=True), nullable=nullable, index=index)
 
 
+def _one_open_per_gpu(name: str) -> Index:
+    """A partial unique index: at most one row per (worker, GPU) whose `ended_at` is null."""
+    return Index(
+        name,
+        "worker_id",
+        "gpu_index",
+        unique=True,
+        sqlite_where=text("ended_at IS NULL"),
+        postgresql_where=text("ended_at IS NULL"),
+    )
+
+
 class JobRow(SQLModel, table=True):
     __tablename__ = "jobs"
 
@@ -57,16 +69,7 @@ class JobAttemptRow(SQLModel, table=True):
     __tablename__ = "job_attempts"
     # One GPU holds one attempt at a time, whatever any control plane decides: the database
     # refuses a second open attempt on the same (worker, GPU).
-    __table_args__ = (
-        Index(
-            "uq_job_attempts_active_gpu",
-            "worker_id",
-            "gpu_index",
-            unique=True,
-            sqlite_where=text("ended_at IS NULL"),
-            postgresql_where=text("ended_at IS NULL"),
-        ),
-    )
+    __table_args__ = (_one_open_per_gpu("uq_job_attempts_active_gpu"),)
 
     job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
     attempt: int = Field(primary_key=True)
@@ -90,16 +93,7 @@ class AttemptGpuRow(SQLModel, table=True):
     attempts' own index sees only each attempt's lead GPU)."""
 
     __tablename__ = "job_attempt_gpus"
-    __table_args__ = (
-        Index(
-            "uq_job_attempt_gpus_open",
-            "worker_id",
-            "gpu_index",
-            unique=True,
-            sqlite_where=text("ended_at IS NULL"),
-            postgresql_where=text("ended_at IS NULL"),
-        ),
-    )
+    __table_args__ = (_one_open_per_gpu("uq_job_attempt_gpus_open"),)
 
     job_id: str = Field(primary_key=True, foreign_key="jobs.job_id", max_length=128)
     attempt: int = Field(primary_key=True)

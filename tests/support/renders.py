@@ -4,6 +4,7 @@ reading back what was written to S3."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import Clock, SystemClock
@@ -11,7 +12,7 @@ from kernel.job_spec import JobSpec, parse_job
 from kernel.precision import Precision
 from tests.support.jobs import job_dict
 from worker_ami.agent.checkpoint import CheckpointStore
-from worker_ami.agent.model_cache import ModelCache, ModelRegistry
+from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.recipe import recipe_for
 from worker_ami.agent.runner import JobRunner, RunnerSettings
@@ -52,6 +53,15 @@ def make_runner(
             device="cpu", **({"mean_time_between_interruptions_s": float("inf")} | runner_settings)
         ),
     )
+
+
+async def published(
+    objects: S3ObjectStore, folder: Path, buckets: Buckets, name: str
+) -> ModelRegistry:
+    """The model in `folder` published as MODEL under `name` in the models bucket."""
+    uri = f"s3://{buckets.models}/{name}/"
+    await publish_model(objects, folder, uri, MODEL, REVISION)
+    return ModelRegistry(models={MODEL: ModelEntry(uri=uri, revision=REVISION)})
 
 
 def video_job(buckets: Buckets, job_id: str, **overrides: Any) -> JobSpec:

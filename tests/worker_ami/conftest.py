@@ -15,9 +15,9 @@ import pytest
 from kernel.clock import SystemClock
 from tests.support.local_services import Queues
 from tests.support.mosquitto import LocalMosquitto
-from tests.support.renders import MODEL, REVISION, Buckets, make_runner
+from tests.support.renders import MODEL, REVISION, Buckets, make_runner, published
 from worker_ami.agent.imds_emulator import ImdsEmulator, InstanceIdentity
-from worker_ami.agent.model_cache import ModelEntry, ModelRegistry, publish_model
+from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
@@ -86,9 +86,7 @@ async def object_store(worker_settings: WorkerSettings) -> AsyncIterator[S3Objec
 async def published_model(
     object_store: S3ObjectStore, tiny_model_dir: Path, buckets: Buckets
 ) -> ModelRegistry:
-    uri = f"s3://{buckets.models}/wan-tiny/"
-    await publish_model(object_store, tiny_model_dir, uri, MODEL, REVISION)
-    return ModelRegistry(models={MODEL: ModelEntry(uri=uri, revision=REVISION)})
+    return await published(object_store, tiny_model_dir, buckets, "wan-tiny")
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import pytest
 from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
 from kernel.worker_protocol import Command, CommandKind, GpuInfo
-from tests.support.renders import MODEL, REVISION, Buckets, video_job
+from tests.support.renders import Buckets, published, video_job
 from worker_ami.agent.checkpoint import CheckpointStore
-from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model
+from worker_ami.agent.model_cache import ModelCache, ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.render_process import RenderLimits
 from worker_ami.agent.report import RunStatus
@@ -29,9 +29,7 @@ from worker_ami.agent.spanned_render import SpannedRenders
 async def four_head_registry(
     object_store: S3ObjectStore, four_head_model: Path, buckets: Buckets
 ) -> ModelRegistry:
-    uri = f"s3://{buckets.models}/wan-tiny-4/"
-    await publish_model(object_store, four_head_model, uri, MODEL, REVISION)
-    return ModelRegistry(models={MODEL: ModelEntry(uri=uri, revision=REVISION)})
+    return await published(object_store, four_head_model, buckets, "wan-tiny-4")
 
 
 async def test_a_job_across_two_render_processes_runs_to_its_video(
