@@ -11,12 +11,17 @@ from kernel.job_record import JobRecord, Placement, Reservation
 from kernel.job_state import JobState
 from kernel.model_memory import gpu_need_gib
 from orchestrator.scheduling.registry import WorkerRegistry
-from orchestrator.scheduling.snapshots import PendingJob, RunningJob
+from orchestrator.scheduling.snapshots import PendingJob, RunningJob, Work
 
 
 def steps_left(job: JobRecord) -> int:
     """Steps after its newest checkpoint (what a restart would have to do again)."""
     return job.spec.steps - job.checkpoint_step
+
+
+def work_of(job: JobRecord) -> Work:
+    spec = job.spec
+    return Work(spec.model, spec.width, spec.height, spec.num_frames, steps_left(job))
 
 
 def can_restart(job: JobRecord, reservation: Reservation | None, now: datetime) -> bool:
@@ -94,6 +99,7 @@ def pending_jobs(
                 ),
                 team=job.spec.tags.team,
                 gpus=job.spec.gpu.count,
+                work=work_of(job),
             )
         )
     return pending
@@ -112,6 +118,7 @@ def running_jobs(
             preemptible=p.job.state is JobState.RUNNING
             and can_restart(p.job, reserved.get(p.job.job_id), now),
             team=p.job.spec.tags.team,
+            work=work_of(p.job),
         )
         for p in placements
         for gpu_index in p.gpus

@@ -189,7 +189,7 @@ def schedule(
     running = [(g.running.team, g.family) for w in workers for g in w.gpus if g.running]
     shares = ShareBook(settings.quotas, running, spent_today) if settings.quotas else None
 
-    turns = Turns(workers)
+    turns = Turns(workers, now)
 
     def admits(job: PendingJob, borrow: bool = True) -> Admits:
         if shares is None or job.team is None:

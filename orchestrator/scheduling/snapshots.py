@@ -10,6 +10,17 @@ from orchestrator.scheduling.quotas import TeamQuota
 
 
 @dataclass(frozen=True)
+class Work:
+    """What a job has left to render, for the pace of jobs that share a GPU (`turns`)."""
+
+    model: str
+    width: int
+    height: int
+    frames: int
+    steps_left: int
+
+
+@dataclass(frozen=True)
 class PendingJob:
     """A queued job waiting for a GPU."""
 
@@ -38,6 +49,7 @@ class PendingJob:
     start_by: datetime | None = None
     team: str | None = None  # its cost tag: what its team's quota counts it against
     gpus: int = 1  # of one instance, all at once (`gang_round`)
+    work: Work | None = None
 
     @property
     def latest_start(self) -> datetime | None:
@@ -54,6 +66,7 @@ class RunningJob:
     # checkpointing or finishing is not a candidate.
     preemptible: bool = True
     team: str | None = None
+    work: Work | None = None
 
 
 @dataclass(frozen=True)

@@ -1,31 +1,48 @@
 """Slots that take turns on one GPU (a worker's `jobs_per_gpu`): memory is each slot's own (its
 render process is capped at the slot's part), time is not: a job beside others on a GPU steps
-slower. The scheduler gives a job such a slot beside running neighbours only where no deadline
-is involved, neither the job's nor a neighbour's: it does not stake a deadline on the sharing
-pace (`gpu_sharing.SharingPace`, which the fleet simulator plans with) until GPU runs have
-measured it. Jobs without deadlines fill the turns; a GPU whose slots are all free takes any.
+slower. A job takes such a slot beside running neighbours only if every job on the GPU, itself
+included, still meets its deadline at the shared pace (`gpu_sharing.why_not_join`, each job's
+step at the step-time model's pace on the GPU's family, with the steps it has left since its
+last checkpoint). Where a job with a deadline has no known work, none is staked: it neither
+joins nor is joined. A GPU whose slots are all free takes any job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
-from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, RunningJob, WorkerSnapshot
+from kernel.step_time import architecture_of, step_seconds, tokens
+from orchestrator.scheduling.gpu_sharing import SharedGpu, Tenant, why_not_join
+from orchestrator.scheduling.snapshots import (
+    GpuSlot,
+    PendingJob,
+    RunningJob,
+    Work,
+    WorkerSnapshot,
+)
 
 Gpu = tuple[str, int]  # (worker, physical GPU)
+
+
+@dataclass(frozen=True)
+class _OnGpu:
+    job_id: str
+    deadline: datetime | None
+    work: Work | None
 
 
 class Turns:
     """Who takes turns on each shared GPU this tick (the running, and the jobs placed so far)."""
 
-    def __init__(self, workers: Sequence[WorkerSnapshot]) -> None:
-        # Per shared GPU: how many jobs are on it, and how many of them have a deadline.
-        self._tenants: dict[Gpu, int] = {}
-        self._deadlines: dict[Gpu, int] = {}
+    def __init__(self, workers: Sequence[WorkerSnapshot], now: datetime) -> None:
+        self._now = now
+        self._on: dict[Gpu, list[_OnGpu]] = {}
         for worker in workers:
             for slot in worker.gpus:
                 if slot.running is not None:
-                    self._add(slot, slot.running.deadline is not None)
+                    self._add(slot, _of(slot.running))
 
     def admits(self, job: PendingJob, slot: GpuSlot) -> bool:
         """May `job` take this free slot beside the GPU's running jobs?"""
@@ -33,24 +50,46 @@ class Turns:
 
     def admits_instead(self, job: PendingJob, slot: GpuSlot) -> bool:
         """May `job` take the slot of the job running there (a preemption), beside the rest?"""
-        return self._admits(job, slot, leaving=slot.running)
+        running = slot.running
+        return self._admits(job, slot, leaving=None if running is None else running.job_id)
 
     def took(self, job: PendingJob, slot: GpuSlot) -> None:
-        self._add(slot, job.deadline is not None)
+        self._add(slot, _OnGpu(job.job_id, job.deadline, job.work))
 
-    def _admits(self, job: PendingJob, slot: GpuSlot, leaving: RunningJob | None) -> bool:
+    def _admits(self, job: PendingJob, slot: GpuSlot, leaving: str | None) -> bool:
         gpu = _gpu_of(slot)
         if gpu is None:
             return True
-        others = self._tenants.get(gpu, 0) - (leaving is not None)
-        due = self._deadlines.get(gpu, 0) - (leaving is not None and leaving.deadline is not None)
-        return others <= 0 or (job.deadline is None and due <= 0)
+        others = [o for o in self._on.get(gpu, []) if o.job_id != leaving]
+        if not others:
+            return True
+        joining = _OnGpu(job.job_id, job.deadline, job.work)
+        together = [*others, joining]
+        if all(o.deadline is None for o in together):
+            return True
+        if any(o.work is None for o in together):
+            return False  # a deadline is involved and some pace is unknown: stake nothing
+        tenants = tuple(_tenant(o, slot.family) for o in others)
+        shared = SharedGpu(slot.worker_id, gpu[1], float("inf"), tenants)
+        return why_not_join(shared, _tenant(joining, slot.family), self._now) is None
 
-    def _add(self, slot: GpuSlot, deadline: bool) -> None:
+    def _add(self, slot: GpuSlot, on: _OnGpu) -> None:
         gpu = _gpu_of(slot)
         if gpu is not None:
-            self._tenants[gpu] = self._tenants.get(gpu, 0) + 1
-            self._deadlines[gpu] = self._deadlines.get(gpu, 0) + deadline
+            self._on.setdefault(gpu, []).append(on)
+
+
+def _of(running: RunningJob) -> _OnGpu:
+    return _OnGpu(running.job_id, running.deadline, running.work)
+
+
+def _tenant(on: _OnGpu, family: str) -> Tenant:
+    work = on.work
+    assert work is not None  # checked by the caller
+    arch = architecture_of(work.model)
+    pace = step_seconds(arch, work.width, work.height, work.frames, family)
+    video_tokens = tokens(work.width, work.height, work.frames)
+    return Tenant(on.job_id, 0.0, pace, max(1, work.steps_left), on.deadline, video_tokens)
 
 
 def _gpu_of(slot: GpuSlot) -> Gpu | None:

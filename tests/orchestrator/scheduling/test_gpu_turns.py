@@ -1,13 +1,21 @@
 """Slots that take turns on one GPU (`jobs_per_gpu`): the worker offers each GPU as that many
 slots with an even part of its memory, and the scheduler puts a job beside running neighbours
-only where neither it nor they have a deadline (it does not stake one on the sharing pace)."""
+only where every job on the GPU still meets its deadline at the shared pace (and, where a
+deadline is involved and some job's work is unknown, not at all)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from orchestrator.scheduling.policy import schedule
-from orchestrator.scheduling.snapshots import GpuSlot, PendingJob, RunningJob, WorkerSnapshot
+from orchestrator.scheduling.snapshots import (
+    GpuSlot,
+    PendingJob,
+    RunningJob,
+    Work,
+    WorkerSnapshot,
+)
 from worker_ami.agent.gpus import detect_gpus
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.telemetry import GpuTelemetry
@@ -94,3 +102,21 @@ def shared_held(running: dict[int, RunningJob]) -> WorkerSnapshot:
         for i in range(2)
     )
     return WorkerSnapshot("w", slots)
+
+
+PREVIEW = Work("wan/wan2.1-t2v-1.3b", 448, 256, 17, 30)  # seconds of work on an L40S
+LONG_14B = Work("wan/wan2.1-t2v-14b", 1280, 720, 81, 50)  # over an hour on an L40S alone
+
+
+def test_a_deadline_joins_neighbours_where_every_job_still_meets_its_own() -> None:
+    neighbour = {0: RunningJob("preview", 5, None, NOW, work=PREVIEW)}
+    relaxed = replace(job("due", due_in_h=1), work=PREVIEW)
+    assert placed([relaxed], shared(neighbour)) == ["due"]
+    # The 14B render alone takes about 75 minutes: beside another it would take twice that.
+    tight = replace(job("tight", due_in_h=1.5), work=LONG_14B)
+    busy_14b = {0: RunningJob("other-14b", 5, None, NOW, work=LONG_14B)}
+    assert placed([tight], shared(busy_14b)) == []
+    # Nor does a job join a neighbour whose deadline it would push past.
+    due_14b = {0: RunningJob("due-14b", 5, NOW + timedelta(hours=1.5), NOW, work=LONG_14B)}
+    assert placed([replace(job("whenever"), work=LONG_14B)], shared(due_14b)) == []
+    assert placed([replace(job("whenever"), work=PREVIEW)], shared(due_14b)) == ["whenever"]
