@@ -63,8 +63,8 @@ class Quarantine:
     reason: str
 
     def holds(self, placement: Placement) -> bool:
-        """Whether the placed job runs on the quarantined GPU."""
-        return (placement.worker_id, placement.gpu_index) == (self.worker_id, self.gpu_index)
+        """Whether the placed job runs on the quarantined GPU (one of a span's, too)."""
+        return placement.worker_id == self.worker_id and self.gpu_index in placement.gpus
 
 
 @dataclass(frozen=True)

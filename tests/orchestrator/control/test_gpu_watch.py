@@ -13,7 +13,7 @@ from kernel.job_state import JobState
 from kernel.market import Market
 from kernel.stall import StallRule, expected_step
 from kernel.worker_protocol import GpuHealth, GpuInfo, Heartbeat, Hello, JobProgress
-from orchestrator.control.gpu_watch import GpuWatch, WatchSettings
+from orchestrator.control.gpu_watch import GpuWatch, Quarantine, WatchSettings
 from orchestrator.scheduling.gpu_health import SickRule, errors_in, quarantine_reason, too_slow
 from orchestrator.scheduling.registry import WorkerRegistry
 from tests.support.jobs import record
@@ -207,3 +207,12 @@ async def test_a_gone_workers_last_report_of_an_earlier_attempt_does_not_hide_th
         assert (await watch.look([placement], {"j": 2.0})).stalled == []
         clock.advance(2)
     assert book.faults == []
+
+
+def test_a_quarantined_gpu_holds_a_job_that_spans_it_not_only_one_led_from_it() -> None:
+    at = datetime(2026, 12, 5, tzinfo=UTC)
+    spanning = Placement(record("span", JobState.RUNNING), "w", 0, at, span=(1, 2))
+    sick = Quarantine("w", "i-0000000001", 2, "uncorrected ECC errors")
+    assert sick.holds(spanning)
+    assert not replace(sick, gpu_index=3).holds(spanning)
+    assert not replace(sick, worker_id="v").holds(spanning)
