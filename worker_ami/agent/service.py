@@ -1,9 +1,10 @@
 """`framefleet-worker serve`: the agent as a long-running MQTT service.
 
-It says hello (instance, GPUs, cached models), keeps a retained `status` with a last will
+It says hello (instance, slots, cached models), keeps a retained `status` with a last will
 (offline), sends heartbeats with each job's progress and its recent outcomes, runs one job per
-GPU on `assign`, checkpoints and stops a job on `checkpoint_now`, `cancel` or `drain`, and turns
-an IMDS instance-action into a checkpoint of every running job plus a `notice_seen` event.
+slot on `assign` (a job that spans GPUs on all of its slots: `slots.py`), checkpoints and stops
+a job on `checkpoint_now`, `cancel` or `drain`, and turns an IMDS instance-action into a
+checkpoint of every running job plus a `notice_seen` event.
 """
 
 from __future__ import annotations
