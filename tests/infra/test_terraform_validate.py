@@ -26,6 +26,8 @@ USER_DATA_VALUES = {
     "warm_models": "wan/wan2.1-t2v-1.3b",
     "max_checkpoint_interval": 600,
     "metrics_port": 9400,
+    "jobs_per_gpu": 1,
+    "mig_slots": True,
 }
 
 

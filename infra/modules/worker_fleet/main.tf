@@ -146,6 +146,8 @@ resource "aws_launch_template" "worker" {
     warm_models             = join(" ", var.warm_models)
     max_checkpoint_interval = var.max_checkpoint_interval_seconds
     metrics_port            = var.metrics_port
+    jobs_per_gpu            = var.jobs_per_gpu
+    mig_slots               = var.mig_slots
   }))
   tag_specifications {
     resource_type = "instance"

@@ -102,6 +102,22 @@ variable "max_checkpoint_interval_seconds" {
   description = "Longest time between checkpoints on spot (the autoscaler's deadline rule counts on it)."
 }
 
+variable "jobs_per_gpu" {
+  type        = number
+  default     = 1
+  description = "Jobs a whole GPU runs at once, each with an even part of its memory (the worker's jobs_per_gpu)."
+  validation {
+    condition     = var.jobs_per_gpu >= 1 && var.jobs_per_gpu <= 8 && floor(var.jobs_per_gpu) == var.jobs_per_gpu
+    error_message = "jobs_per_gpu is a whole number from 1 to 8."
+  }
+}
+
+variable "mig_slots" {
+  type        = bool
+  default     = true
+  description = "Offer a GPU in MIG mode as one slot per MIG instance (the worker's mig_slots); false: the GPU whole."
+}
+
 variable "metrics_port" {
   type        = number
   default     = 9400
