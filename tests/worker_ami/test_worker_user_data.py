@@ -68,6 +68,8 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
                 "warm_models": "",
                 "max_checkpoint_interval": "600",
                 "metrics_port": "9400",
+                "jobs_per_gpu": "2",
+                "mig_slots": "true",
             },
         )
     )
@@ -112,6 +114,13 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
         assert password is not None
         assert password not in script.read_text()  # fetched, never templated
         assert written["FRAMEFLEET_WORKER_CHECKPOINT_BUCKET"] == bucket
+        assert (
+            written["FRAMEFLEET_WORKER_JOBS_PER_GPU"],
+            written["FRAMEFLEET_WORKER_MIG_SLOTS"],
+        ) == (
+            "2",
+            "true",
+        )
         agent_env = {
             **os.environ,
             **written,
