@@ -107,6 +107,7 @@ async def worker_parts(
         )
         hooks = test_hooks(settings.render_test_hooks)
         cgroups = delegated_root() if settings.render_isolation == "process" else None
+        scratch = settings.scratch_dir or Path(tempfile.gettempdir()) / "framefleet-jobs"
 
         # One render factory per slot, shared by the runners that slot has in turn: the model
         # a job left warm on a GPU is there for the next job, whichever runner takes it. A
@@ -119,7 +120,6 @@ async def worker_parts(
             if settings.render_isolation == "thread":
                 factory: RenderFactory = ThreadRenders(on_device)
             else:
-                scratch = settings.scratch_dir or Path(tempfile.gettempdir()) / "framefleet-jobs"
                 spare = settings.render_spare
                 if spare is None:
                     spare = on_device.startswith("cuda")
@@ -164,7 +164,6 @@ async def worker_parts(
 
         def new_spanned_runner(devices: Sequence[str], family: str) -> JobRunner:
             """A job across `devices`: a render process on each (never in-thread)."""
-            scratch = settings.scratch_dir or Path(tempfile.gettempdir()) / "framefleet-jobs"
             renders = SpannedRenders(
                 devices, limits, scratch, cgroups, lambda: f"127.0.0.1:{free_port()}"
             )

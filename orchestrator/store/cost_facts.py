@@ -199,31 +199,36 @@ class CostFactBook(StoreBase):
                     .join(JobRow, col(JobRow.job_id) == col(JobAttemptRow.job_id))
                     .where(col(JobAttemptRow.worker_id).in_(chunk))
                 ).all()
-                gpus = self._span_gpus(session, chunk)
+                span = self._span_gpus(session, chunk)
                 spans.extend(
                     replace(
                         self._span_of(attempt, job),
-                        span=tuple(
-                            i
-                            for i in gpus.get((attempt.job_id, attempt.attempt), ())
-                            if i != attempt.gpu_index
-                        ),
+                        span=span.get((attempt.job_id, attempt.attempt), ()),
                     )
                     for attempt, job in rows
                 )
         return spans
 
     @staticmethod
-    def _span_gpus(session: Session, workers: Sequence[str]) -> dict[tuple[str, int], list[int]]:
-        """(job, attempt) -> every GPU it held, of the attempts on these workers that held
-        more than one."""
+    def _span_gpus(
+        session: Session, workers: Sequence[str]
+    ) -> dict[tuple[str, int], tuple[int, ...]]:
+        """(job, attempt) -> the GPUs besides its lead one that an attempt on these workers
+        held: only spanning attempts have any, so only their rows are read."""
         rows = session.exec(
-            select(AttemptGpuRow).where(col(AttemptGpuRow.worker_id).in_(list(workers)))
+            select(AttemptGpuRow)
+            .join(
+                JobAttemptRow,
+                (col(JobAttemptRow.job_id) == col(AttemptGpuRow.job_id))
+                & (col(JobAttemptRow.attempt) == col(AttemptGpuRow.attempt)),
+            )
+            .where(col(AttemptGpuRow.worker_id).in_(list(workers)))
+            .where(col(AttemptGpuRow.gpu_index) != col(JobAttemptRow.gpu_index))
         ).all()
         held: dict[tuple[str, int], list[int]] = {}
         for row in rows:
             held.setdefault((row.job_id, row.attempt), []).append(row.gpu_index)
-        return {key: sorted(gpus) for key, gpus in held.items() if len(gpus) > 1}
+        return {key: tuple(sorted(gpus)) for key, gpus in held.items()}
 
 
 def end_instance_life(session: Session, instance_id: str, at: datetime, reason: str) -> None:
