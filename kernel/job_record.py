@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
+from kernel.render_stage import RenderStage
 
 QUOTA_WAIT = "quota: "  # how a wait reason of a team's quota begins
 
@@ -35,6 +36,8 @@ class JobRecord:
     wait_reason: str | None = None
     # Why the autoscaler bought no GPU for it in its last round, if it waits for one.
     capacity_wait: str | None = None
+    # The stage its next attempt runs, for a render split into stages; None: it renders whole.
+    stage: RenderStage | None = None
 
     @property
     def waiting_for(self) -> str | None:
@@ -74,6 +77,9 @@ class JobChanges:
     # The attempt's costs in time (the ledger's checkpoint overhead and start-up).
     checkpoint_write_seconds: float = 0.0
     model_load_seconds: float | None = None
+    # The stage the job goes on with: set on a queued job the autoscaler splits (encoding
+    # first), and with a move back to the queue when an attempt finished its stage.
+    stage: RenderStage | None = None
 
 
 @dataclass(frozen=True)

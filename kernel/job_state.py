@@ -28,10 +28,15 @@ JOB_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     _S.QUEUED: frozenset({_S.ASSIGNED, _S.CANCELLED, _S.FAILED}),
     # The worker refused it or vanished before starting: back to the queue.
     _S.ASSIGNED: frozenset({_S.RUNNING, _S.QUEUED, _S.FAILED, _S.CANCELLED}),
-    # PREEMPTED straight from RUNNING: the worker was lost without a notice.
-    _S.RUNNING: frozenset({_S.CHECKPOINTING, _S.PREEMPTED, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
-    # The job may finish before the checkpoint it was asked for.
-    _S.CHECKPOINTING: frozenset({_S.PREEMPTED, _S.RUNNING, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}),
+    # PREEMPTED straight from RUNNING: the worker was lost without a notice. QUEUED straight
+    # from RUNNING: the attempt finished its stage of a split render; the next stage waits.
+    _S.RUNNING: frozenset(
+        {_S.CHECKPOINTING, _S.PREEMPTED, _S.QUEUED, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}
+    ),
+    # The job may finish (its render, or its stage) before the checkpoint it was asked for.
+    _S.CHECKPOINTING: frozenset(
+        {_S.PREEMPTED, _S.RUNNING, _S.QUEUED, _S.SUCCEEDED, _S.FAILED, _S.CANCELLED}
+    ),
     _S.PREEMPTED: frozenset({_S.QUEUED, _S.FAILED, _S.CANCELLED}),
     _S.SUCCEEDED: frozenset(),
     _S.FAILED: frozenset(),

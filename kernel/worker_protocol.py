@@ -22,6 +22,7 @@ from kernel.job_spec import JOB_ID_PATTERN, MAX_SPAN_GPUS, MODEL_NAME_PATTERN, J
 from kernel.market import Market
 from kernel.outside_text import first_problem, printable
 from kernel.precision import Dtype
+from kernel.render_stage import RenderStage
 
 PROTOCOL = "framefleet.worker/v1"
 TOPIC_PREFIX = "ff/v1/workers"
@@ -171,6 +172,9 @@ class EventKind(StrEnum):
     # Stopped at a step boundary after a requested checkpoint (notice, preemption, drain).
     PREEMPTED = "preempted"
     FINISHED = "finished"
+    # The attempt finished its stage of a split render: `checkpoint` holds what the next
+    # stage starts from (the prompt's embeddings, or the final latents).
+    STAGE_DONE = "stage_done"
     FAILED = "failed"
     NOTICE_SEEN = "notice_seen"
     COMMAND_ACK = "command_ack"
@@ -254,6 +258,9 @@ class Command(_Message):
     # The throughput model's time per step for this job on this GPU's family: the worker's
     # stall watchdog bounds a step by it (kernel.stall) until it has measured its own.
     expected_step_seconds: float | None = Field(default=None, gt=0, le=86400)
+    # The stage this attempt runs of a render split into stages; left out for a whole render,
+    # so a worker of before reads an unsplit assignment as ever.
+    stage: RenderStage | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 WorkerMessage = Annotated[Hello | Heartbeat | WorkerEvent | Status, Field(discriminator="type")]

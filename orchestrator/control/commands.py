@@ -94,6 +94,7 @@ class CommandSender:
             spec=job.spec if kind is CommandKind.ASSIGN else None,
             resume_from=job.last_checkpoint if kind is CommandKind.ASSIGN else None,
             resume_step=job.checkpoint_step if kind is CommandKind.ASSIGN else None,
+            stage=job.stage if kind is CommandKind.ASSIGN else None,
             mtbi_seconds=self._pace.mtbi_seconds(placement.worker_id)
             if self._pace is not None and kind is CommandKind.ASSIGN
             else None,

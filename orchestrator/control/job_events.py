@@ -127,9 +127,11 @@ def apply_event(
             job.state is JobState.QUEUED
             and event.checkpoint
             and event.kind in (EventKind.PREEMPTED, EventKind.CHECKPOINT_DURABLE)
+            and (event.step or 0) >= job.checkpoint_step
         ):
             # The attempt the job just left (its worker was cut off but kept going) saved
-            # work: the next attempt resumes from it.
+            # work: the next attempt resumes from it. Not an older one: a stage that ended
+            # queued the job at its final checkpoint, which an earlier one must not replace.
             return Record(_checkpoint(event), "late checkpoint")
         return Ignore(f"job is {job.state.value}; {event.kind.value} changes nothing")
     worker = event.worker_id
@@ -171,10 +173,29 @@ def apply_event(
         )
         return Move(path, f"finished on {worker}: {event.output}", timed)
 
+    if event.kind is EventKind.STAGE_DONE:
+        return _stage_done(job, event)
+
     if event.kind is EventKind.FAILED:
         return _failed(job, event, now, policy)
 
     return Ignore(f"{event.kind.value} is not a job event")
+
+
+def _stage_done(job: JobRecord, event: WorkerEvent) -> Decision:
+    """The attempt ran its stage of a split render: the job queues for the next stage, which
+    starts from the checkpoint the stage ended with (a new attempt, on whatever GPU fits it)."""
+    following = job.stage.following if job.stage is not None else None
+    if following is None:
+        return Ignore(f"stage_done, but the job runs {job.stage or 'whole'}: nothing follows")
+    if not event.checkpoint:
+        return Ignore("stage_done without the checkpoint the next stage starts from")
+    start = (JobState.RUNNING,) if job.state is JobState.ASSIGNED else ()
+    return Move(
+        (*start, JobState.QUEUED),
+        f"{job.stage} done on {event.worker_id}; {following} next, from {event.checkpoint}",
+        replace(_checkpoint(event), stage=following),
+    )
 
 
 def _checkpoint(event: WorkerEvent) -> JobChanges:

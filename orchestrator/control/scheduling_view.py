@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from kernel.deadline_risk import start_by
 from kernel.job_record import JobRecord, Placement, Reservation
 from kernel.job_state import JobState
-from kernel.model_memory import gpu_need_gib
+from kernel.render_stage import stage_need_gib
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import PendingJob, RunningJob, Work
 
@@ -78,7 +78,7 @@ def pending_jobs(
                 job.priority,
                 job.deadline,
                 job.created_at,
-                gpu_need_gib(job.spec),
+                stage_need_gib(job.spec, job.stage),
                 job.families(),
                 reserved_on=frozenset(
                     registry.by_instance(reservation.instance_id) if reservation and holds else ()

@@ -30,7 +30,8 @@ from orchestrator.costs.money import SECONDS_PER_HOUR, seconds_of
 from orchestrator.costs.pricing import PriceSchedule, billed_end
 from orchestrator.store.cost_facts import AttemptSpan, InstanceLife, PoolKey
 
-FINISHED_OUTCOMES = frozenset({"succeeded"})
+# A stage of a split render that ended with its checkpoint lost nothing either.
+FINISHED_OUTCOMES = frozenset({"succeeded", "stage_done"})
 
 
 class Category(StrEnum):

@@ -18,6 +18,7 @@ from kernel.errors import StoreUnavailable
 from kernel.job_record import JobRecord
 from kernel.job_spec import JobSpec, parse_job
 from kernel.job_state import JobState
+from kernel.render_stage import RenderStage
 from orchestrator.store.migrate import upgrade_to_head
 from orchestrator.store.tables import AttemptGpuRow, JobAttemptRow, JobRow, ReservationRow
 
@@ -78,6 +79,9 @@ class JobColumns(Protocol):
     @property
     def capacity_wait(self) -> str | None: ...
 
+    @property
+    def stage(self) -> str | None: ...
+
 
 def utc(value: datetime) -> datetime:
     # SQLite hands back naive datetimes; everything we store is UTC.
@@ -103,6 +107,7 @@ def _record(row: JobColumns, spec: JobSpec, worker_id: str | None) -> JobRecord:
         worker_id=worker_id,
         wait_reason=row.wait_reason,
         capacity_wait=row.capacity_wait,
+        stage=RenderStage(row.stage) if row.stage else None,
     )
 
 

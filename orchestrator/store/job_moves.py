@@ -15,8 +15,10 @@ from kernel.errors import ConcurrentModification, JobNotFound
 from kernel.job_record import JobChanges, JobMove, JobRecord
 from kernel.job_state import JobState, check_transition
 
-# An attempt's outcome when it ended through its worker's fault (the others are job states).
+# An attempt's outcome when it ended through its worker's fault (the others are job states),
+# and when it finished its stage of a split render (the job queued for the next one).
 WORKER_FAULT = "worker_fault"
+STAGE_DONE = "stage_done"
 # The columns a move writes: of its job, and of the attempt it ends or checkpoints.
 JOB_FIELDS_MOVED = (
     "state",
@@ -28,6 +30,7 @@ JOB_FIELDS_MOVED = (
     "checkpoint_family",
     "not_before",
     "job_faults",
+    "stage",
 )
 ATTEMPT_FIELDS_CHANGED = (
     "ended_at",
@@ -94,23 +97,14 @@ class MoveWrites:
             elif state is not JobState.QUEUED and (target.terminal or target is JobState.QUEUED):
                 changes = move.changes if last else JobChanges()
                 attempt = self._end(attempt, target, changes)
-            self.events.append(
-                {
-                    "job_id": move.job_id,
-                    "at": self.now,
-                    "from_state": state.value,
-                    "to_state": target.value,
-                    "version": version,
-                    "attempt": number,
-                    "actor": self.actor,
-                    "reason": move.reason,
-                }
-            )
+            self.events.append(self._event(move, state, target, version, number))
             state = target
-        if not move.path:  # a checkpoint noted without a state change
+        if not move.path:  # a checkpoint noted, or a render split, without a state change
             version += 1
             if move.changes.last_checkpoint is not None:
                 attempt = self._checkpointed(attempt, move.changes)
+            if move.changes.stage is not None:  # the split goes into the job's history
+                self.events.append(self._event(move, state, state, version, number))
         self._keep(attempt, read, started, move)
         moved = self._moved(job, move.changes, state, version, number, worker_id)
         self.jobs.append(
@@ -126,6 +120,7 @@ class MoveWrites:
                 "v_checkpoint_family": moved.checkpoint_family,
                 "v_not_before": moved.not_before,
                 "v_job_faults": moved.job_faults,
+                "v_stage": moved.stage.value if moved.stage else None,
             }
         )
         self.records[move.job_id] = moved
@@ -133,6 +128,20 @@ class MoveWrites:
             self.assigned.append(move.job_id)
         elif move.path and move.path[-1].terminal:
             self.ended.append(move.job_id)
+
+    def _event(
+        self, move: JobMove, before: JobState, after: JobState, version: int, attempt: int
+    ) -> dict[str, object]:
+        return {
+            "job_id": move.job_id,
+            "at": self.now,
+            "from_state": before.value,
+            "to_state": after.value,
+            "version": version,
+            "attempt": attempt,
+            "actor": self.actor,
+            "reason": move.reason,
+        }
 
     def _moved(
         self,
@@ -162,6 +171,8 @@ class MoveWrites:
             moved = replace(moved, not_before=changes.not_before)
         if changes.add_job_fault:
             moved = replace(moved, job_faults=job.job_faults + 1)
+        if changes.stage is not None:
+            moved = replace(moved, stage=changes.stage)
         return moved
 
     def _end(
@@ -172,7 +183,11 @@ class MoveWrites:
         ended = replace(
             attempt,
             ended_at=self.now,
-            outcome=WORKER_FAULT if changes.worker_fault else target.value,
+            outcome=WORKER_FAULT
+            if changes.worker_fault
+            else STAGE_DONE
+            if changes.stage is not None and target is JobState.QUEUED
+            else target.value,
             denoise_seconds=changes.denoise_seconds,
         )
         if changes.model_load_seconds is not None:

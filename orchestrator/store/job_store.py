@@ -7,7 +7,7 @@ moves a job names the version it read: two control-plane replicas can never both
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Row, bindparam, delete, insert, update
@@ -25,6 +25,7 @@ from kernel.errors import (
 )
 from kernel.job_record import JobChanges, JobMove, JobRecord
 from kernel.job_state import JobState
+from kernel.render_stage import RenderStage
 from orchestrator.store.base import (
     ATTEMPT_GPUS,
     ATTEMPTS,
@@ -168,6 +169,28 @@ class JobStore(JobQueries):
             if len(moves) == 1:
                 return [ConcurrentModification(moves[0].job_id, moves[0].expected_version)]
             return [o for move in moves for o in self.apply_moves([move], actor, fence)]
+
+    def split_into_stages(self, reasons: Mapping[str, str], actor: str) -> list[str]:
+        """Split these jobs' renders into stages (encoding first, `reasons` saying why), each
+        only while it is still queued and has never run (no attempt, no checkpoint): a job the
+        scheduler placed meanwhile renders whole. Returns the jobs split."""
+        jobs = self.find_many(list(reasons))
+        moves = [
+            JobMove(
+                job.job_id,
+                job.version,
+                (),
+                f"split into stages: {reasons[job.job_id]}",
+                JobChanges(stage=RenderStage.ENCODE),
+            )
+            for job in jobs.values()
+            if job.state is JobState.QUEUED
+            and job.attempt == 0
+            and job.stage is None
+            and job.last_checkpoint is None
+        ]
+        outcomes = self.apply_moves(moves, actor) if moves else []
+        return [o.job_id for o in outcomes if isinstance(o, JobRecord)]
 
     def _apply_once(
         self, moves: Sequence[JobMove], actor: str, fence: Fence | None

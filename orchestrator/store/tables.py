@@ -63,6 +63,8 @@ class JobRow(SQLModel, table=True):
     wait_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     # Why the autoscaler bought no GPU for it in its last round (None: it did, or had none).
     capacity_wait: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # The stage its next attempt runs, for a render split into stages (None: whole).
+    stage: str | None = Field(default=None, max_length=16)
 
 
 class JobAttemptRow(SQLModel, table=True):
