@@ -14,7 +14,7 @@ from autoscaler.throughput import WorkShape
 from kernel.instance_state import InstanceChange, InstanceState, InstanceStatus
 from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
-from kernel.model_memory import gpu_need_gib
+from kernel.render_stage import RenderStage, stage_need_gib
 
 # How far ahead of its latest start a deadline job is read, whatever the backlog before it.
 PLANNING_HORIZON = timedelta(hours=24)
@@ -30,8 +30,11 @@ def demand_of(
     deadline: datetime | None,
     done: int = 0,
     families: frozenset[str] | None = None,
+    stage: RenderStage | None = None,
+    may_split: bool = False,
 ) -> JobDemand:
-    """`families`: where it may run, when not its spec's (an exact job's checkpoint family)."""
+    """`families`: where it may run, when not its spec's (an exact job's checkpoint family);
+    `stage`: the stage its next attempt runs, whose GPU need is its own."""
     return JobDemand(
         job_id=spec.job_id,
         priority=spec.priority,
@@ -40,12 +43,14 @@ def demand_of(
         shape=shape_of(spec),
         steps_total=spec.steps,
         steps_done=min(done, spec.steps),
-        min_vram_gib=gpu_need_gib(spec),
+        min_vram_gib=stage_need_gib(spec, stage),
         families=families
         if families is not None
         else frozenset(f.value for f in spec.gpu.families),
         max_cost_usd=spec.max_cost_usd,
         gpus=spec.gpu.count,
+        stage=stage,
+        may_split=may_split,
     )
 
 
@@ -63,7 +68,16 @@ def moving_off(
 
 
 def job_demand(job: JobRecord) -> JobDemand:
-    return demand_of(job.spec, job.created_at, job.deadline, job.checkpoint_step, job.families())
+    never_ran = job.attempt == 0 and job.last_checkpoint is None and job.stage is None
+    return demand_of(
+        job.spec,
+        job.created_at,
+        job.deadline,
+        job.checkpoint_step,
+        job.families(),
+        job.stage,
+        may_split=never_ran and job.spec.gpu.count == 1 and not job.spec.exact,
+    )
 
 
 class DemandSource(Protocol):
@@ -101,6 +115,11 @@ class DemandSource(Protocol):
 
     def running(self) -> list[RunningDemand]:
         """The jobs on GPUs now, with their progress (steps of their last checkpoint)."""
+        ...
+
+    def split_into_stages(self, reasons: Mapping[str, str]) -> list[str]:
+        """Split these queued renders into stages (job -> why); returns those split (a job
+        placed meanwhile renders whole)."""
         ...
 
 
@@ -166,6 +185,8 @@ class JobSource(Protocol):
 
     def arrivals_since(self, since: datetime, limit: int = ...) -> list[datetime]: ...
 
+    def split_into_stages(self, reasons: Mapping[str, str], actor: str) -> list[str]: ...
+
 
 class StoreDemand:
     def __init__(self, store: JobSource) -> None:
@@ -213,6 +234,9 @@ class StoreDemand:
 
     def running(self) -> list[RunningDemand]:
         return [RunningDemand(job_demand(p.job), p.worker_id) for p in self._store.placements()]
+
+    def split_into_stages(self, reasons: Mapping[str, str]) -> list[str]:
+        return self._store.split_into_stages(reasons, actor="autoscaler")
 
     def finished_since(self, since: datetime) -> list[FinishedWork]:
         return [

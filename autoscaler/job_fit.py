@@ -7,7 +7,7 @@ import math
 from datetime import datetime, timedelta
 
 from autoscaler.deadline import MarketRule
-from autoscaler.pool_choice import candidates
+from autoscaler.pool_choice import candidates, work_seconds_on
 from autoscaler.snapshot import (
     InstanceView,
     JobDemand,
@@ -15,7 +15,6 @@ from autoscaler.snapshot import (
     PurchaseSettings,
 )
 from autoscaler.throughput import ThroughputModel
-from kernel.instance_types import kind_of
 from kernel.market import Market
 
 
@@ -57,7 +56,7 @@ def fastest_on_demand(
     """The job's remaining work in seconds on the fastest on-demand pool that fits it."""
     return min(
         (
-            model.seconds(job.shape, kind_of(q.pool.instance_type).family, job.steps_left)
+            work_seconds_on(job, model, q.pool.instance_type)
             for q in candidates(state, settings, job, Market.ON_DEMAND)
         ),
         default=math.inf,

@@ -40,6 +40,7 @@ from autoscaler.snapshot import (
     RunningDemand,
 )
 from autoscaler.spot_return import ready_to_move, spot_launches
+from autoscaler.stage_split import offers_now, splits
 from autoscaler.throughput import ThroughputModel
 from autoscaler.wait_notes import WaitNotes
 from kernel.clock import Clock, sleep_unless_stopped
@@ -97,17 +98,23 @@ class AutoscalerLoop:
         now = self.clock.now()
         queued = await asyncio.to_thread(self.demand.queued, now)
         warned = self.drains.warned
+        warned_jobs: list[JobDemand] = []
         if warned:  # their jobs need GPUs within two minutes: bought in this round
             running = await asyncio.to_thread(self.demand.running)
-            queued = [*queued, *moving_off(running, warned, queued)]
+            warned_jobs = moving_off(running, warned, queued)
+            queued = [*queued, *warned_jobs]
         self.prewarming.saw(queued)
         running, moving = await self._moving_to_spot(now)
         plans = []
         covered: set[str] = set()
-        for _ in range(self.max_rounds):
+        for round_number in range(self.max_rounds):
             state = await self.plan_input(
                 busy, [j for j in queued if j.job_id not in covered], moving=moving
             )
+            if round_number == 0 and await self._split(state):
+                # The split jobs' next attempts encode: their stage's GPU need is bought for.
+                queued = [*await asyncio.to_thread(self.demand.queued, now), *warned_jobs]
+                state = replace(state, queued=tuple(queued))
             decided = plan(state, self.settings, self.model, self.market_rule)
             plans.append(decided)
             for wait in decided.waits:
@@ -126,6 +133,20 @@ class AutoscalerLoop:
         if self.wait_notes is not None:
             await asyncio.to_thread(self.wait_notes.note, [j.job_id for j in queued], plans)
         return plans
+
+    async def _split(self, state: PlanInput) -> bool:
+        """Split the queued renders the planner finds cheaper in stages; True if any was."""
+        offers = offers_now(state.market, self.settings.candidate_types)
+        chosen = splits(state.queued, offers, state.now, self.settings)
+        if not chosen:
+            return False
+        done = await asyncio.to_thread(
+            self.demand.split_into_stages, {s.job_id: s.why for s in chosen}
+        )
+        for split in chosen:
+            if split.job_id in done:
+                log.info("job %s split into stages: %s", split.job_id, split.why)
+        return bool(done)
 
     async def _launch(self, state: PlanInput, decided: Plan, busy: Counter[str]) -> Actuation:
         """Carry out the plan; book what it bought and reserve it for its jobs."""

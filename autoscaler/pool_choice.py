@@ -16,7 +16,8 @@ from autoscaler.snapshot import JobDemand, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
-from kernel.stage_cost import Video, span_step_seconds
+from kernel.render_stage import RenderStage
+from kernel.stage_cost import Video, decode_seconds, encode_seconds, span_step_seconds
 from kernel.step_time import architecture_of
 
 # How many of an instance's GPUs the queue would fill if that instance were bought now.
@@ -41,6 +42,22 @@ def step_seconds_on(job: JobDemand, model: ThroughputModel, instance_type: str) 
     shape = job.shape
     video = Video(architecture_of(shape.model), shape.width, shape.height, shape.frames, 1)
     return span_step_seconds(video, alone, job.gpus, instance_type)
+
+
+def work_seconds_on(
+    job: JobDemand, model: ThroughputModel, instance_type: str, least_steps: int = 0
+) -> float:
+    """The job's remaining work on a GPU of `instance_type`: its remaining steps (at least
+    `least_steps`), or, for a stage of a split render, that stage's encoding or decoding
+    (`kernel.stage_cost`)."""
+    family = kind_of(instance_type).family.value
+    if job.stage is RenderStage.ENCODE:
+        return encode_seconds(family)
+    if job.stage is RenderStage.DECODE:
+        shape = job.shape
+        video = Video(architecture_of(shape.model), shape.width, shape.height, shape.frames, 1)
+        return decode_seconds(video, family)
+    return step_seconds_on(job, model, instance_type) * max(least_steps, job.steps_left)
 
 
 def spot_zone_allowed(job: JobDemand, pool: Pool) -> bool:
@@ -87,10 +104,10 @@ def cost_per_video(
     sharing: int | None = None,
 ) -> float:
     """What the job's remaining video costs on a new instance of this pool: its GPU-hours for
-    the start-up (boot, model load) and the remaining steps at the family's pace."""
+    the start-up (boot, model load) and the remaining work at the family's pace."""
     startup_s = settings.boot_seconds + settings.model_load_seconds
-    steps_s = step_seconds_on(job, model, quote.pool.instance_type) * max(1, job.steps_left)
-    return gpu_hour_cost(quote, settings, sharing) * (startup_s + steps_s) / 3600 * job.gpus
+    work_s = work_seconds_on(job, model, quote.pool.instance_type, least_steps=1)
+    return gpu_hour_cost(quote, settings, sharing) * (startup_s + work_s) / 3600 * job.gpus
 
 
 def candidates(

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from autoscaler.market.quotes import MarketSnapshot
 from autoscaler.pools import Pool
 from autoscaler.throughput import WorkShape
 from kernel.market import Market
+from kernel.render_stage import RenderStage
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,10 @@ class JobDemand:
     gpus: int = 1  # of one instance, for a job that spans several (`gpu.count`)
     # Where it runs now, for a running job asked about (back to spot); None: it waits.
     running_on: Market | None = None
+    # The stage its next attempt runs, of a render split into stages (None: whole), and
+    # whether it may still be split (it never ran, spans no GPUs, did not ask for `exact`).
+    stage: RenderStage | None = None
+    may_split: bool = False
 
     @property
     def steps_left(self) -> int:
@@ -53,6 +59,14 @@ class InstanceView:
     idle_since: datetime | None = None
     # Running a job whose work since its last checkpoint would be lost by a termination.
     unsaved_work: bool = False
+
+
+class SplitMode(StrEnum):
+    """Which queued renders the autoscaler splits into stages (`stage_split.py`)."""
+
+    AUTO = "auto"  # where the render planner finds it cheaper (the default)
+    NEVER = "never"
+    ALWAYS = "always"  # every render that may be split (for tests and demonstrations)
 
 
 DEFAULT_CANDIDATE_TYPES = (
@@ -109,6 +123,9 @@ class PurchaseSettings:
     # than this many hours of its on-demand GPU (`autoscaler/spot_return.py`).
     return_to_spot: bool = True
     return_to_spot_margin_hours: float = 0.5
+    # Which queued renders are split into stages (`stage_split.py`): where cheaper, never, or
+    # every one that may be.
+    split_renders: SplitMode = SplitMode.AUTO
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,7 @@ def purchase_settings(config: AutoscalerConfig) -> PurchaseSettings:
         return_to_spot=config.return_to_spot,
         return_to_spot_margin_hours=config.return_to_spot_margin_hours,
         checkpoint_interval_seconds=config.checkpoint_interval_seconds,
+        split_renders=config.split_renders,
     )
 
 

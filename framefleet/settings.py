@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 from sqlalchemy.engine import make_url
 
-from autoscaler.snapshot import DEFAULT_CANDIDATE_TYPES, PurchaseSettings
+from autoscaler.snapshot import DEFAULT_CANDIDATE_TYPES, PurchaseSettings, SplitMode
 from framefleet.scheduling_settings import SchedulingConfig
 from kernel.errors import ConfigurationError
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
@@ -157,6 +157,10 @@ class AutoscalerConfig(BaseModel):
     # of its on-demand GPU (and its deadline allows).
     return_to_spot: bool = True
     return_to_spot_margin_hours: float = Field(default=0.5, ge=0, le=100)
+    # Which queued renders are split into stages on GPUs of their own (encoding, denoising,
+    # decoding; autoscaler/stage_split.py): where the render planner finds it cheaper at the
+    # market's prices (auto), never, or every one that may be (always: tests, demos).
+    split_renders: SplitMode = SplitMode.AUTO
     # Deadline jobs' market by the spot planner (autoscaler/planned_market.py) over the
     # capacity this autoscaler has seen; off: the simple rule alone.
     spot_planner: bool = True
