@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from kernel.job_spec import JobSpec
+from kernel.render_stage import RenderStage
 from kernel.mqtt_link import MessageHandler
 from worker_ami.agent.render_session import ThreadRenders
 from worker_ami.agent.report import JobReport, RunStatus
@@ -25,7 +26,7 @@ class InstantRunner(JobRunner):
         self.on_checkpoint = None
 
     async def prepare(
-        self, spec: JobSpec, resume_from: str | None = None
+        self, spec: JobSpec, resume_from: str | None = None, stage: RenderStage | None = None
     ) -> tuple[str | None, str | None]:
         """Preflight's model load and one-step smoke run: nothing to load, nothing to run."""
         return None, None
@@ -43,6 +44,7 @@ class InstantRunner(JobRunner):
         resume_from: str | None = None,
         mtbi_seconds: float | None = None,
         expected_step_seconds: float | None = None,
+        stage: RenderStage | None = None,
     ) -> JobReport:
         return JobReport(
             job_id=spec.job_id,

@@ -10,20 +10,19 @@ import numpy as np
 import pytest
 
 from kernel.job_spec import parse_job
+from kernel.render_stage import RenderStage
 from tests.support.jobs import job_dict
 from tests.support.renders import CPU_RECIPE
 from worker_ami.agent.errors import CheckpointRejected
 from worker_ami.agent.renderer import Renderer, load_pipeline
 from worker_ami.agent.stages import (
-    EMBEDDINGS,
     STAGE_COMPONENTS,
-    Stage,
     decode_embeddings,
     decode_stage,
     denoise_stage,
     encode_stage,
 )
-from worker_ami.agent.state_codec import decode_state, encode_state
+from worker_ami.agent.state_codec import EMBEDDINGS, decode_state, encode_state
 from worker_ami.agent.video import encode_mp4
 
 
@@ -35,17 +34,17 @@ def test_a_staged_render_makes_the_unstaged_video(tiny_model_dir: Path) -> None:
         state = whole.step(state, prompt, spec.guidance)
     unstaged = whole.decode(state)
 
-    def stage_renderer(stage: Stage) -> Renderer:
+    def stage_renderer(stage: RenderStage) -> Renderer:
         components = STAGE_COMPONENTS[stage]
         pipe = load_pipeline(tiny_model_dir, "cpu", CPU_RECIPE.dtypes, components)
         loaded = {name for name in ("transformer", "text_encoder", "vae") if getattr(pipe, name)}
         assert loaded == set(components)
         return Renderer(pipe, "cpu", CPU_RECIPE)
 
-    embeddings = encode_stage(stage_renderer("encode"), spec)
-    final = denoise_stage(stage_renderer("denoise"), spec, embeddings)
+    embeddings = encode_stage(stage_renderer(RenderStage.ENCODE), spec)
+    final = denoise_stage(stage_renderer(RenderStage.DENOISE), spec, embeddings)
     # Through the checkpoint's own blobs, as the decoding stage reads them from S3.
-    staged = decode_stage(stage_renderer("decode"), decode_state(encode_state(final)))
+    staged = decode_stage(stage_renderer(RenderStage.DECODE), decode_state(encode_state(final)))
     assert np.array_equal(staged, unstaged)
     assert encode_mp4(staged, spec.fps) == encode_mp4(unstaged, spec.fps)
 

@@ -23,7 +23,7 @@ from worker_ami.agent.digest import Digest
 from worker_ami.agent.errors import CheckpointRejected, ObjectNotFound
 from worker_ami.agent.object_store import ObjectStore
 from worker_ami.agent.recipe import RenderRecipe
-from worker_ami.agent.state_codec import BLOB_NAMES, decode_state, encode_state
+from worker_ami.agent.state_codec import BLOB_NAMES, EMBEDDINGS, decode_state, encode_state
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,30 @@ class ResumeRule:
 
 @dataclass(frozen=True)
 class ResumePoint:
-    """Where a run starts: a verified checkpoint, or step 0 with the reasons why."""
+    """Where a run starts: a verified checkpoint, or step 0 with the reasons why. A stage of
+    a split render finds the prompt's embeddings there too (and the encoding stage's
+    checkpoint holds nothing else: `state` None)."""
 
     state: DenoiseState | None
     manifest_key: str | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    embeddings: dict[str, bytes] | None = None
+
+
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    state: DenoiseState | None
+    embeddings: dict[str, bytes] | None
+    recipe: RenderRecipe
+
+
+# The blobs a checkpoint may hold: a state; a state and the embeddings (a denoising stage's);
+# the embeddings alone, at step 0 (an encoding stage's).
+_BLOB_SETS = (
+    frozenset(BLOB_NAMES),
+    frozenset((*BLOB_NAMES, EMBEDDINGS)),
+    frozenset((EMBEDDINGS,)),
+)
 
 
 def parse_checkpoint_manifest(raw: bytes) -> CheckpointManifest:
@@ -175,6 +194,16 @@ class CheckpointStore:
         self, manifest_key: str, expected: CheckpointIdentity, rule: ResumeRule | None = None
     ) -> tuple[DenoiseState, RenderRecipe]:
         """The state and the recipe it was computed with (refused against `rule`)."""
+        stored = await self.load_stored(manifest_key, expected, rule)
+        if stored.state is None:
+            raise CheckpointRejected("checkpoint holds no denoising state")
+        return stored.state, stored.recipe
+
+    async def load_stored(
+        self, manifest_key: str, expected: CheckpointIdentity, rule: ResumeRule | None = None
+    ) -> StoredCheckpoint:
+        """What the checkpoint holds (a state, embeddings, or both) and the recipe it was
+        computed with (refused against `rule`)."""
         try:
             raw = await self._objects.get(self.bucket, manifest_key)
         except ObjectNotFound:
@@ -186,7 +215,8 @@ class CheckpointStore:
             refusal = rule.recipe.resume_refusal(made_with(manifest), rule.exact)
             if refusal is not None:
                 raise CheckpointRejected(refusal)
-        if set(manifest.blobs) != set(BLOB_NAMES):
+        names = frozenset(manifest.blobs)
+        if names not in _BLOB_SETS or (BLOB_NAMES[0] not in names and manifest.step != 0):
             raise CheckpointRejected("manifest lists the wrong blobs")
         prefix = manifest_key.removesuffix(MANIFEST)
         blobs: dict[str, bytes] = {}
@@ -198,10 +228,13 @@ class CheckpointStore:
             if not digest.matches(data):
                 raise CheckpointRejected(f"blob {name} fails its SHA-256")
             blobs[name] = data
+        embeddings = {EMBEDDINGS: blobs.pop(EMBEDDINGS)} if EMBEDDINGS in blobs else None
+        if not blobs:
+            return StoredCheckpoint(None, embeddings, made_with(manifest))
         state = decode_state(blobs)
         if state.step != manifest.step or state.total_steps != expected.total_steps:
             raise CheckpointRejected("tensors disagree with the manifest")
-        return state, made_with(manifest)
+        return StoredCheckpoint(state, embeddings, made_with(manifest))
 
     async def resume_point(
         self,
@@ -222,17 +255,18 @@ class CheckpointStore:
             candidates = [preferred] + [key for key in candidates if key != preferred]
         for key in candidates:
             try:
-                state, recipe = await self.load(key, expected, rule)
+                stored = await self.load_stored(key, expected, rule)
             except CheckpointRejected as error:
                 notes.append(f"rejected {key}: {error}")
                 log.warning("checkpoint %s rejected: %s", key, error)
                 continue
             if notes:
-                notes.append(f"fell back to {key} (step {state.step})")
-            crossing = rule.recipe.differs_from(recipe) if rule is not None else None
+                step = stored.state.step if stored.state is not None else 0
+                notes.append(f"fell back to {key} (step {step})")
+            crossing = rule.recipe.differs_from(stored.recipe) if rule is not None else None
             if crossing is not None:
                 notes.append(crossing)
-            return ResumePoint(state, key, tuple(notes))
+            return ResumePoint(stored.state, key, tuple(notes), stored.embeddings)
         if candidates:
             notes.append("no checkpoint verified: restarting from step 0")
         return ResumePoint(None, None, tuple(notes))
@@ -243,7 +277,8 @@ class CheckpointStore:
             prefix = stale.removesuffix(MANIFEST)
             # The manifest goes first so a half-deleted checkpoint is never a candidate.
             await self._objects.delete(self.bucket, [stale])
-            await self._objects.delete(self.bucket, [prefix + name for name in BLOB_NAMES])
+            names = (*BLOB_NAMES, EMBEDDINGS)
+            await self._objects.delete(self.bucket, [prefix + name for name in names])
 
     async def delete_all(self, job_id: str) -> None:
         keys = await self._objects.list_keys(self.bucket, self.job_prefix(job_id))

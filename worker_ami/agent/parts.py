@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kernel.clock import Clock
 from kernel.job_spec import JobSpec
+from kernel.render_stage import RenderStage
 from kernel.worker_protocol import GpuInfo
 from worker_ami.agent.errors import PreflightFailed
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice
@@ -39,12 +40,16 @@ class WorkerParts:
     new_spanned_runner: Callable[[Sequence[str], str], JobRunner] | None = None
 
     async def preflight(
-        self, spec: JobSpec, runner: JobRunner | None = None, resume_from: str | None = None
+        self,
+        spec: JobSpec,
+        runner: JobRunner | None = None,
+        resume_from: str | None = None,
+        stage: RenderStage | None = None,
     ) -> None:
         """Refuse the job (PreflightFailed with every reason) unless this worker can run it
         (on `runner`'s device: the default one unless given). The render session it opens
         for the smoke step is the one the run goes on with."""
-        model_error, smoke_error = await (runner or self.runner).prepare(spec, resume_from)
+        model_error, smoke_error = await (runner or self.runner).prepare(spec, resume_from, stage)
         disk = shutil.disk_usage(self.settings.cache_dir)
         facts = PreflightFacts(
             gpus=self.gpu_readings.read(),

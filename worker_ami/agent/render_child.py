@@ -79,7 +79,9 @@ class RenderWork:
         # Such a process serves that one job: its transformer is split for that group.
         self._span = span
         self._renderer: Any = None
-        self._loaded: tuple[str, str] | None = None  # (model folder, recipe) of the pipeline
+        # (model folder, recipe, stage) of the pipeline it holds
+        self._loaded: tuple[str, str, Any] | None = None
+        self._stage: Any = None  # the stage of a split render it runs (None: whole)
         self._state: Any = None
         self._prompt: Any = None
         self._spec: Any = None
@@ -104,38 +106,45 @@ class RenderWork:
 
     def _open(self, request: dict[str, Any]) -> dict[str, Any]:
         from kernel.job_spec import parse_job
-        from worker_ami.agent.state_codec import decode_state
+        from kernel.render_stage import RenderStage
+        from worker_ami.agent.stages import open_stage
+        from worker_ami.agent.state_codec import EMBEDDINGS, decode_state
 
         self._reset()
         self._spec = parse_job(request["spec"], now=None)
         self._hooks = dict(request.get("hooks") or {})
-        loaded = self._load(str(request["model_dir"]), str(request["recipe"]))
+        self._stage = RenderStage(request["stage"]) if request.get("stage") else None
+        loaded = self._load(str(request["model_dir"]), str(request["recipe"]), self._stage)
         resume_dir = request.get("resume_dir")
-        resume = None
-        if resume_dir:
-            resume = decode_state({p.name: p.read_bytes() for p in Path(resume_dir).iterdir()})
-        self._prompt, self._state = self._renderer.begin(self._spec, resume)
-        return {"ok": True, "step": self._state.step, "loaded": loaded}
+        blobs = {p.name: p.read_bytes() for p in Path(resume_dir).iterdir()} if resume_dir else {}
+        embeddings = {EMBEDDINGS: blobs.pop(EMBEDDINGS)} if EMBEDDINGS in blobs else None
+        resume = decode_state(blobs) if blobs else None
+        self._prompt, self._state = open_stage(
+            self._renderer, self._spec, self._stage, resume, embeddings
+        )
+        step = self._state.step if self._state is not None else 0
+        return {"ok": True, "step": step, "loaded": loaded}
 
-    def _load(self, model_dir: str, recipe_json: str) -> bool:
-        """The pipeline for this model and recipe: the one held (False), or loaded (True)
-        after the one held, if any, is freed."""
+    def _load(self, model_dir: str, recipe_json: str, stage: Any) -> bool:
+        """The pipeline for this model, recipe and stage (None: whole): the one held (False),
+        or loaded (True) after the one held, if any, is freed."""
         from worker_ami.agent.recipe import RenderRecipe
         from worker_ami.agent.renderer import Renderer, load_pipeline
+        from worker_ami.agent.stages import components_of
 
-        if self._loaded == (model_dir, recipe_json):
+        if self._loaded == (model_dir, recipe_json, stage):
             return False
         recipe = RenderRecipe.model_validate_json(recipe_json)
         self._renderer, self._loaded = None, None
         self._free_device_memory()
-        pipe = load_pipeline(Path(model_dir), self._device, recipe.dtypes)
+        pipe = load_pipeline(Path(model_dir), self._device, recipe.dtypes, components_of(stage))
         if self._span is not None:
             from worker_ami.agent.context_parallel import join, span_transformer
 
             join(self._span, self._device)
             span_transformer(pipe, self._span, self._device)
         self._renderer = Renderer(pipe, self._device, recipe)
-        self._loaded = (model_dir, recipe_json)
+        self._loaded = (model_dir, recipe_json, stage)
         return True
 
     def _free_device_memory(self) -> None:
@@ -148,13 +157,18 @@ class RenderWork:
             torch.cuda.empty_cache()
 
     def _reset(self) -> dict[str, Any]:
-        self._state = self._prompt = self._spec = self._held = None
+        self._state = self._prompt = self._spec = self._held = self._stage = None
         self._hooks = {}
         return {"ok": True, "step": 0}
 
     def _smoke(self) -> dict[str, Any]:
-        self._renderer.smoke(self._spec, self._state)
-        return {"ok": True, "step": self._state.step}
+        from worker_ami.agent.stages import smoke_stage
+
+        smoke_stage(self._renderer, self._spec, self._stage, self._prompt, self._state)
+        return {"ok": True, "step": self._step_now()}
+
+    def _step_now(self) -> int:
+        return self._state.step if self._state is not None else 0
 
     def _step(self) -> dict[str, Any]:
         self._test_hooks(self._state.step)
@@ -162,12 +176,12 @@ class RenderWork:
         return {"ok": True, "step": self._state.step}
 
     def _save(self, folder: Path) -> dict[str, Any]:
-        from worker_ami.agent.state_codec import encode_state
+        from worker_ami.agent.stages import stage_blobs
 
         folder.mkdir(parents=True, exist_ok=True)
-        for name, blob in encode_state(self._state).items():
+        for name, blob in stage_blobs(self._stage, self._prompt, self._state).items():
             (folder / name).write_bytes(blob)
-        return {"ok": True, "step": self._state.step}
+        return {"ok": True, "step": self._step_now()}
 
     def _video(self, path: Path, fps: int) -> dict[str, Any]:
         from worker_ami.agent.video import encode_mp4

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernel.job_spec import JobSpec
+from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, WorkerError
 from worker_ami.agent.gpus import process_device
@@ -199,13 +200,16 @@ class ChildRender:
         spec: JobSpec,
         resume: DenoiseState | None,
         bound_s: float,
+        stage: RenderStage | None = None,
+        embeddings: dict[str, bytes] | None = None,
     ) -> Opened:
         self.jobs_opened += 1
         resume_dir = None
-        if resume is not None:
+        blobs = {**(encode_state(resume) if resume is not None else {}), **(embeddings or {})}
+        if blobs:
             folder = self._scratch / "resume"
             folder.mkdir()
-            for name, blob in encode_state(resume).items():
+            for name, blob in blobs.items():
                 (folder / name).write_bytes(blob)
             resume_dir = str(folder)
         # The model cache's paths are absolute (the render process runs in its temp directory).
@@ -215,6 +219,7 @@ class ChildRender:
             "recipe": recipe.model_dump_json(),
             "spec": spec.canonical_json(),
             "resume_dir": resume_dir,
+            "stage": stage.value if stage is not None else None,
             "hooks": self.hooks,
         }
         reply = await self._call(request, "model load", bound_s)

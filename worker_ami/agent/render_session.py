@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from kernel.job_spec import JobSpec
+from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.renderer import PromptEmbeddings, Renderer, load_pipeline
-from worker_ami.agent.state_codec import encode_state
+from worker_ami.agent.stages import components_of, open_stage, smoke_stage, stage_blobs
 
 T = TypeVar("T")
+# A pipeline kept loaded: its model folder, recipe, and the stage it serves (None: whole).
+PipelineKey = tuple[Path, RenderRecipe, RenderStage | None]
 
 
 class RenderStalled(WorkerError):
@@ -51,8 +54,12 @@ class RenderSession(Protocol):
         spec: JobSpec,
         resume: DenoiseState | None,
         bound_s: float,
+        stage: RenderStage | None = None,
+        embeddings: dict[str, bytes] | None = None,
     ) -> Opened:
-        """Load the pipeline (unless held), encode the prompt, start (or resume) the state."""
+        """Load the pipeline (unless held), encode the prompt, start (or resume) the state.
+        For a stage of a split render (`stages.open_stage`): only that stage's components,
+        and the prompt's stored `embeddings` where it reads them."""
         ...
 
     async def smoke(self, bound_s: float) -> None:
@@ -62,7 +69,7 @@ class RenderSession(Protocol):
     async def step(self, bound_s: float) -> int: ...
 
     async def checkpoint(self, bound_s: float) -> tuple[int, dict[str, bytes]]:
-        """The state's step and its checkpoint blobs (`checkpoint.encode_state`)."""
+        """The state's step and its checkpoint blobs (`stages.stage_blobs`)."""
         ...
 
     async def video(self, fps: int, bound_s: float) -> tuple[bytes, int]:
@@ -99,11 +106,12 @@ async def bounded(call: Awaitable[T], what: str, bound_s: float) -> T:
 class ThreadRender:
     """The render in the agent's own process, on a worker thread."""
 
-    def __init__(self, device: str, pipelines: dict[tuple[Path, RenderRecipe], Renderer]) -> None:
+    def __init__(self, device: str, pipelines: dict[PipelineKey, Renderer]) -> None:
         self._device = device
         self._pipelines = pipelines  # loaded pipelines, kept across jobs
         self._renderer: Renderer | None = None
         self._spec: JobSpec | None = None
+        self._stage: RenderStage | None = None
         self._prompt: PromptEmbeddings | None = None
         self._state: DenoiseState | None = None
 
@@ -114,22 +122,30 @@ class ThreadRender:
         spec: JobSpec,
         resume: DenoiseState | None,
         bound_s: float,
+        stage: RenderStage | None = None,
+        embeddings: dict[str, bytes] | None = None,
     ) -> Opened:
-        opening = asyncio.to_thread(self._open, model_dir, recipe, spec, resume)
+        key = (model_dir, recipe, stage)
+        opening = asyncio.to_thread(self._open, key, spec, resume, embeddings)
         return await bounded(opening, "model load", bound_s)
 
     def _open(
-        self, model_dir: Path, recipe: RenderRecipe, spec: JobSpec, resume: DenoiseState | None
+        self,
+        key: PipelineKey,
+        spec: JobSpec,
+        resume: DenoiseState | None,
+        embeddings: dict[str, bytes] | None,
     ) -> Opened:
-        renderer = self._pipelines.get((model_dir, recipe))
+        model_dir, recipe, stage = key
+        renderer = self._pipelines.get(key)
         loaded = renderer is None
         if renderer is None:
-            pipe = load_pipeline(model_dir, self._device, recipe.dtypes)
+            pipe = load_pipeline(model_dir, self._device, recipe.dtypes, components_of(stage))
             renderer = Renderer(pipe, self._device, recipe)
-            self._pipelines[(model_dir, recipe)] = renderer
-        self._renderer, self._spec = renderer, spec
-        self._prompt, self._state = renderer.begin(spec, resume)
-        return Opened(self._state.step, loaded)
+            self._pipelines[key] = renderer
+        self._renderer, self._spec, self._stage = renderer, spec, stage
+        self._prompt, self._state = open_stage(renderer, spec, stage, resume, embeddings)
+        return Opened(self._state.step if self._state is not None else 0, loaded)
 
     async def smoke(self, bound_s: float) -> None:
         await bounded(asyncio.to_thread(self._smoke), "smoke step", bound_s)
@@ -137,8 +153,7 @@ class ThreadRender:
     def _smoke(self) -> None:
         assert self._renderer is not None
         assert self._spec is not None
-        assert self._state is not None
-        self._renderer.smoke(self._spec, self._state)
+        smoke_stage(self._renderer, self._spec, self._stage, self._prompt, self._state)
 
     async def step(self, bound_s: float) -> int:
         return await bounded(asyncio.to_thread(self._step), "step", bound_s)
@@ -152,8 +167,8 @@ class ThreadRender:
         return self._state.step
 
     async def checkpoint(self, bound_s: float) -> tuple[int, dict[str, bytes]]:
-        assert self._state is not None
-        return self._state.step, encode_state(self._state)
+        step = self._state.step if self._state is not None else 0
+        return step, stage_blobs(self._stage, self._prompt, self._state)
 
     async def video(self, fps: int, bound_s: float) -> tuple[bytes, int]:
         renderer, state = self._renderer, self._state
@@ -176,7 +191,7 @@ class ThreadRender:
 class ThreadRenders:
     def __init__(self, device: str) -> None:
         self._device = device
-        self._pipelines: dict[tuple[Path, RenderRecipe], Renderer] = {}
+        self._pipelines: dict[PipelineKey, Renderer] = {}
         self._last_model: str | None = None
 
     async def start(self, job_id: str) -> RenderSession:

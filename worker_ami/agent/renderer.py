@@ -195,15 +195,18 @@ class Renderer:
         self.prepare_resume(resume)
         return resume
 
-    def smoke(self, spec: JobSpec, state: DenoiseState) -> None:
+    def smoke(
+        self, spec: JobSpec, state: DenoiseState, prompt: PromptEmbeddings | None = None
+    ) -> None:
         """One tiny step (16x16, one frame; 16 wider per GPU of a render across several, whose
         tokens must divide among them): the preflight's proof that the pipeline runs on this
-        device; then the scheduler points at `state`'s schedule again."""
+        device; then the scheduler points at `state`'s schedule again. `prompt`: embeddings to
+        step on, for a pipeline without its text encoder (a denoising stage)."""
         gpus = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
         tiny = spec.model_copy(
             update={"width": 16 * gpus, "height": 16, "num_frames": 1, "steps": 1}
         )
-        self.step(self.initial_state(tiny), self.encode(tiny), tiny.guidance)
+        self.step(self.initial_state(tiny), prompt or self.encode(tiny), tiny.guidance)
         self.prepare_resume(state)
 
     def step(self, state: DenoiseState, prompt: PromptEmbeddings, guidance: float) -> DenoiseState:

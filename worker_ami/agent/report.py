@@ -13,6 +13,7 @@ from worker_ami.agent.recipe import RenderRecipe
 class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
     PREEMPTED = "preempted"  # stopped on notice with a durable checkpoint
+    STAGE_DONE = "stage_done"  # its stage of a split render done, the next one's checkpoint durable
     FAILED = "failed"
 
 
@@ -35,7 +36,9 @@ class JobReport(BaseModel):
     total_steps: int
     resumed_from: str | None = None
     resume_notes: list[str] = Field(default_factory=list)
-    checkpoint: str | None = Field(default=None, description="manifest key when preempted")
+    checkpoint: str | None = Field(
+        default=None, description="manifest key when preempted or its stage is done"
+    )
     checkpoints_written: list[str] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list)
     output_video: str | None = None

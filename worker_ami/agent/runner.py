@@ -8,8 +8,6 @@ with status `preempted`. Otherwise it writes periodic checkpoints at the Young/D
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ import torch
 from kernel.clock import Clock
 from kernel.job_spec import JobSpec
 from kernel.precision import Dtype
+from kernel.render_stage import RenderStage
 from kernel.stall import StallRule, expected_step
 from kernel.worker_protocol import FailureKind
 from worker_ami.agent.checkpoint import (
@@ -36,6 +35,7 @@ from worker_ami.agent.checkpoint_policy import (
 from worker_ami.agent.errors import JobFault, WorkerError
 from worker_ami.agent.model_cache import CachedModel, ModelCache, ModelRegistry
 from worker_ami.agent.object_store import ObjectStore
+from worker_ami.agent.output import VideoOutput
 from worker_ami.agent.recipe import RenderRecipe, recipe_for
 from worker_ami.agent.render_session import (
     RenderFactory,
@@ -44,7 +44,6 @@ from worker_ami.agent.render_session import (
     ThreadRenders,
 )
 from worker_ami.agent.report import JobReport, RunStatus
-from worker_ami.agent.video import ENCODER_SETTINGS
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +94,7 @@ class _Prepared:
     session: RenderSession
     step: int
     loaded: bool  # the model was loaded for it (not already warm in the session)
+    stage: RenderStage | None = None  # the stage of a split render it runs (None: whole)
 
     def describe(self) -> str:
         """How it runs, for the job's record."""
@@ -121,6 +121,7 @@ class JobRunner:
         self._clock = clock
         self._settings = settings
         self._renders: RenderFactory = renders or ThreadRenders(settings.device)
+        self._output = VideoOutput(objects, checkpoints, clock, settings.load_timeout_s)
         self._owns_renders = owns_renders
         self._prepared: _Prepared | None = None
         self._checkpoint_request = asyncio.Event()
@@ -145,10 +146,11 @@ class JobRunner:
         return await self._models.ensure(name, self._registry.resolve(name))
 
     async def prepare(
-        self, spec: JobSpec, resume_from: str | None = None
+        self, spec: JobSpec, resume_from: str | None = None, stage: RenderStage | None = None
     ) -> tuple[str | None, str | None]:
         """The preflight's part: the model in the cache, a render session open on this
-        device (resumed from the newest checkpoint), one tiny smoke step in it. Returns
+        device (resumed from the newest checkpoint; for a `stage` of a split render, that
+        stage's components only), one tiny smoke step in it. Returns
         (why the model does not load, why the smoke step failed), None for each that passed;
         the session is kept for `run` only when both passed."""
         await self.release()
@@ -167,7 +169,9 @@ class JobRunner:
         except WorkerError as error:
             return str(error), None
         try:
-            opened = await session.open(model.path, recipe, spec, resume.state, limit)
+            opened = await session.open(
+                model.path, recipe, spec, resume.state, limit, stage, resume.embeddings
+            )
         except WorkerError as error:
             await session.close()
             return str(error), None
@@ -177,7 +181,7 @@ class JobRunner:
             await session.close()
             return None, str(error)
         self._prepared = _Prepared(
-            spec.job_id, model, identity, recipe, resume, session, opened.step, opened.loaded
+            spec.job_id, model, identity, recipe, resume, session, opened.step, opened.loaded, stage
         )
         return None, None
 
@@ -221,11 +225,13 @@ class JobRunner:
         resume_from: str | None = None,
         mtbi_seconds: float | None = None,
         expected_step_seconds: float | None = None,
+        stage: RenderStage | None = None,
     ) -> JobReport:
         """`mtbi_seconds`: the pool's measured mean time between interruptions, which sets
         the Young/Daly checkpoint interval of this run (else the worker's setting).
         `expected_step_seconds`: the throughput model's estimate, which sets the watchdog's
-        bound until this run has measured its own steps."""
+        bound until this run has measured its own steps. `stage`: the stage of a split
+        render this run does, which ends with the checkpoint the next stage starts from."""
         self._mtbi_s = mtbi_seconds
         report = JobReport(
             job_id=spec.job_id,
@@ -235,7 +241,7 @@ class JobRunner:
             total_steps=spec.steps,
         )
         try:
-            await self._run(spec, attempt, resume_from, expected_step_seconds, report)
+            await self._run(spec, attempt, resume_from, expected_step_seconds, report, stage)
         except JobFault as error:
             report.failure_kind, report.error = FailureKind.JOB, str(error)
         except torch.cuda.OutOfMemoryError as error:
@@ -250,10 +256,12 @@ class JobRunner:
             log.error("job %s attempt %d failed: %s", spec.job_id, attempt, report.error)
         return report
 
-    async def _opened(self, spec: JobSpec, resume_from: str | None) -> _Prepared:
+    async def _opened(
+        self, spec: JobSpec, resume_from: str | None, stage: RenderStage | None
+    ) -> _Prepared:
         prepared = self._prepared
-        if prepared is None or prepared.job_id != spec.job_id:
-            model_error, smoke_error = await self.prepare(spec, resume_from)
+        if prepared is None or prepared.job_id != spec.job_id or prepared.stage != stage:
+            model_error, smoke_error = await self.prepare(spec, resume_from, stage)
             if model_error or smoke_error:
                 raise WorkerError(model_error or f"smoke step failed: {smoke_error}")
             prepared = self._prepared
@@ -267,16 +275,20 @@ class JobRunner:
         resume_from: str | None,
         expected_step_s: float | None,
         report: JobReport,
+        stage: RenderStage | None,
     ) -> None:
         started = self._clock.monotonic()
-        prepared = await self._opened(spec, resume_from)
+        prepared = await self._opened(spec, resume_from, stage)
         session, step = prepared.session, prepared.step
         report.resume_notes = list(prepared.resume.notes)
         report.resumed_from = prepared.resume.manifest_key
         report.recipe = prepared.recipe
         report.model_loaded = prepared.loaded
         report.timings.model_load_s = self._clock.monotonic() - started
-        log.info("job %s: denoising from step %d of %d", spec.job_id, step, spec.steps)
+        log.info("job %s: %s from step %d of %d", spec.job_id, stage or "render", step, spec.steps)
+        if stage is RenderStage.ENCODE:  # the open encoded the prompt: the stage's work
+            await self._stage_done(prepared, attempt, report, None)
+            return
 
         stall = self._settings.stall
         step_seconds = 0.0
@@ -315,7 +327,28 @@ class JobRunner:
                 last_checkpoint = (step, key)
                 since_checkpoint = self._clock.monotonic()
         report.timings.denoise_s = self._clock.monotonic() - denoise_started
-        await self._publish(spec, attempt, session, step, prepared, report)
+        if stage is RenderStage.DENOISE:
+            fresh = last_checkpoint if last_checkpoint and last_checkpoint[0] == step else None
+            await self._stage_done(prepared, attempt, report, fresh)
+            return
+        await self._output.publish(
+            spec, attempt, session, step, prepared.model, prepared.recipe, report
+        )
+
+    async def _stage_done(
+        self,
+        prepared: _Prepared,
+        attempt: int,
+        report: JobReport,
+        written: tuple[int, str] | None,
+    ) -> None:
+        """The stage's end: the checkpoint the next stage starts from (`written`, where one
+        holds this very state already)."""
+        if written is not None:
+            report.checkpoint = written[1]
+        else:
+            report.checkpoint = await self._write_checkpoint(prepared, attempt, report)
+        report.status = RunStatus.STAGE_DONE
 
     def _interval(self) -> float:
         return checkpoint_interval(
@@ -338,63 +371,3 @@ class JobRunner:
             self.on_checkpoint(key, step, elapsed)
         log.info("checkpoint durable at step %d: %s (%.3fs)", step, key, elapsed)
         return key
-
-    async def _publish(
-        self,
-        spec: JobSpec,
-        attempt: int,
-        session: RenderSession,
-        step: int,
-        prepared: _Prepared,
-        report: JobReport,
-    ) -> None:
-        model, recipe = prepared.model, prepared.recipe
-        started = self._clock.monotonic()
-        video, frames = await session.video(spec.fps, self._settings.load_timeout_s)
-        report.timings.decode_encode_s = self._clock.monotonic() - started
-        digest = hashlib.sha256(video).hexdigest()
-        video_key = f"{spec.output_prefix}{spec.job_id}.mp4"
-        metadata_key = f"{spec.output_prefix}{spec.job_id}.json"
-        metadata = {
-            "schema": "framefleet.output/v1",
-            "job_id": spec.job_id,
-            "attempt": attempt,
-            "model": spec.model,
-            "model_revision": model.revision,
-            "video_sha256": digest,
-            "frames": frames,
-            "width": spec.width,
-            "height": spec.height,
-            "fps": spec.fps,
-            "steps": spec.steps,
-            "seed": spec.seed,
-            "encoder": ENCODER_SETTINGS,
-            "dtypes": recipe.dtypes.model_dump(mode="json"),
-            "gpu_family": recipe.gpu_family,
-            "render": recipe.describe(),
-            "exact": spec.exact,
-            "resumed_from": report.resumed_from,
-            "resume_notes": report.resume_notes,
-            "tags": spec.tags.model_dump(exclude_none=True),
-            "finished_at": self._clock.now().isoformat(),
-        }
-        started = self._clock.monotonic()
-        # Conditional puts: a duplicate attempt can never clobber a committed output.
-        committed = await self._objects.put_if_absent(
-            spec.output_bucket, video_key, video, "video/mp4"
-        )
-        if committed:
-            await self._objects.put_if_absent(
-                spec.output_bucket,
-                metadata_key,
-                json.dumps(metadata, indent=2).encode(),
-                "application/json",
-            )
-        report.timings.upload_s = self._clock.monotonic() - started
-        report.output_already_committed = not committed
-        report.output_video = f"s3://{spec.output_bucket}/{video_key}"
-        report.output_metadata = f"s3://{spec.output_bucket}/{metadata_key}"
-        report.video_sha256 = digest
-        report.steps_done = step
-        report.status = RunStatus.SUCCEEDED
-        await self._checkpoints.delete_all(spec.job_id)

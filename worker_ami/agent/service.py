@@ -318,7 +318,7 @@ class WorkerService:
         try:
             try:
                 # Before accepting: a machine that cannot run it says why (kept off it).
-                await self._agent.preflight(spec, slot.runner, command.resume_from)
+                await self._agent.preflight(spec, slot.runner, command.resume_from, command.stage)
             except PreflightFailed as error:
                 outcome = await self._event(
                     EventKind.FAILED,
@@ -341,6 +341,7 @@ class WorkerService:
                         command.resume_from,
                         command.mtbi_seconds,
                         command.expected_step_seconds,
+                        command.stage,
                     )
                 outcome = await self._outcome(report, slot.gpu)
             self._side.recent.append(outcome)
@@ -366,11 +367,16 @@ class WorkerService:
                 denoise_seconds=round(report.timings.denoise_s, 3),
                 **common,
             )
-        if report.status is RunStatus.PREEMPTED:
-            return await self._event(
-                EventKind.PREEMPTED, checkpoint=report.checkpoint, gpu_family=gpu.family, **common
+        if report.status in (RunStatus.PREEMPTED, RunStatus.STAGE_DONE):
+            stopped = (
+                EventKind.PREEMPTED
+                if report.status is RunStatus.PREEMPTED
+                else EventKind.STAGE_DONE
             )
-        kind = report.failure_kind or FailureKind.WORKER
+            return await self._event(
+                stopped, checkpoint=report.checkpoint, gpu_family=gpu.family, **common
+            )
+        fault = report.failure_kind or FailureKind.WORKER
         return await self._event(
-            EventKind.FAILED, failure_kind=kind, error=report.error, gpu_index=gpu.index, **common
+            EventKind.FAILED, failure_kind=fault, error=report.error, gpu_index=gpu.index, **common
         )

@@ -55,4 +55,6 @@ def why_not(
         return f"GPUs {list(command.span)} are not all free here"
     if span and not can_span:
         return "this worker renders in-thread and cannot span GPUs"
+    if span and command.stage is not None:
+        return "a render across GPUs runs whole, not as a stage"
     return None

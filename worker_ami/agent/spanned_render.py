@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from kernel.job_spec import JobSpec
+from kernel.render_stage import RenderStage
 from worker_ami.agent.context_parallel import Span, SpanKind
 from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.errors import WorkerError
 from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.render_process import ChildRender, RenderLimits
 from worker_ami.agent.render_session import Opened, RenderSession
@@ -69,7 +71,11 @@ class SpannedRender:
         spec: JobSpec,
         resume: DenoiseState | None,
         bound_s: float,
+        stage: RenderStage | None = None,
+        embeddings: dict[str, bytes] | None = None,
     ) -> Opened:
+        if stage is not None:  # the worker refuses such an assignment first (`slots.why_not`)
+            raise WorkerError("a render across GPUs runs whole, not as a stage")
         return await self._all(lambda p: p.open(model_dir, recipe, spec, resume, bound_s))
 
     async def smoke(self, bound_s: float) -> None:

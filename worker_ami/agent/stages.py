@@ -1,14 +1,20 @@
 """A render split into stages that can run on different GPUs (or the CPU): prompt encoding
 (the text encoder), denoising (the transformer) and decoding (the VAE). Each stage loads only
-the components it runs. What passes between them are safetensors blobs, stored in S3 like a
-checkpoint: the prompt's embeddings, and the final latents, which are the job's last
-checkpoint already. The video is the one the unsplit render makes, bit for bit: each stage
-computes exactly what the unsplit render computes at that point, from the same tensors.
+the components it runs. What passes between them are safetensors blobs, stored in S3 as a
+checkpoint: the encoding stage's checkpoint holds the prompt's embeddings alone (at step 0);
+every checkpoint of the denoising stage holds them beside its state, so that a denoising
+stage stopped by a spot notice resumes elsewhere without the text encoder; its last one (every
+step done) is what the decoding stage reads. The video is the one the unsplit render makes,
+bit for bit: each stage computes exactly what the unsplit render computes at that point, from
+the same tensors.
+
+A render session (thread or process) opens a stage with `open_stage` and writes its
+checkpoints with `stage_blobs`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from safetensors import SafetensorError
@@ -16,18 +22,23 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
 from kernel.job_spec import JobSpec
+from kernel.precision import COMPONENTS
+from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
-from worker_ami.agent.errors import CheckpointRejected
+from worker_ami.agent.errors import CheckpointRejected, JobFault
 from worker_ami.agent.renderer import PromptEmbeddings, Renderer
+from worker_ami.agent.state_codec import EMBEDDINGS, encode_state
 
-Stage = Literal["encode", "denoise", "decode"]
 # The components each stage loads (`load_pipeline`'s `components`).
-STAGE_COMPONENTS: dict[Stage, tuple[str, ...]] = {
-    "encode": ("text_encoder",),
-    "denoise": ("transformer",),
-    "decode": ("vae",),
+STAGE_COMPONENTS: dict[RenderStage, tuple[str, ...]] = {
+    RenderStage.ENCODE: ("text_encoder",),
+    RenderStage.DENOISE: ("transformer",),
+    RenderStage.DECODE: ("vae",),
 }
-EMBEDDINGS = "embeddings.safetensors"
+
+
+def components_of(stage: RenderStage | None) -> tuple[str, ...]:
+    return tuple(COMPONENTS) if stage is None else STAGE_COMPONENTS[stage]
 
 
 def encode_embeddings(prompt: PromptEmbeddings) -> dict[str, bytes]:
@@ -45,6 +56,62 @@ def decode_embeddings(blobs: dict[str, bytes]) -> PromptEmbeddings:
         raise CheckpointRejected(f"unreadable embeddings: {error}") from None
 
 
+def open_stage(
+    renderer: Renderer,
+    spec: JobSpec,
+    stage: RenderStage | None,
+    resume: DenoiseState | None,
+    embeddings: dict[str, bytes] | None,
+) -> tuple[PromptEmbeddings | None, DenoiseState | None]:
+    """The prompt's embeddings and the state a session starts from, as its stage needs them:
+    the whole render encodes and starts (or resumes); the encoding stage encodes only; the
+    denoising stage reads the stored embeddings and starts (or resumes); the decoding stage
+    takes the final state. JobFault where the checkpoint lacks what the stage needs."""
+    if stage is None:
+        return renderer.begin(spec, resume)
+    if stage is RenderStage.ENCODE:
+        return renderer.encode(spec), None
+    if stage is RenderStage.DENOISE:
+        if embeddings is None:
+            raise JobFault("the denoising stage found no stored prompt embeddings")
+        stored = decode_embeddings(embeddings)
+        device = renderer.device
+        prompt = PromptEmbeddings(
+            stored.positive.to(device),
+            None if stored.negative is None else stored.negative.to(device),
+        )
+        return prompt, renderer.start(spec, resume)
+    if resume is None or resume.step < resume.total_steps:
+        raise JobFault("the decoding stage found no checkpoint with every step done")
+    return None, resume
+
+
+def smoke_stage(
+    renderer: Renderer,
+    spec: JobSpec,
+    stage: RenderStage | None,
+    prompt: PromptEmbeddings | None,
+    state: DenoiseState | None,
+) -> None:
+    """The preflight's tiny step where the stage steps: the whole render, or the denoising
+    stage on its stored embeddings. The encoding stage's open has run the encoder on this
+    device already (all its work), and the decoding stage's one decode is its own proof."""
+    if state is None or stage not in (None, RenderStage.DENOISE):
+        return
+    renderer.smoke(spec, state, prompt if stage is RenderStage.DENOISE else None)
+
+
+def stage_blobs(
+    stage: RenderStage | None, prompt: PromptEmbeddings | None, state: DenoiseState | None
+) -> dict[str, bytes]:
+    """A checkpoint's blobs: the state's, with the embeddings where a later stage (or this
+    one, resumed) reads them."""
+    blobs = encode_state(state) if state is not None else {}
+    if stage in (RenderStage.ENCODE, RenderStage.DENOISE) and prompt is not None:
+        blobs.update(encode_embeddings(prompt))
+    return blobs
+
+
 def encode_stage(renderer: Renderer, spec: JobSpec) -> dict[str, bytes]:
     """The prompt's embeddings, as blobs for the denoising stage."""
     return encode_embeddings(renderer.encode(spec))
@@ -58,13 +125,9 @@ def denoise_stage(
 ) -> DenoiseState:
     """Every step from the seed's noise (or from `resume`) on the stored embeddings; the final
     state is the job's last checkpoint, and what the decoding stage reads."""
-    device = renderer.device
-    stored = decode_embeddings(embeddings)
-    prompt = PromptEmbeddings(
-        stored.positive.to(device),
-        None if stored.negative is None else stored.negative.to(device),
-    )
-    state = renderer.start(spec, resume)
+    prompt, state = open_stage(renderer, spec, RenderStage.DENOISE, resume, embeddings)
+    assert prompt is not None
+    assert state is not None
     while state.step < state.total_steps:
         state = renderer.step(state, prompt, spec.guidance)
     return state

@@ -14,6 +14,8 @@ from worker_ami.agent.errors import CheckpointRejected
 
 LATENTS, SCHEDULER, RNG = "latents.safetensors", "scheduler.safetensors", "rng.safetensors"
 BLOB_NAMES = (LATENTS, SCHEDULER, RNG)
+# The prompt's embeddings, in the checkpoints of a render split into stages (`stages.py`).
+EMBEDDINGS = "embeddings.safetensors"
 
 
 def encode_state(state: DenoiseState) -> dict[str, bytes]:

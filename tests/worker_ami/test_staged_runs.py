@@ -1,0 +1,149 @@
+"""A render split into stages, run as three attempts of the job runner (as three workers would
+run them: encoding, denoising, decoding), each starting from the checkpoint the one before
+left in S3, makes the MP4 an unsplit run makes, byte for byte: in the agent's thread and in
+render processes. A denoising stage stopped by a spot notice resumes from a checkpoint that
+carries the prompt's embeddings; a stage with nothing stored to start from fails, saying so
+(and its attempt is retried elsewhere, within the job's attempts)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from kernel.clock import SystemClock
+from kernel.render_stage import RenderStage
+from tests.support.renders import Buckets, read_object, video_job
+from worker_ami.agent.checkpoint import CheckpointStore
+from worker_ami.agent.model_cache import ModelCache, ModelRegistry
+from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.render_process import ChildRenders, RenderLimits
+from worker_ami.agent.report import RunStatus
+from worker_ami.agent.runner import JobRunner, RunnerSettings
+from worker_ami.agent.settings import WorkerSettings
+from worker_ami.agent.state_codec import BLOB_NAMES, EMBEDDINGS
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+STEPS = 4
+
+
+def _runner(
+    objects: S3ObjectStore,
+    registry: ModelRegistry,
+    settings: WorkerSettings,
+    buckets: Buckets,
+    processes: Path | None,
+) -> JobRunner:
+    renders = ChildRenders("cpu", RenderLimits(threads=1), processes) if processes else None
+    return JobRunner(
+        objects,
+        CheckpointStore(objects, buckets.checkpoints),
+        ModelCache(objects, settings.cache_dir, 10**10, SystemClock()),
+        registry,
+        SystemClock(),
+        RunnerSettings(mean_time_between_interruptions_s=float("inf")),
+        renders,
+    )
+
+
+def _blobs(s3: S3Client, buckets: Buckets, manifest_key: str) -> set[str]:
+    manifest = json.loads(read_object(s3, buckets.checkpoints, manifest_key))
+    return set(manifest["blobs"])
+
+
+@pytest.mark.parametrize("in_processes", [False, True], ids=["thread", "render-process"])
+async def test_three_stages_make_the_unsplit_video_byte_for_byte(
+    object_store: S3ObjectStore,
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+    s3: S3Client,
+    tmp_path: Path,
+    in_processes: bool,
+) -> None:
+    processes = tmp_path / "renders" if in_processes else None
+    runner = _runner(object_store, published_model, worker_settings, buckets, processes)
+    try:
+        whole = await runner.run(video_job(buckets, "whole", steps=STEPS), attempt=1)
+        assert whole.status is RunStatus.SUCCEEDED, whole.error
+        spec = video_job(buckets, "staged", steps=STEPS)
+
+        encoded = await runner.run(spec, attempt=1, stage=RenderStage.ENCODE)
+        assert encoded.status is RunStatus.STAGE_DONE, encoded.error
+        assert encoded.checkpoint is not None
+        assert "/1/000000/" in encoded.checkpoint
+        assert _blobs(s3, buckets, encoded.checkpoint) == {EMBEDDINGS}
+
+        denoised = await runner.run(
+            spec, attempt=2, resume_from=encoded.checkpoint, stage=RenderStage.DENOISE
+        )
+        assert denoised.status is RunStatus.STAGE_DONE, denoised.error
+        assert denoised.steps_done == STEPS
+        assert denoised.checkpoint is not None
+        assert _blobs(s3, buckets, denoised.checkpoint) == {*BLOB_NAMES, EMBEDDINGS}
+
+        decoded = await runner.run(
+            spec, attempt=3, resume_from=denoised.checkpoint, stage=RenderStage.DECODE
+        )
+        assert decoded.status is RunStatus.SUCCEEDED, decoded.error
+    finally:
+        await runner.close()
+    assert decoded.video_sha256 == whole.video_sha256
+    staged_mp4 = read_object(s3, buckets.outputs, "staged/staged.mp4")
+    assert staged_mp4 == read_object(s3, buckets.outputs, "whole/whole.mp4")
+
+
+async def test_a_denoising_stage_stopped_midway_resumes_with_its_embeddings(
+    object_store: S3ObjectStore,
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+    s3: S3Client,
+) -> None:
+    runner = _runner(object_store, published_model, worker_settings, buckets, None)
+    whole = await runner.run(video_job(buckets, "whole", steps=STEPS), attempt=1)
+    spec = video_job(buckets, "noticed", steps=STEPS)
+    encoded = await runner.run(spec, attempt=1, stage=RenderStage.ENCODE)
+
+    def notice(step: int) -> None:
+        if step == 2:
+            runner.request_checkpoint("spot notice")
+
+    runner.on_step = notice
+    cut = await runner.run(
+        spec, attempt=2, resume_from=encoded.checkpoint, stage=RenderStage.DENOISE
+    )
+    assert cut.status is RunStatus.PREEMPTED
+    assert cut.checkpoint is not None
+    assert _blobs(s3, buckets, cut.checkpoint) == {*BLOB_NAMES, EMBEDDINGS}
+
+    runner = _runner(object_store, published_model, worker_settings, buckets, None)  # elsewhere
+    resumed = await runner.run(
+        spec, attempt=3, resume_from=cut.checkpoint, stage=RenderStage.DENOISE
+    )
+    assert resumed.status is RunStatus.STAGE_DONE, resumed.error
+    decoded = await runner.run(
+        spec, attempt=4, resume_from=resumed.checkpoint, stage=RenderStage.DECODE
+    )
+    assert decoded.video_sha256 == whole.video_sha256
+
+
+async def test_stages_without_what_they_read_fail_and_say_why(
+    object_store: S3ObjectStore,
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+) -> None:
+    runner = _runner(object_store, published_model, worker_settings, buckets, None)
+    spec = video_job(buckets, "nothing-stored", steps=STEPS)
+    for stage, missing in (
+        (RenderStage.DENOISE, "no stored prompt embeddings"),
+        (RenderStage.DECODE, "no checkpoint with every step done"),
+    ):
+        report = await runner.run(spec, attempt=1, stage=stage)
+        assert report.status is RunStatus.FAILED
+        assert missing in (report.error or "")
