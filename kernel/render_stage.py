@@ -38,6 +38,13 @@ _FOLLOWING = {
 }
 
 
+def warm_key(model: str, stage: RenderStage | None) -> str:
+    """What a GPU holds loaded between jobs, as the scheduler matches it to a job: the model's
+    whole pipeline, or a stage's components of it (a GPU warm with a model's text encoder
+    serves the next job's encoding stage without a load, and no other stage of it)."""
+    return model if stage is None else f"{model} [{stage.value}]"
+
+
 def video_of(spec: JobSpec) -> Video:
     return Video(
         architecture_of(spec.model),

@@ -109,7 +109,18 @@ def encode_need_gib(dtype: Dtype) -> float:
     return TEXT_ENCODER_PARAMETERS * BYTES[dtype] / GIB + RUNTIME_GIB
 
 
+# Frames with more pixels than 720p decode tiled (diffusers' `enable_tiling`, 256-pixel tiles
+# blended over 64): what keeps a 1080p decode within a few GiB. The choice follows the frame
+# size alone, never the GPU, so a render decodes to the same bits whole or as a stage, on
+# whatever GPU it lands.
+TILED_DECODE_PIXELS = 1280 * 720
+
+
+def decode_tiled(width: int, height: int) -> bool:
+    return width * height > TILED_DECODE_PIXELS
+
+
 def decode_need_gib(video: Video) -> float:
-    """The VAE decodes tiled (diffusers' `enable_tiling`) where a frame is large: a 720p
-    decode's working set stays at a few GiB."""
+    """The Wan VAE decodes one latent frame at a time (its causal cache carries the rest), and
+    frames past 720p in tiles (`decode_tiled`): the working set stays at a few GiB."""
     return VAE_GIB + RUNTIME_GIB + min(6.0, video.pixel_frames * 4 * 8 / GIB)

@@ -124,11 +124,14 @@ class JobProgress(BaseModel):
 
 
 class WarmModel(BaseModel):
-    """A model a GPU holds loaded between jobs: the next job of it starts without a load."""
+    """A model a GPU holds loaded between jobs: the next job of it starts without a load.
+    `stage`: only that stage's components are loaded (a stage of a split render ran last);
+    left out for the whole pipeline."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     gpu_index: int = Field(ge=0, le=63)
     model: str = Field(pattern=MODEL_NAME_PATTERN)
+    stage: RenderStage | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class GpuHealth(BaseModel):

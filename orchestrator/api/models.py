@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
+from kernel.render_stage import RenderStage
 
 
 class _Out(BaseModel):
@@ -92,6 +93,11 @@ class JobDetail(_Out):
     history: list[HistoryLine]
     last_checkpoint: str | None
     checkpoint_step: int
+    stage: RenderStage | None = Field(
+        default=None,
+        description="the stage its next (or current) attempt runs, for a render split into "
+        "stages (encode, denoise, decode); null: it renders whole",
+    )
     waiting_for: str | None = Field(
         default=None, description="why a queued job waits, where the scheduler knows (a quota)"
     )

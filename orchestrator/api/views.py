@@ -122,6 +122,7 @@ def detail(
         history=[HistoryLine.model_validate(e) for e in history],
         last_checkpoint=job.last_checkpoint,
         checkpoint_step=job.checkpoint_step,
+        stage=job.stage,
         waiting_for=job.waiting_for,
         progress=None
         if shown is None

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from kernel.deadline_risk import start_by
 from kernel.job_record import JobRecord, Placement, Reservation
 from kernel.job_state import JobState
-from kernel.render_stage import stage_need_gib
+from kernel.render_stage import stage_need_gib, warm_key
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import PendingJob, RunningJob, Work
 
@@ -90,7 +90,7 @@ def pending_jobs(
                 spot_until=reservation.spot_until(job.deadline, steps_left(job))
                 if reservation
                 else None,
-                model=job.spec.model,
+                model=warm_key(job.spec.model, job.stage),
                 start_by=start_by(
                     job.spec,
                     steps_left(job),

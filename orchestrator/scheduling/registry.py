@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from kernel.bounded import BoundedSet
 from kernel.clock import Clock
 from kernel.market import Market
+from kernel.render_stage import warm_key
 from kernel.worker_protocol import GpuHealth, GpuInfo, Heartbeat, Hello, JobProgress, Status
 from orchestrator.scheduling.snapshots import GpuSlot, RunningJob, WorkerSnapshot
 from orchestrator.scheduling.worker_health import (
@@ -189,7 +190,7 @@ class WorkerRegistry:
         those workers take new work (the ones the tick sized its read of the queue for)."""
         freeing = freeing or {}
         warm = {
-            (worker_id, w.gpu_index): w.model
+            (worker_id, w.gpu_index): warm_key(w.model, w.stage)
             for worker_id, record in self._workers.items()
             for w in record.warm_models
         }

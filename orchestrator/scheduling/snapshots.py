@@ -42,7 +42,8 @@ class PendingJob:
     capacity_coming: bool = False
     # After this moment its deadline cannot take a spot interruption: on-demand GPUs only.
     spot_until: datetime | None = None
-    # Its model: among GPUs equally good for it, one that holds the model loaded wins.
+    # Its model (`warm_key`: with the stage its next attempt runs, if split): among GPUs
+    # equally good for it, one that holds that loaded wins.
     model: str = ""
     # The latest moment it can start and meet its deadline (its deadline less its remaining
     # steps at its pace): among jobs of equal aged priority the least slack goes first.

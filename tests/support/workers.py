@@ -21,6 +21,7 @@ class InstantRunner(JobRunner):
     def __init__(self) -> None:  # no model, store or checkpoints: run() needs none
         self._checkpoint_request = asyncio.Event()
         self._prepared = None
+        self._warm_stage = None
         self._renders = ThreadRenders("cpu")
         self.on_step = None
         self.on_checkpoint = None

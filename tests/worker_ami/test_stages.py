@@ -54,3 +54,21 @@ def test_embeddings_that_are_not_safetensors_are_refused() -> None:
         decode_embeddings({EMBEDDINGS: b"\x80\x04not safetensors"})
     with pytest.raises(CheckpointRejected):
         decode_embeddings({})
+
+
+def test_frames_past_720p_decode_tiled_and_smaller_ones_whole(tiny_model_dir: Path) -> None:
+    """Tiling follows the frame size alone, so a render decodes to the same bits whole or as a
+    decoding stage on a smaller GPU; a tiled frame stays close to the untiled one."""
+    pipe = load_pipeline(tiny_model_dir, "cpu", CPU_RECIPE.dtypes)
+    renderer = Renderer(pipe, "cpu", CPU_RECIPE)
+    small = parse_job(job_dict("small", steps=1), now=None)
+    renderer.decode(renderer.initial_state(small))
+    assert not pipe.vae.use_tiling
+    large = parse_job(job_dict("large", width=1280, height=736, num_frames=1, steps=1), now=None)
+    state = renderer.initial_state(large)
+    tiled = renderer.decode(state)
+    assert pipe.vae.use_tiling
+    untiled = renderer.decode(state, tiled=False)
+    assert tiled.shape == untiled.shape == (1, 736, 1280, 3)
+    assert not np.array_equal(tiled, untiled)
+    assert np.abs(tiled.astype(np.int16) - untiled.astype(np.int16)).mean() < 8

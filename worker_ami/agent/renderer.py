@@ -24,6 +24,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernel.job_spec import JobSpec
 from kernel.precision import COMPONENTS, ComponentDtypes, Dtype
+from kernel.stage_cost import decode_tiled
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, NonFiniteLatents
 from worker_ami.agent.recipe import AttentionKernel, RenderRecipe
@@ -262,10 +263,19 @@ class Renderer:
         )[0]
         return output
 
-    def decode(self, state: DenoiseState) -> np.ndarray[Any, np.dtype[np.uint8]]:
-        """Latents to frames, shape (frames, height, width, 3), uint8."""
+    def decode(
+        self, state: DenoiseState, tiled: bool | None = None
+    ) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        """Latents to frames, shape (frames, height, width, 3), uint8; in tiles where the
+        frame size says (`kernel.stage_cost.decode_tiled`), unless `tiled` says otherwise."""
         pipe = self._pipe
         vae = pipe.vae
+        ratio = int(vae.spatial_compression_ratio)
+        height, width = (int(side) * ratio for side in state.latents.shape[-2:])
+        if tiled if tiled is not None else decode_tiled(width, height):
+            vae.enable_tiling()
+        else:
+            vae.disable_tiling()
         with torch.inference_mode(), attention_kernel(self.recipe.attention):
             latents = state.latents.to(self._device, dtype=vae.dtype)
             z_dim = vae.config.z_dim

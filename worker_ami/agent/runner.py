@@ -124,6 +124,7 @@ class JobRunner:
         self._output = VideoOutput(objects, checkpoints, clock, settings.load_timeout_s)
         self._owns_renders = owns_renders
         self._prepared: _Prepared | None = None
+        self._warm_stage: RenderStage | None = None
         self._checkpoint_request = asyncio.Event()
         self._write_estimate = settings.initial_checkpoint_write_s
         # The current job's pool's mean time between interruptions, as the control plane
@@ -200,6 +201,11 @@ class JobRunner:
         """The model this runner's GPU holds loaded between jobs, if any."""
         return self._renders.warm_model
 
+    @property
+    def warm_stage(self) -> RenderStage | None:
+        """The stage whose components alone that model holds (its last job's), if one."""
+        return self._warm_stage
+
     async def close(self) -> None:
         """This runner is done with (its GPU's next job gets a new one, or the agent stops);
         the render factory it was given stays open when shared (`owns_renders` False)."""
@@ -215,6 +221,7 @@ class JobRunner:
             prepared, self._prepared = self._prepared, None
             if keep_warm:
                 await self._renders.give_back(prepared.session, prepared.model.name)
+                self._warm_stage = prepared.stage
             else:
                 await prepared.session.close()
 

@@ -205,7 +205,7 @@ class WorkerService:
                     if s.job_id is not None and s.lead is None
                 ),
                 warm_models=tuple(
-                    WarmModel(gpu_index=s.gpu.index, model=model)
+                    WarmModel(gpu_index=s.gpu.index, model=model, stage=s.runner.warm_stage)
                     for s in self._slots
                     if s.job_id is None and (model := s.runner.warm_model) is not None
                 ),

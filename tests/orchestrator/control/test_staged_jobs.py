@@ -2,7 +2,7 @@
 only a job that never ran, and goes into its history; each stage's attempt ends with a
 `stage_done` that queues the job for the next stage from that stage's checkpoint (its attempt
 counted as done work, not lost); only the decoding stage finishes the job. Each stage is placed
-by its own GPU need."""
+by its own GPU need, on a GPU warm with that stage's components where one is free."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from autoscaler.demand import job_demand
 from kernel.clock import FakeClock
 from kernel.job_record import JobRecord
 from kernel.job_state import JobState
-from kernel.render_stage import RenderStage, stage_need_gib
-from kernel.worker_protocol import EventKind, WorkerEvent
+from kernel.render_stage import RenderStage, stage_need_gib, warm_key
+from kernel.worker_protocol import EventKind, WarmModel, WorkerEvent
 from orchestrator.control.job_events import Ignore, Move, Record, apply_event
 from orchestrator.control.scheduling_view import pending_jobs
+from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerRegistry
+from orchestrator.scheduling.snapshots import GpuSlot, WorkerSnapshot
 from orchestrator.store.job_store import JobStore
 from tests.support.jobs import apply_decision, submission
 
@@ -119,3 +121,28 @@ def test_a_late_newer_checkpoint_is_still_recorded(store: JobStore) -> None:
     )
     late = apply_event(queued, stage_event(EventKind.CHECKPOINT_DURABLE, 1, 2), NOW)
     assert isinstance(late, Record)
+
+
+def test_a_stage_prefers_the_gpu_warm_with_that_stage_of_its_model(store: JobStore) -> None:
+    store.intake.accept_batch([submission("k", "m1", **BIG), submission("w", "m2", **BIG)])
+    store.split_into_stages({"k": "always"}, "autoscaler")
+    model = str(BIG["model"])
+
+    def gpu(worker_id: str, warm: str | None) -> WorkerSnapshot:
+        return WorkerSnapshot(worker_id, (GpuSlot(worker_id, 0, "h100", 80, warm_model=warm),))
+
+    fleet = [
+        gpu("a", None),
+        gpu("b", warm_key(model, None)),  # the whole pipeline
+        gpu("c", warm_key(model, RenderStage.ENCODE)),  # its text encoder alone
+    ]
+    registry = WorkerRegistry(FakeClock(NOW))
+    for job_id, worker_id in (("k", "c"), ("w", "b")):
+        [pending] = pending_jobs([store.get(job_id)], {}, registry, NOW)
+        [placed] = schedule([pending], fleet, NOW).assignments
+        assert placed.worker_id == worker_id
+    # What a worker says it holds: the stage only where one ran last.
+    whole = WarmModel(gpu_index=0, model=model)
+    assert "stage" not in whole.model_dump()
+    encoder = WarmModel(gpu_index=0, model=model, stage=RenderStage.ENCODE)
+    assert WarmModel.model_validate_json(encoder.model_dump_json()) == encoder
