@@ -209,7 +209,11 @@ class StoreDemand:
         return {job_id: r.instance_id for job_id, r in held.items() if r.holds(now)}
 
     def busy_gpus(self) -> Counter[str]:
-        return Counter(p.worker_id for p in self._store.placements())
+        # Every GPU of a job that spans several is busy, not only its lead.
+        busy: Counter[str] = Counter()
+        for placement in self._store.placements():
+            busy[placement.worker_id] += len(placement.gpus)
+        return busy
 
     def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None:
         self._store.instance_records.ask_to_drain(instance_ids, reason)

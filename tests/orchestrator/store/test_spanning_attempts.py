@@ -4,6 +4,7 @@ freed when the attempt ends."""
 
 from __future__ import annotations
 
+from autoscaler.demand import StoreDemand
 from kernel.errors import ConcurrentModification
 from kernel.job_record import JobMove, JobRecord
 from kernel.job_state import JobState
@@ -53,3 +54,17 @@ def test_the_cost_ledger_reads_every_gpu_a_spanning_attempt_held(store: JobStore
     assert span.holds(0)
     assert span.holds(1)
     assert not span.holds(2)
+
+
+def test_the_autoscaler_counts_every_gpu_of_a_span_busy(store: JobStore) -> None:
+    store.intake.accept_batch(
+        [submission("big", "m1", gpu={"min_vram_gib": 24, "count": 3}), submission("one", "m2")]
+    )
+    store.apply_moves(
+        [
+            JobMove("big", 1, ASSIGN, "gang", worker_id="i-0abc12345", gpu_index=0, span=(1, 2)),
+            JobMove("one", 1, ASSIGN, "one GPU", worker_id="i-0abc12345", gpu_index=3),
+        ],
+        "t",
+    )
+    assert StoreDemand(store).busy_gpus() == {"i-0abc12345": 4}
