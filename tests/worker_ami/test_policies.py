@@ -7,6 +7,7 @@ import math
 import pytest
 
 from kernel.job_spec import parse_job
+from kernel.render_stage import RenderStage
 from tests.support.jobs import job_dict
 from worker_ami.agent.checkpoint_policy import (
     ON_DEMAND_MTBI_HOURS,
@@ -125,3 +126,17 @@ def test_nvml_on_a_machine_without_a_driver_says_so() -> None:
         assert gpus.reason.startswith(("no NVIDIA driver", "NVML query failed"))
     else:
         assert all(g.memory_total_bytes > 0 for g in gpus)
+
+
+def test_a_stage_of_a_split_render_is_checked_against_that_stages_need() -> None:
+    big = parse_job(
+        job_dict("big", model="wan/wan2.1-t2v-14b", width=1280, height=720, num_frames=81),
+        now=None,
+    )
+    on_an_l4 = facts(gpus=[gpu(22)])
+    [whole] = preflight_problems(big, on_an_l4)
+    assert whole.startswith("free VRAM 22.0 GiB < job needs")
+    for stage in (RenderStage.ENCODE, RenderStage.DECODE):
+        assert preflight_problems(big, on_an_l4, stage) == ()
+    [denoising] = preflight_problems(big, on_an_l4, RenderStage.DENOISE)
+    assert denoising.startswith("free VRAM 22.0 GiB < job needs")

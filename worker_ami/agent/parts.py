@@ -59,7 +59,7 @@ class WorkerParts:
             model_error=model_error,
             smoke_error=smoke_error,
         )
-        problems = preflight_problems(spec, facts)
+        problems = preflight_problems(spec, facts, stage)
         if problems:
             await (runner or self.runner).release(keep_warm=False)
             raise PreflightFailed(problems)

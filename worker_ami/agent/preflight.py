@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernel.job_spec import JobSpec
-from kernel.model_memory import gpu_need_gib
+from kernel.render_stage import RenderStage, stage_need_gib
 from worker_ami.agent.telemetry import GpuTelemetry, NvmlUnavailable
 
 GIB = 1024**3
@@ -22,7 +22,10 @@ class PreflightFacts:
     smoke_error: str | None  # None when the one-step smoke run passed
 
 
-def preflight_problems(spec: JobSpec, facts: PreflightFacts) -> tuple[str, ...]:
+def preflight_problems(
+    spec: JobSpec, facts: PreflightFacts, stage: RenderStage | None = None
+) -> tuple[str, ...]:
+    """`stage`: the stage of a split render the job runs here, whose own need counts."""
     problems: list[str] = []
     if isinstance(facts.gpus, NvmlUnavailable) or not facts.gpus:
         if not facts.allow_cpu:
@@ -30,7 +33,8 @@ def preflight_problems(spec: JobSpec, facts: PreflightFacts) -> tuple[str, ...]:
             problems.append(f"no GPU ({why}) and CPU mode is not allowed")
     else:
         best = max(gpu.memory_free_bytes for gpu in facts.gpus)
-        need = gpu_need_gib(spec)  # its model's need, or the producer's where that is more
+        # Its model's need (its stage's), or the producer's where that is more.
+        need = stage_need_gib(spec, stage)
         if best < need * GIB:
             problems.append(f"free VRAM {best / GIB:.1f} GiB < job needs {need:.1f} GiB")
         faulty = [g.index for g in facts.gpus if (g.ecc_uncorrected_errors or 0) > 0]
