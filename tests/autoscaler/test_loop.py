@@ -17,6 +17,7 @@ from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
 from autoscaler.market.trace import load_trace
 from autoscaler.pools import Pool
+from autoscaler.snapshot import SplitMode
 from autoscaler.spend import Spend
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
@@ -24,6 +25,7 @@ from kernel.job_record import DrainKind, JobChanges, JobMove, JobRecord, Submiss
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.market import Market
+from kernel.render_stage import RenderStage
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
@@ -270,3 +272,23 @@ async def test_a_job_on_on_demand_moves_back_to_spot_once_its_spot_instance_has_
     assert drain[0] == instance.instance_id
     assert f"moves to spot instance {spot[0].instance_id}" in drain[1].reason
     store.dispose()
+
+
+async def test_a_round_splits_the_renders_its_rule_picks_before_it_buys(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    ids = ["j0", "j1", "j2"]
+    await autoscaler(queued_store, trace_clock, FakeEc2(trace_clock)).once()
+    # `auto`, the default: no split pays for renders this small.
+    assert all(job.stage is None for job in queued_store.find_many(ids).values())
+
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(queued_store, trace_clock, ec2)
+    loop.settings = replace(loop.settings, split_renders=SplitMode.ALWAYS)
+    await loop.once()
+    for job_id in ids:
+        assert queued_store.get(job_id).stage is RenderStage.ENCODE
+        reason = queued_store.history(job_id)[-1].reason
+        assert reason == "split into stages: split_renders is always"
+    # The round bought for what it read after the split: each job's encoding stage.
+    assert {j for launch in ec2.requests for j in launch.job_ids} == set(ids)
