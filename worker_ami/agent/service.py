@@ -278,10 +278,12 @@ class WorkerService:
             # The previous job on this GPU was stopped on request; this runner is spent.
             spent, slot.runner = slot.runner, self._agent.new_runner(slot.device, slot.gpu)
             await spent.close()
+        # Its progress starts at its checkpoint's step: a decoding stage (every step done)
+        # reports no step, and the control plane's stall watch leaves such a job alone.
         slot.job_id, slot.attempt, slot.step, slot.total_steps = (
             spec.job_id,
             command.attempt,
-            0,
+            min(command.resume_step or 0, spec.steps),
             spec.steps,
         )
         slot.task = asyncio.create_task(self._run_job(slot, command))
