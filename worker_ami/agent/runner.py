@@ -292,7 +292,8 @@ class JobRunner:
         report.recipe = prepared.recipe
         report.model_loaded = prepared.loaded
         report.timings.model_load_s = self._clock.monotonic() - started
-        log.info("job %s: %s from step %d of %d", spec.job_id, stage or "render", step, spec.steps)
+        doing = "denoising" if stage is None else f"its {stage} stage"
+        log.info("job %s: %s from step %d of %d", spec.job_id, doing, step, spec.steps)
         if stage is RenderStage.ENCODE:  # the open encoded the prompt: the stage's work
             await self._stage_done(prepared, attempt, report, None)
             return
