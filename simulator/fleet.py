@@ -31,6 +31,7 @@ from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.trace import Trace, TraceMarket
 from autoscaler.reconcile import Reconciler
+from autoscaler.snapshot import SplitMode
 from autoscaler.throughput import ThroughputModel
 from kernel.clock import FakeClock
 from kernel.errors import FrameFleetError
@@ -127,9 +128,9 @@ class FleetSimulation:
         self.market = TraceMarket(trace, self.clock)
         market = WithCompanions(self.market, companions)
         capacity = CapacityMemory(self.clock)
-        settings = policy.purchase(
-            purchase_settings(setup, (kind.instance_type, *companions.types))
-        )
+        # Simulated workers render whole; split renders are measured apart (gpu_fleet.py).
+        purchase = purchase_settings(setup, (kind.instance_type, *companions.types))
+        settings = replace(policy.purchase(purchase), split_renders=SplitMode.NEVER)
         history = seen_before(trace, start_tick, settings.candidate_types)
         self.autoscaler = AutoscalerLoop(
             market=market if policy.risk_aware else PricesOnly(market),
