@@ -38,6 +38,7 @@ from autoscaler.snapshot import (
     PlanInput,
     PurchaseSettings,
     RunningDemand,
+    SplitMode,
 )
 from autoscaler.spot_return import ready_to_move, spot_launches
 from autoscaler.stage_split import offers_now, splits
@@ -136,6 +137,8 @@ class AutoscalerLoop:
 
     async def _split(self, state: PlanInput) -> bool:
         """Split the queued renders the planner finds cheaper in stages; True if any was."""
+        if self.settings.split_renders is SplitMode.NEVER:
+            return False  # the offers are not worth reading every round (the simulator)
         offers = offers_now(state.market, self.settings.candidate_types)
         chosen = splits(state.queued, offers, state.now, self.settings)
         if not chosen:

@@ -32,6 +32,12 @@ def fits(job: JobDemand, kind: InstanceKind) -> bool:
     )
 
 
+def video_of(job: JobDemand, steps: int = 1) -> Video:
+    """What the stage-cost model prices the job's render by."""
+    shape = job.shape
+    return Video(architecture_of(shape.model), shape.width, shape.height, shape.frames, steps)
+
+
 def step_seconds_on(job: JobDemand, model: ThroughputModel, instance_type: str) -> float:
     """A step of the job on its GPUs of `instance_type`: one GPU's pace, or, for a job that
     spans several, each GPU's share of it plus their exchanges (`kernel.stage_cost`)."""
@@ -39,9 +45,7 @@ def step_seconds_on(job: JobDemand, model: ThroughputModel, instance_type: str) 
     alone = model.seconds_per_step(job.shape, kind.family)
     if job.gpus == 1:
         return alone
-    shape = job.shape
-    video = Video(architecture_of(shape.model), shape.width, shape.height, shape.frames, 1)
-    return span_step_seconds(video, alone, job.gpus, instance_type)
+    return span_step_seconds(video_of(job), alone, job.gpus, instance_type)
 
 
 def work_seconds_on(
@@ -54,9 +58,7 @@ def work_seconds_on(
     if job.stage is RenderStage.ENCODE:
         return encode_seconds(family)
     if job.stage is RenderStage.DECODE:
-        shape = job.shape
-        video = Video(architecture_of(shape.model), shape.width, shape.height, shape.frames, 1)
-        return decode_seconds(video, family)
+        return decode_seconds(video_of(job), family)
     return step_seconds_on(job, model, instance_type) * max(least_steps, job.steps_left)
 
 

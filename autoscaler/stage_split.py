@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from autoscaler.market.quotes import MarketSnapshot
+from autoscaler.pool_choice import video_of
 from autoscaler.render_plan import GpuOffer, plan_render
 from autoscaler.snapshot import JobDemand, PurchaseSettings, SplitMode
 from kernel.instance_types import kind_of
-from kernel.stage_cost import Video
-from kernel.step_time import architecture_of
 
 
 @dataclass(frozen=True)
@@ -63,10 +62,7 @@ def splits(
         if mode is SplitMode.ALWAYS:
             chosen.append(Split(job.job_id, "split_renders is always"))
             continue
-        shape = job.shape
-        video = Video(
-            architecture_of(shape.model), shape.width, shape.height, shape.frames, job.steps_total
-        )
+        video = video_of(job, job.steps_total)
         window = None if job.deadline is None else (job.deadline - now).total_seconds()
         plan = plan_render(
             video,
