@@ -33,7 +33,7 @@ from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.preflight import GIB
 from worker_ami.agent.render_process import ChildRenders, host_memory_bytes, limits_for
-from worker_ami.agent.render_session import RenderFactory, ThreadRenders
+from worker_ami.agent.render_session import RenderFactory
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.spanned_render import SpannedRenders
@@ -118,6 +118,9 @@ async def worker_parts(
             if slot in factories:
                 return factories[slot]
             if settings.render_isolation == "thread":
+                # Here, not at the top: it imports diffusers into the agent's own process.
+                from worker_ami.agent.thread_render import ThreadRenders
+
                 factory: RenderFactory = ThreadRenders(on_device)
             else:
                 spare = settings.render_spare

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from kernel.job_spec import JobSpec
 from kernel.mqtt_link import MessageHandler
 from kernel.render_stage import RenderStage
-from worker_ami.agent.render_session import ThreadRenders
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.telemetry import NvmlUnavailable
+from worker_ami.agent.thread_render import ThreadRenders
 
 
 class InstantRunner(JobRunner):

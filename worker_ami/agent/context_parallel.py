@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 import torch.distributed as dist
-from diffusers import WanPipeline
-from diffusers.models._modeling_parallel import ContextParallelConfig, ParallelConfig
 from torch.distributed.device_mesh import init_device_mesh
 
 from worker_ami.agent.errors import JobFault
+
+if TYPE_CHECKING:
+    from diffusers import WanPipeline
 
 SpanKind = Literal["ulysses", "ring"]
 # How long a process waits for the others of its group (they start together on one instance).
@@ -71,6 +72,9 @@ def leave() -> None:
 
 def span_transformer(pipe: WanPipeline, span: Span, device: str) -> None:
     """Split the transformer's attention across the group (after `join`)."""
+    # Here, not at the top: the agent reads `Span` from this module and never loads diffusers.
+    from diffusers.models._modeling_parallel import ContextParallelConfig, ParallelConfig
+
     transformer = pipe.transformer
     why = why_not_span(int(transformer.config.num_attention_heads), span.processes, span.kind)
     if why is not None:

@@ -37,12 +37,7 @@ from worker_ami.agent.model_cache import CachedModel, ModelCache, ModelRegistry
 from worker_ami.agent.object_store import ObjectStore
 from worker_ami.agent.output import VideoOutput
 from worker_ami.agent.recipe import RenderRecipe, recipe_for
-from worker_ami.agent.render_session import (
-    RenderFactory,
-    RenderSession,
-    RenderStalled,
-    ThreadRenders,
-)
+from worker_ami.agent.render_session import RenderFactory, RenderSession, RenderStalled
 from worker_ami.agent.report import JobReport, RunStatus
 
 log = logging.getLogger(__name__)
@@ -120,7 +115,13 @@ class JobRunner:
         self._registry = registry
         self._clock = clock
         self._settings = settings
-        self._renders: RenderFactory = renders or ThreadRenders(settings.device)
+        if renders is None:
+            # Here, not at the top: the in-thread renderer imports diffusers, which an agent
+            # whose renders run in child processes never needs.
+            from worker_ami.agent.thread_render import ThreadRenders
+
+            renders = ThreadRenders(settings.device)
+        self._renders: RenderFactory = renders
         self._output = VideoOutput(objects, checkpoints, clock, settings.load_timeout_s)
         self._owns_renders = owns_renders
         self._prepared: _Prepared | None = None
