@@ -128,8 +128,12 @@ class WorkerService:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
+        # The link outlives the service's stop: its last message is the offline status. Closed
+        # with the service, it was half closed when that status went, which never arrived and
+        # held every shutdown for the publish's timeout (10 s).
+        link_stop = asyncio.Event()
         tasks = [
-            asyncio.create_task(self.link.run(stop)),
+            asyncio.create_task(self.link.run(link_stop)),
             asyncio.create_task(self._heartbeats(stop)),
         ]
         if self._agent.imds is not None:
@@ -140,15 +144,18 @@ class WorkerService:
                 self._agent.settings.imds_poll_seconds,
             )
             tasks.append(asyncio.create_task(watcher.run(stop)))
-        await stop.wait()
-        self.drain("service stopping")
-        running = [slot.task for slot in self._slots if slot.task is not None]
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
-        for slot in self._slots:
-            await slot.runner.close()
-        await self._send_status(online=False)
-        await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            await stop.wait()
+            self.drain("service stopping")
+            running = [slot.task for slot in self._slots if slot.task is not None]
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+            for slot in self._slots:
+                await slot.runner.close()
+            await self._send_status(online=False)
+        finally:
+            link_stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     def memory_sizes(self) -> dict[str, int]:
         """How much each in-memory map holds (tests/orchestrator/control/test_bounded_memory.py)."""
