@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from kernel.clock import Clock
-from kernel.job_record import JobRecord
-from kernel.job_state import ACTIVE_STATES, JobState
+from kernel.job_record import JobRecord, Placement
+from kernel.job_state import JobState
 from kernel.market import Market
 from kernel.replay_clock import Pace, PaceFile, ReplayClock
 from orchestrator.store.cost_facts import InstanceLife
@@ -31,12 +31,13 @@ class HoldBounds:
     idle: timedelta = timedelta(seconds=45)  # no job on spot: the market waits this long
 
 
-def spot_work(lives: Sequence[InstanceLife], jobs: Sequence[JobRecord]) -> bool:
-    """Whether some job runs on a live spot instance (the work an interruption would hit)."""
+def spot_work(lives: Sequence[InstanceLife], placements: Sequence[Placement]) -> bool:
+    """Whether some job runs on a live spot instance (the work an interruption would hit).
+    From the store's placements: a job record read in bulk does not carry its worker."""
     spot = {
         life.instance_id for life in lives if life.ended_at is None and life.pool[2] is Market.SPOT
     }
-    return any(job.state in ACTIVE_STATES and job.worker_id in spot for job in jobs)
+    return any(placement.worker_id in spot for placement in placements)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from autoscaler.ec2.fake import FakeEc2
-from framefleet.demo_pace import HoldBounds, ReplayPacer, hold_reason
+from framefleet.demo_pace import HoldBounds, ReplayPacer, hold_reason, spot_work
 from framefleet.demo_report import read_timeline
 from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
 from framefleet.spot_replay import ReplaySettings, SpotReplay
@@ -21,6 +21,8 @@ from kernel.job_state import JobState
 from kernel.market import Market
 from kernel.replay_clock import Pace, PaceFile, ReplayClock
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
+from orchestrator.store.job_store import JobStore
+from tests.support.fleet_history import FleetHistory
 from tests.support.jobs import job_dict
 from tests.support.replay import UP, RecordedEvents, launch, trace
 
@@ -105,6 +107,32 @@ def test_the_market_waits_for_booting_instances_and_starting_jobs_within_bounds(
     )
     assert hold_reason([], [job(JobState.ASSIGNED, now - timedelta(seconds=61))], now) is None
     assert hold_reason([], [job(JobState.RUNNING, now)], now, bounds) is None
+
+
+def test_the_market_sees_spot_work_in_the_stores_own_placements(
+    store: JobStore, clock: FakeClock
+) -> None:
+    # A job on a spot instance is the work an interruption would hit; one on on-demand is not.
+    # (The demo read bulk job records, which carry no worker: it never saw spot work, and an
+    # unloaded run's market stood still until its jobs were done.)
+    fleet = FleetHistory(store, clock)
+    spot, on_demand = fleet.launch(Market.SPOT), fleet.launch(Market.ON_DEMAND)
+    fleet.ready(spot)
+    fleet.ready(on_demand)
+    fleet.submit("on-spot")
+    fleet.submit("on-demand")
+    fleet.assign("on-demand", on_demand)
+    clock.advance(10)
+
+    def lives() -> list[InstanceLife]:
+        return store.cost_facts.instance_lives(START, clock.now())
+
+    assert not spot_work(lives(), store.placements())
+    fleet.assign("on-spot", spot)
+    assert spot_work(lives(), store.placements())
+    fleet.end(spot)
+    clock.advance(10)
+    assert not spot_work(lives(), store.placements())  # an ended instance works no more
 
 
 class Busy:
