@@ -126,6 +126,9 @@ async def worker_parts(
                 spare = settings.render_spare
                 if spare is None:
                     spare = on_device.startswith("cuda")
+                warm_start = settings.render_warm_start
+                if warm_start is None:
+                    warm_start = spare
                 factory = ChildRenders(
                     on_device,
                     replace(limits, gpu_memory_fraction=(limits.gpu_memory_fraction or 1.0) * part),
@@ -134,6 +137,7 @@ async def worker_parts(
                     cgroups,
                     spare=spare,
                     reuse_jobs=settings.render_reuse_jobs,
+                    warm_start=warm_start,
                 )
             factories[slot] = factory
             return factory

@@ -35,6 +35,9 @@ class InstantRunner(JobRunner):
     async def release(self, keep_warm: bool = True) -> None:
         """No render session to end."""
 
+    async def warm_up(self) -> None:
+        """No render processes to start."""
+
     async def close(self) -> None:
         """No render processes to end."""
 

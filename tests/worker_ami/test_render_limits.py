@@ -107,3 +107,27 @@ async def test_a_preflight_that_refuses_the_job_ends_its_render_process(
     assert len(folders - set((tmp_path / "scratch").iterdir())) == 1  # the job's is gone
     await runner.close()  # and the spare's, once the runner is done with
     assert list((tmp_path / "scratch").iterdir()) == []
+
+
+async def test_a_warm_start_gives_the_first_job_the_process_started_before_it(
+    tmp_path: Path,
+) -> None:
+    renders = ChildRenders(
+        "cpu", RenderLimits(threads=1), tmp_path / "scratch", spare=False, warm_start=True
+    )
+    try:
+        await renders.warm_up(120.0)
+        started = set((tmp_path / "scratch").iterdir())  # the process's own folder
+        assert len(started) == 1
+        session = await renders.start("first")
+        assert set((tmp_path / "scratch").iterdir()) == started  # no other process started
+        await session.close()
+    finally:
+        await renders.close()
+
+
+async def test_without_a_warm_start_no_process_runs_before_a_job(tmp_path: Path) -> None:
+    renders = ChildRenders("cpu", RenderLimits(threads=1), tmp_path / "scratch", spare=False)
+    await renders.warm_up(120.0)
+    assert not (tmp_path / "scratch").exists() or not any((tmp_path / "scratch").iterdir())
+    await renders.close()

@@ -10,7 +10,8 @@ unpickled). A crash, an out-of-memory or a leak here ends this process alone.
 Requests: `open` (load the pipeline unless this process holds it already, encode the prompt,
 start or resume the state), `smoke` (one tiny step, the preflight), `step`, `save` (the state to
 files), `video` (decode and encode the MP4 to a file), `reset` (forget the job, keep the
-pipeline for the next job of the same model). Replies: `{"ok": true, "step": n}` (`open` adds
+pipeline for the next job of the same model), `ready` (nothing: its reply says the imports are
+done). Replies: `{"ok": true, "step": n}` (`open` adds
 `"loaded"`: whether it had to load the model) or `{"ok": false, "kind": "job" | "worker",
 "error": "..."}`.
 
@@ -102,6 +103,8 @@ class RenderWork:
             return self._video(Path(request["path"]), int(request["fps"]))
         if op == "reset":
             return self._reset()
+        if op == "ready":  # read once the imports are done: the agent's warm start waits on it
+            return {"ok": True, "step": 0}
         raise ValueError(f"unknown request {op!r}")
 
     def _open(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -184,6 +184,10 @@ class ChildRender:
         """Alive and between calls: it may serve another job after a reset."""
         return self.alive and not self._in_call
 
+    async def ready(self, bound_s: float) -> None:
+        """Returns once the process has done its imports and reads requests."""
+        await self._call({"op": "ready"}, "start", bound_s)
+
     async def reset(self) -> None:
         """Forget the job (state, prompt, hooks, its files), keep the pipeline."""
         await self._call({"op": "reset"}, "reset", RESET_BOUND_S)
@@ -306,12 +310,14 @@ class ChildRenders:
         cgroups_root: Path | None = None,
         spare: bool = True,
         reuse_jobs: int = DEFAULT_REUSE_JOBS,
+        warm_start: bool = False,
     ) -> None:
         self._device, self._limits, self._scratch_root = device, limits, scratch_root
         self._hooks, self._cgroups_root = hooks or {}, cgroups_root
         self._keep_spare = spare
+        self._warm_start = warm_start
         self._reuse_jobs = reuse_jobs
-        self._spare: asyncio.Task[ChildRender] | None = None
+        self._spare: asyncio.Future[ChildRender] | None = None
         self._warm: ChildRender | None = None
         self._warm_model: str | None = None
 
@@ -335,6 +341,22 @@ class ChildRenders:
         if self._keep_spare and self._spare is None:
             self._spare = self._start_one()
         return session
+
+    async def warm_up(self, bound_s: float) -> None:
+        """With `warm_start`: the first job's process, started now and its imports done, so
+        the job pays only its model's load. A process that does not come up is left to the
+        first job to start again (and to fail it, if it must)."""
+        if not self._warm_start or self._spare is not None or self._warm is not None:
+            return
+        spare = await self._start_one()
+        try:
+            await spare.ready(bound_s)
+        except WorkerError as error:
+            log.warning("no render process ready ahead of the first job: %s", error)
+            await spare.close()
+            return
+        self._spare = asyncio.get_running_loop().create_future()
+        self._spare.set_result(spare)
 
     async def _from_spare(self) -> ChildRender:
         spare, self._spare = self._spare, None

@@ -89,6 +89,11 @@ class RenderFactory(Protocol):
         """The model a kept session holds loaded, if any."""
         ...
 
+    async def warm_up(self, bound_s: float) -> None:
+        """Before the worker offers its slots: start what a first job would wait for (a
+        render process, its imports done), where this factory does that."""
+        ...
+
     async def close(self) -> None:
         """Release what it keeps between jobs."""
         ...

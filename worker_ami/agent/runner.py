@@ -207,6 +207,10 @@ class JobRunner:
         """The stage whose components alone that model holds (its last job's), if one."""
         return self._warm_stage
 
+    async def warm_up(self) -> None:
+        """Before the worker says hello (its render factory's warm start, if it has one)."""
+        await self._renders.warm_up(self._settings.load_timeout_s)
+
     async def close(self) -> None:
         """This runner is done with (its GPU's next job gets a new one, or the agent stops);
         the render factory it was given stays open when shared (`owns_renders` False)."""

@@ -132,6 +132,8 @@ class WorkerService:
         # with the service, it was half closed when that status went, which never arrived and
         # held every shutdown for the publish's timeout (10 s).
         link_stop = asyncio.Event()
+        for slot in self._slots:  # a slot is offered once its first job would start warm
+            await slot.runner.warm_up()
         tasks = [
             asyncio.create_task(self.link.run(link_stop)),
             asyncio.create_task(self._heartbeats(stop)),

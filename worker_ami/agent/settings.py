@@ -81,6 +81,9 @@ class WorkerSettings(EnvThenTomlSettings):
     # A spare render process per GPU, its imports done, for the next job; unset: on a GPU
     # (whose host has cores to spare), not on the CPU (where it would compete with the jobs).
     render_spare: bool | None = None
+    # A render process per GPU started, its imports done, before the worker says hello, so the
+    # first job does not wait for one; unset: as `render_spare`.
+    render_warm_start: bool | None = None
     # A render process that ended a job cleanly keeps its model loaded for the next job on its
     # GPU, for at most this many jobs (then a fresh process); 1: a new process every job.
     render_reuse_jobs: int = Field(default=20, ge=1, le=10_000)

@@ -150,6 +150,9 @@ class SpannedRenders:
             self._kind,
         )
 
+    async def warm_up(self, bound_s: float) -> None:
+        """Nothing ahead of a job: a span's processes start together, for that job."""
+
     async def give_back(self, session: RenderSession, model: str) -> None:
         await session.close()
 

@@ -121,6 +121,9 @@ class ThreadRenders:
     def warm_model(self) -> str | None:
         return self._last_model
 
+    async def warm_up(self, bound_s: float) -> None:
+        """Nothing to start: the agent's own process renders."""
+
     async def close(self) -> None:
         self._pipelines.clear()
         self._last_model = None
