@@ -35,7 +35,7 @@ from autoscaler.market.trace import Trace, load_trace
 from framefleet.control_plane import build_store
 from framefleet.demo_finance import finance_report
 from framefleet.demo_outputs import check_resumed, download_videos
-from framefleet.demo_pace import IdleHold, ReplayPacer, hold_reason, spot_work
+from framefleet.demo_pace import IdleHold, ReplayPacer, pace_reason
 from framefleet.demo_producer import demo_jobs
 from framefleet.demo_progress import Progress, view
 from framefleet.demo_report import (
@@ -268,8 +268,7 @@ async def _watch(
         # The market waits for the fleet: the pace every replay clock of the demo reads.
         lives = run.store.cost_facts.instance_lives(run.started, now)
         placements = [p for p in run.store.placements() if p.job.job_id in wanted]
-        idle = run.idle.reason(spot_work(lives, placements), now)
-        run.pacer.update(hold_reason(lives, jobs, now) or idle)
+        run.pacer.update(pace_reason(lives, jobs, placements, now, run.idle))
         found = ec2.describe_instances(
             Filters=[
                 {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET_ID]},

@@ -4,11 +4,12 @@ At 240x a zone's spot capacity lasts a few wall seconds: less than a worker on a
 needs to start, say hello and load its model. Run on the wall clock alone, every interruption
 hit a booting worker and the demo never showed a checkpoint and a resume; with short jobs, the
 market ran its capacity changes while nothing ran on spot and no job was interrupted. So the
-replay is held while some instance boots (launched, its worker not yet said hello), while some
-job was given to a worker that has not started it, and while no job runs on a spot instance:
-the market moves while spot workers work, the only time its changes tell a story. Every hold
-has a bound, so a worker that never comes up, or jobs waiting for capacity the held market
-would never bring, cannot stop it."""
+market moves while a job renders on a spot instance, the only time its changes tell a story,
+whatever boots meanwhile (on an idle machine a warm render lasts seconds, and a market held for
+every boot never met a render). While none does, it is held while some instance boots
+(launched, its worker not yet said hello), while some job was given to a worker that has not
+started it, and through a lull between jobs. Every hold has a bound, so a worker that never
+comes up, or jobs waiting for capacity the held market would never bring, cannot stop it."""
 
 from __future__ import annotations
 
@@ -23,21 +24,28 @@ from kernel.market import Market
 from kernel.replay_clock import Pace, PaceFile, ReplayClock
 from orchestrator.store.cost_facts import InstanceLife
 
+RENDERING = frozenset({JobState.RUNNING, JobState.CHECKPOINTING})
+
 
 @dataclass(frozen=True)
 class HoldBounds:
     boot: timedelta = timedelta(seconds=90)  # an instance is booting at most this long
     start: timedelta = timedelta(seconds=60)  # a job given to a worker, not yet started
-    idle: timedelta = timedelta(seconds=45)  # no job on spot: the market waits this long
+    # No job on spot: the market waits this long, a lull between jobs; longer, jobs that wait
+    # for spot capacity (which only a moving market brings back) wait out the whole hold.
+    idle: timedelta = timedelta(seconds=10)
 
 
 def spot_work(lives: Sequence[InstanceLife], placements: Sequence[Placement]) -> bool:
-    """Whether some job runs on a live spot instance (the work an interruption would hit).
-    From the store's placements: a job record read in bulk does not carry its worker."""
+    """Whether some job renders on a live spot instance (the work an interruption would hit,
+    and a notice would checkpoint). From the store's placements: a job record read in bulk
+    does not carry its worker."""
     spot = {
         life.instance_id for life in lives if life.ended_at is None and life.pool[2] is Market.SPOT
     }
-    return any(placement.worker_id in spot for placement in placements)
+    return any(
+        placement.worker_id in spot and placement.job.state in RENDERING for placement in placements
+    )
 
 
 @dataclass
@@ -109,3 +117,22 @@ class ReplayPacer:
             self.held_seconds += (now - self._held_since).total_seconds()
         self._held_since = None if running else now
         self._file.write(Pace(now, trace, running, reason or ""))
+
+
+def pace_reason(
+    lives: Sequence[InstanceLife],
+    jobs: Sequence[JobRecord],
+    placements: Sequence[Placement],
+    now: datetime,
+    idle: IdleHold,
+    bounds: HoldBounds = HoldBounds(),
+) -> str | None:
+    """Why the market waits now (None: it runs). It runs while a job renders on spot, whatever
+    else boots or starts meanwhile: on a fast machine renders last seconds, and a market held
+    for every boot never reached a loss while one ran. Otherwise it waits for booting
+    instances, starting jobs and a lull between jobs, each within its bound."""
+    working = spot_work(lives, placements)
+    lull = idle.reason(working, now)
+    if working:
+        return None
+    return hold_reason(lives, jobs, now, bounds) or lull

@@ -168,6 +168,9 @@ def worker_settings(aws: DemoAws, mqtt_port: int, registry: Path) -> dict[str, A
         "mqtt_port": mqtt_port,
         "imds_poll_seconds": 0.2,
         "heartbeat_seconds": 1.0,
+        # Each instance's render process starts while it boots (the market waits for booting
+        # instances), not when its first job came: a spot notice then finds that job rendering.
+        "render_warm_start": True,
     }
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from autoscaler.ec2.fake import FakeEc2
-from framefleet.demo_pace import HoldBounds, ReplayPacer, hold_reason, spot_work
+from framefleet.demo_pace import HoldBounds, IdleHold, ReplayPacer, hold_reason, pace_reason
 from framefleet.demo_report import read_timeline
 from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
 from framefleet.spot_replay import ReplaySettings, SpotReplay
@@ -20,6 +20,7 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.market import Market
 from kernel.replay_clock import Pace, PaceFile, ReplayClock
+from kernel.worker_protocol import EventKind
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
 from orchestrator.store.job_store import JobStore
 from tests.support.fleet_history import FleetHistory
@@ -109,12 +110,11 @@ def test_the_market_waits_for_booting_instances_and_starting_jobs_within_bounds(
     assert hold_reason([], [job(JobState.RUNNING, now)], now, bounds) is None
 
 
-def test_the_market_sees_spot_work_in_the_stores_own_placements(
+def test_the_market_runs_while_a_job_renders_on_spot_and_waits_for_boots_otherwise(
     store: JobStore, clock: FakeClock
 ) -> None:
-    # A job on a spot instance is the work an interruption would hit; one on on-demand is not.
-    # (The demo read bulk job records, which carry no worker: it never saw spot work, and an
-    # unloaded run's market stood still until its jobs were done.)
+    # Read from the store's placements: the demo read bulk job records, which carry no
+    # worker, never saw spot work, and an unloaded run's market stood still until the end.
     fleet = FleetHistory(store, clock)
     spot, on_demand = fleet.launch(Market.SPOT), fleet.launch(Market.ON_DEMAND)
     fleet.ready(spot)
@@ -122,17 +122,28 @@ def test_the_market_sees_spot_work_in_the_stores_own_placements(
     fleet.submit("on-spot")
     fleet.submit("on-demand")
     fleet.assign("on-demand", on_demand)
+    fleet.event("on-demand", EventKind.STARTED)
     clock.advance(10)
+    booting = fleet.launch(Market.SPOT, zone="us-east-1c")
+    idle = IdleHold()
 
-    def lives() -> list[InstanceLife]:
-        return store.cost_facts.instance_lives(START, clock.now())
+    def reason() -> str | None:
+        now = clock.now()
+        lives = store.cost_facts.instance_lives(START, now + timedelta(seconds=1))
+        return pace_reason(lives, store.list_jobs(), store.placements(), now, idle)
 
-    assert not spot_work(lives(), store.placements())
+    assert reason() == "1 instance(s) booting"  # work on on-demand only: nothing to interrupt
     fleet.assign("on-spot", spot)
-    assert spot_work(lives(), store.placements())
+    assert reason() == "1 instance(s) booting, 1 job(s) starting"  # its render not begun
+    fleet.event("on-spot", EventKind.STARTED)
+    assert reason() is None  # a job renders on spot: the market runs, boots or not
     fleet.end(spot)
     clock.advance(10)
-    assert not spot_work(lives(), store.placements())  # an ended instance works no more
+    assert reason() == "1 instance(s) booting"  # an ended instance renders no more
+    fleet.ready(booting)
+    assert reason() == "no job runs on spot"  # a lull, within its bound
+    clock.advance(HoldBounds().idle.total_seconds() + 1)
+    assert reason() is None
 
 
 class Busy:
