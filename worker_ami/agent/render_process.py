@@ -348,12 +348,14 @@ class ChildRenders:
         first job to start again (and to fail it, if it must)."""
         if not self._warm_start or self._spare is not None or self._warm is not None:
             return
-        spare = await self._start_one()
+        spare: ChildRender | None = None
         try:
+            spare = await self._start_one()
             await spare.ready(bound_s)
-        except WorkerError as error:
+        except (WorkerError, OSError) as error:
             log.warning("no render process ready ahead of the first job: %s", error)
-            await spare.close()
+            if spare is not None:
+                await spare.close()
             return
         self._spare = asyncio.get_running_loop().create_future()
         self._spare.set_result(spare)

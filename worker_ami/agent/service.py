@@ -128,12 +128,12 @@ class WorkerService:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
+        for slot in self._slots:  # a slot is offered once its first job would start warm
+            await slot.runner.warm_up()
         # The link outlives the service's stop: its last message is the offline status. Closed
         # with the service, it was half closed when that status went, which never arrived and
         # held every shutdown for the publish's timeout (10 s).
         link_stop = asyncio.Event()
-        for slot in self._slots:  # a slot is offered once its first job would start warm
-            await slot.runner.warm_up()
         tasks = [
             asyncio.create_task(self.link.run(link_stop)),
             asyncio.create_task(self._heartbeats(stop)),
