@@ -1,16 +1,22 @@
 """Workers without GPUs or brokers: a runner that finishes at once, no NVML, a link that keeps
-what it would publish."""
+what it would publish, and a worker's parts made of them."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import cast
 
+from kernel.clock import Clock
 from kernel.job_spec import JobSpec
 from kernel.mqtt_link import MessageHandler
 from kernel.render_stage import RenderStage
+from worker_ami.agent.object_store import S3ObjectStore
+from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.report import JobReport, RunStatus
 from worker_ami.agent.runner import JobRunner
+from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.telemetry import NvmlUnavailable
 from worker_ami.agent.thread_render import ThreadRenders
 
@@ -97,3 +103,34 @@ def without_broker() -> tuple[KeptPayloads, list[MessageHandler], ConnectKept]:
 
 
 ConnectKept = Callable[[MessageHandler, object, object], KeptPayloads]
+
+
+class ReachableBucket:
+    """A checkpoint bucket that answers, and holds nothing."""
+
+    async def list_keys(self, bucket: str, prefix: str) -> Sequence[str]:
+        return []
+
+
+def instant_parts(
+    cache_dir: Path, clock: Clock, new_runner: Callable[[], JobRunner] = InstantRunner
+) -> WorkerParts:
+    """A one-slot CPU worker without IMDS whose runners are `new_runner`'s."""
+    settings = WorkerSettings(
+        imds_enabled=False,
+        cache_dir=cache_dir,
+        cpu_slots=1,
+        allow_cpu=True,
+        min_free_disk_gib=0,
+        checkpoint_bucket="checkpoints",
+    )
+    return WorkerParts(
+        settings,
+        new_runner(),
+        cast(S3ObjectStore, ReachableBucket()),
+        None,
+        None,
+        clock,
+        lambda _device, _gpu: new_runner(),
+        NoNvml(),
+    )

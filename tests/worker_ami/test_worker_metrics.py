@@ -5,9 +5,7 @@ shows its GPUs as NVML reads them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
 
 from prometheus_client import CollectorRegistry
 
@@ -18,20 +16,12 @@ from kernel.job_spec import parse_job
 from tests.support.jobs import assignment, job_dict
 from tests.support.metrics import get, samples
 from tests.support.waits import async_wait_until
-from tests.support.workers import InstantRunner, NoNvml, without_broker
+from tests.support.workers import instant_parts, without_broker
 from worker_ami.agent.metrics import WorkerMetrics
-from worker_ami.agent.object_store import S3ObjectStore
-from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.service import WorkerService
-from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.telemetry import GpuTelemetry
 
 GIB = 1024**3
-
-
-class ReachableBucket:
-    async def list_keys(self, bucket: str, prefix: str) -> Sequence[str]:
-        return []
 
 
 def one_busy_gpu() -> list[GpuTelemetry]:
@@ -43,24 +33,7 @@ async def test_the_workers_metrics_count_its_jobs_and_show_its_gpus(
 ) -> None:
     link, handlers, connect = without_broker()
 
-    settings = WorkerSettings(
-        imds_enabled=False,
-        cache_dir=tmp_path,
-        cpu_slots=1,
-        allow_cpu=True,
-        min_free_disk_gib=0,
-        checkpoint_bucket="checkpoints",
-    )
-    parts = WorkerParts(
-        settings,
-        InstantRunner(),
-        cast(S3ObjectStore, ReachableBucket()),
-        None,
-        None,
-        clock,
-        lambda _d, _g: InstantRunner(),
-        NoNvml(),
-    )
+    parts = instant_parts(tmp_path, clock)
     registry = CollectorRegistry()
     service = WorkerService(
         "w-metered", parts, clock, connect, WorkerMetrics(registry, gpus=one_busy_gpu)

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
 
 from kernel.clock import FakeClock
 from kernel.mqtt_link import NotConnected
-from tests.support.workers import InstantRunner, NoNvml
-from worker_ami.agent.object_store import S3ObjectStore
-from worker_ami.agent.parts import WorkerParts
+from tests.support.workers import InstantRunner, instant_parts
 from worker_ami.agent.service import WorkerService
-from worker_ami.agent.settings import WorkerSettings
-
-
-class EmptyBucket:
-    async def list_keys(self, bucket: str, prefix: str) -> Sequence[str]:
-        return []
 
 
 class ClosingRunner(InstantRunner):
@@ -55,24 +45,7 @@ async def test_a_stopped_worker_says_it_is_offline_before_its_link_closes(
     tmp_path: Path, clock: FakeClock
 ) -> None:
     link = ClosingLink()
-    settings = WorkerSettings(
-        imds_enabled=False,
-        cache_dir=tmp_path,
-        cpu_slots=1,
-        allow_cpu=True,
-        min_free_disk_gib=0,
-        checkpoint_bucket="checkpoints",
-    )
-    parts = WorkerParts(
-        settings,
-        ClosingRunner(),
-        cast(S3ObjectStore, EmptyBucket()),
-        None,
-        None,
-        clock,
-        lambda _d, _g: ClosingRunner(),
-        NoNvml(),
-    )
+    parts = instant_parts(tmp_path, clock, ClosingRunner)
     service = WorkerService("w-leaving", parts, clock, lambda _c, _o, _w: link)
     stop = asyncio.Event()
     running = asyncio.create_task(service.run(stop))

@@ -316,8 +316,10 @@ class ChildRenders:
         self._hooks, self._cgroups_root = hooks or {}, cgroups_root
         self._keep_spare = spare
         self._warm_start = warm_start
+        # Slots that share a GPU share this factory: their warm-ups start one process.
+        self._warming = asyncio.Lock()
         self._reuse_jobs = reuse_jobs
-        self._spare: asyncio.Future[ChildRender] | None = None
+        self._spare: asyncio.Task[ChildRender] | None = None
         self._warm: ChildRender | None = None
         self._warm_model: str | None = None
 
@@ -344,21 +346,22 @@ class ChildRenders:
 
     async def warm_up(self, bound_s: float) -> None:
         """With `warm_start`: the first job's process, started now and its imports done, so
-        the job pays only its model's load. A process that does not come up is left to the
-        first job to start again (and to fail it, if it must)."""
-        if not self._warm_start or self._spare is not None or self._warm is not None:
-            return
-        spare: ChildRender | None = None
-        try:
-            spare = await self._start_one()
-            await spare.ready(bound_s)
-        except (WorkerError, OSError) as error:
-            log.warning("no render process ready ahead of the first job: %s", error)
-            if spare is not None:
-                await spare.close()
-            return
-        self._spare = asyncio.get_running_loop().create_future()
-        self._spare.set_result(spare)
+        the job pays only its model's load. It waits as the warm process does, holding no
+        model. A process that does not come up is left to the first job to start again (and
+        to fail it, if it must)."""
+        async with self._warming:
+            if not self._warm_start or self._spare is not None or self._warm is not None:
+                return
+            started: ChildRender | None = None
+            try:
+                started = await self._start_one()
+                await started.ready(bound_s)
+            except (WorkerError, OSError) as error:
+                log.warning("no render process ready ahead of the first job: %s", error)
+                if started is not None:
+                    await started.close()
+                return
+            self._warm, self._warm_model = started, None
 
     async def _from_spare(self) -> ChildRender:
         spare, self._spare = self._spare, None

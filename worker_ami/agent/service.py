@@ -128,8 +128,8 @@ class WorkerService:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        for slot in self._slots:  # a slot is offered once its first job would start warm
-            await slot.runner.warm_up()
+        # A slot is offered once its first job would start warm; the GPUs warm up together.
+        await asyncio.gather(*(slot.runner.warm_up() for slot in self._slots))
         # The link outlives the service's stop: its last message is the offline status. Closed
         # with the service, it was half closed when that status went, which never arrived and
         # held every shutdown for the publish's timeout (10 s).
