@@ -1,5 +1,5 @@
-"""The scheduler: priority (aged, and raised by `at_risk_boost` once a deadline is at risk),
-then least slack (the latest start that still meets the deadline), then arrival; GPU fit by
+"""The scheduler: jobs in the queue's order (`queue_rank`: priority aged by the wait, a job
+at risk never passed for age alone, then least slack, then arrival); GPU fit by
 VRAM and family; among GPUs equally good for a job (the same size and market), one that holds
 its model loaded (cache-aware placement: it costs no priority or deadline, and saves the
 load); one job per GPU; a much more urgent job may preempt a less urgent one when nothing fits,
@@ -12,12 +12,12 @@ Pure: the same snapshots and `now` always give the same decisions.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 from orchestrator.scheduling.fit import fits, fits_kind
 from orchestrator.scheduling.gang_round import place_gangs
+from orchestrator.scheduling.queue_rank import effective_priority, queue_keys
 from orchestrator.scheduling.quotas import ShareBook
 from orchestrator.scheduling.snapshots import (
     Assignment,
@@ -31,44 +31,6 @@ from orchestrator.scheduling.snapshots import (
 )
 from orchestrator.scheduling.turns import Turns
 from orchestrator.scheduling.victims import Victims
-
-
-def effective_priority(job: PendingJob, now: datetime, settings: SchedulerSettings) -> float:
-    waited_hours = max(0.0, (now - job.queued_since).total_seconds() / 3600)
-    aged = job.priority + settings.aging_per_hour * waited_hours
-    latest = job.latest_start
-    at_risk = (
-        latest is not None and (latest - now).total_seconds() <= settings.at_risk_startup_seconds
-    )
-    return aged + (settings.at_risk_boost if at_risk else 0.0)
-
-
-def _queue_keys(
-    now: datetime, settings: SchedulerSettings
-) -> Callable[[PendingJob], tuple[float, float, float, str]]:
-    # What `effective_priority` computes, in priority-seconds (no division: two jobs whose aged
-    # priorities are equal compare equal, and the least slack decides), on timestamps taken
-    # once: a tick keys thousands.
-    now_s, aging = now.timestamp(), settings.aging_per_hour
-    risk_from = now_s + settings.at_risk_startup_seconds
-    boost = settings.at_risk_boost * 3600
-
-    def key(job: PendingJob) -> tuple[float, float, float, str]:
-        queued_s = job.queued_since.timestamp()
-        aged = job.priority * 3600 + aging * max(0.0, now_s - queued_s)
-        latest = math.inf if job.latest_start is None else job.latest_start.timestamp()
-        if latest <= risk_from:
-            aged += boost
-        return (-aged, latest, queued_s, job.job_id)
-
-    return key
-
-
-def queue_order(
-    jobs: Iterable[PendingJob], now: datetime, settings: SchedulerSettings
-) -> list[PendingJob]:
-    return sorted(jobs, key=_queue_keys(now, settings))
-
 
 Admits = Callable[[GpuSlot], bool]  # may the job's team take this GPU (its quota)?
 
@@ -190,6 +152,8 @@ def schedule(
     shares = ShareBook(settings.quotas, running, spent_today) if settings.quotas else None
 
     turns = Turns(workers, now)
+    # One order for the whole snapshot: a job at risk ranks against every queued job.
+    key = queue_keys(pending, now, settings)
 
     def admits(job: PendingJob, borrow: bool = True) -> Admits:
         if shares is None or job.team is None:
@@ -198,7 +162,7 @@ def schedule(
 
     # Jobs that span GPUs go first, as gangs; what they take or hold, no one-GPU job gets.
     gangs = place_gangs(
-        queue_order((j for j in pending if j.gpus > 1), now, settings),
+        sorted((j for j in pending if j.gpus > 1), key=key),
         workers,
         frozenset(w for j in pending if j.gpus == 1 for w in j.reserved_on),
         now,
@@ -231,7 +195,7 @@ def schedule(
     # First the capacity the autoscaler bought for a job goes to that job, so another job
     # cannot take the on-demand GPU a deadline needed and leave it to wait for the next one.
     on_reserved: set[str] = set()
-    for job in queue_order((j for j in pending if j.reserved_on), now, settings):
+    for job in sorted((j for j in pending if j.reserved_on), key=key):
         if job.job_id in already_reserved:
             continue
         gpu = free.take_reserved(job, admits(job))
@@ -259,7 +223,6 @@ def schedule(
     # from a long queue does not sort all of it. Left out: the jobs whose GPU is being freed
     # for them, and those that have their reserved one.
     queue = [j for j in pending if j.job_id not in already_reserved and j.job_id not in on_reserved]
-    key = _queue_keys(now, settings)
     heap = [(key(job), position) for position, job in enumerate(queue)]
     heapq.heapify(heap)
     # Within their teams' shares first; a job that could only borrow waits for the end of the

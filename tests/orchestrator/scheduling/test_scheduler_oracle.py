@@ -44,7 +44,7 @@ def plain_schedule(
     preemptible = [g for g in busy if g.running is not None and g.running.preemptible]
     weakest = min((g.running.priority for g in preemptible if g.running), default=math.inf)
     assignments, preemptions = [], []
-    ordered = sorted(pending, key=lambda job: plain_rank(job, now))
+    ordered = sorted(pending, key=lambda job: plain_rank(job, now, pending))
     placed: set[str] = set()
     for job in ordered:
         if job.reserved_on and job.job_id not in waiting_for_gpu:
@@ -88,14 +88,31 @@ def plain_schedule(
     return Decisions(tuple(assignments), tuple(preemptions))
 
 
-def plain_rank(job: PendingJob, now: datetime) -> tuple[Fraction, float, datetime, str]:
-    waited = Fraction(max(0, int((now - job.queued_since).total_seconds())), 3600)
-    aged = job.priority + Fraction(RULES.aging_per_hour) * waited
-    latest = job.start_by or job.deadline
-    slack = math.inf if latest is None else (latest - now).total_seconds()
-    if slack <= RULES.at_risk_startup_seconds:  # at risk: it goes before older jobs
+def plain_rank(
+    job: PendingJob, now: datetime, queue: list[PendingJob]
+) -> tuple[Fraction, float, datetime, str]:
+    aged = plain_aged(job, now)
+    slack = plain_slack(job, now)
+    if slack <= RULES.at_risk_startup_seconds:  # at risk: no job of its priority passes by age
         aged += Fraction(RULES.at_risk_boost)
+        calm = [
+            plain_aged(other, now)
+            for other in queue
+            if other.priority <= job.priority
+            and plain_slack(other, now) > RULES.at_risk_startup_seconds
+        ]
+        aged = max([aged, *calm])
     return (-aged, slack, job.queued_since, job.job_id)
+
+
+def plain_aged(job: PendingJob, now: datetime) -> Fraction:
+    waited = Fraction(max(0, int((now - job.queued_since).total_seconds())), 3600)
+    return job.priority + Fraction(RULES.aging_per_hour) * waited
+
+
+def plain_slack(job: PendingJob, now: datetime) -> float:
+    latest = job.start_by or job.deadline
+    return math.inf if latest is None else (latest - now).total_seconds()
 
 
 # Whole minutes: equal aged priorities (5 after an hour is 6 at once) and equal slacks happen,
