@@ -93,6 +93,7 @@ class AutoscalerLoop:
 
     async def once(self) -> list[Plan]:
         await self.capacity.sync()  # the pools other replicas found failing, and ours
+        await self.actuator.limits.refresh()  # the account's vCPU quotas, now and then
         busy = await self._sync_fleet()
         await self._finish_drains()
         await asyncio.to_thread(self.learn)
@@ -126,6 +127,8 @@ class AutoscalerLoop:
             covered.update(j for launch, _ in done.launched for j in launch.job_ids)
             if self.metrics is not None:
                 self.metrics.planned(state, decided, done, self.settings)
+                fleet = (i.pool for i in self.reconciler.ledger.values())
+                self.metrics.quotas(self.actuator.limits.uses(fleet))
             if not done.failed:
                 break
         if running:  # read only when back to spot is on and an on-demand instance exists
@@ -292,7 +295,8 @@ class AutoscalerLoop:
         """The policy's snapshot now: the market (capacity holds applied), the fleet, the
         queue, and today's spend (accrued unless given)."""
         now = self.clock.now()
-        market = self.capacity.screen(await self.market.snapshot(self.pools()))
+        limits = self.actuator.limits
+        market = limits.screen(self.capacity.screen(await self.market.snapshot(self.pools())))
         if self.spot_history is not None:
             self.spot_history.record(market)
         rates = self.rate_sharing.due(market, now)
@@ -316,6 +320,7 @@ class AutoscalerLoop:
             expected_arrivals=await self._expected(now),
             typical_job=self.prewarming.latest_job,
             moving_to_spot=dict(moving or {}),
+            quota_room=limits.room(i.pool for i in self.reconciler.ledger.values()),
         )
 
     async def _expected(self, now: datetime) -> float:

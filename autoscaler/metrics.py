@@ -10,7 +10,9 @@ from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client import Counter as PromCounter
 
 from autoscaler.actuation import Actuation
+from autoscaler.ec2.ports import CapacityUnavailable, LimitReached
 from autoscaler.instances import InstanceRecord
+from autoscaler.market.limits import QuotaUse
 from autoscaler.pools import Pool
 from autoscaler.snapshot import Plan, PlanInput, PurchaseSettings
 
@@ -31,6 +33,40 @@ class AutoscalerMetrics:
             "framefleet_autoscaler_capacity_errors",
             "Launches EC2 refused for lack of capacity, by pool and market",
             [*pool, "market"],
+            registry=registry,
+        )
+        self.limit_errors = PromCounter(
+            "framefleet_autoscaler_limit_errors",
+            "Launches an account limit refused (a vCPU quota, the spot count, a subnet's "
+            "addresses), by pool and market",
+            [*pool, "market"],
+            registry=registry,
+        )
+        self.launch_errors = PromCounter(
+            "framefleet_autoscaler_launch_errors",
+            "Launches that failed with another error (EC2 unreachable, a permission), by pool "
+            "and market",
+            [*pool, "market"],
+            registry=registry,
+        )
+        quota = ["quota_code", "quota_name"]
+        self.quota_vcpus = Gauge(
+            "framefleet_autoscaler_quota_vcpus",
+            "The account's vCPU quota, as Service Quotas reads it (absent: not read)",
+            quota,
+            registry=registry,
+        )
+        self.quota_used_vcpus = Gauge(
+            "framefleet_autoscaler_quota_used_vcpus",
+            "vCPUs of this fleet's live instances under each quota",
+            quota,
+            registry=registry,
+        )
+        self.beyond_limits = Gauge(
+            "framefleet_autoscaler_jobs_beyond_limits",
+            "Queued jobs the last plan left waiting for an account limit, by that limit (a "
+            "quota by its name and code, a subnet)",
+            ["limit"],
             registry=registry,
         )
         self.interruptions = PromCounter(
@@ -72,12 +108,29 @@ class AutoscalerMetrics:
         self.rounds.inc()
         for launch, _ in done.launched:
             self.launches.labels(*_labels(launch.pool), launch.pool.market.value).inc()
-        for launch, _error in done.failed:
-            self.capacity_errors.labels(*_labels(launch.pool), launch.pool.market.value).inc()
+        for launch, error in done.failed:
+            counter = (
+                self.capacity_errors
+                if isinstance(error, CapacityUnavailable)
+                else self.limit_errors
+                if isinstance(error, LimitReached)
+                else self.launch_errors
+            )
+            counter.labels(*_labels(launch.pool), launch.pool.market.value).inc()
         self.waiting.set(len(decided.waits))
+        self.beyond_limits.clear()
+        for limit, count in Counter(w.limit for w in decided.waits if w.limit).items():
+            self.beyond_limits.labels(limit).set(count)
         self.spent_today.set(state.spent_today)
         self.budget_left.set(settings.budget_per_day - state.spent_today)
         self.usd_per_hour.set(sum(i.price_per_hour for i in state.instances))
+
+    def quotas(self, uses: Iterable[QuotaUse]) -> None:
+        for use in uses:
+            labels = (use.quota.code, use.quota.name)
+            self.quota_used_vcpus.labels(*labels).set(use.used)
+            if use.vcpus is not None:
+                self.quota_vcpus.labels(*labels).set(use.vcpus)
 
     def interrupted(self, pool: Pool) -> None:
         self.interruptions.labels(*_labels(pool)).inc()

@@ -29,14 +29,20 @@ from dataclasses import dataclass, field, replace
 from autoscaler.deadline import MarketChoice, MarketRule, choose_market, new_instance_startup
 from autoscaler.job_fit import fastest_on_demand, market_allows, urgency
 from autoscaler.market.quotes import PoolQuote
-from autoscaler.pool_choice import fits, pick_pool, spot_zone_allowed, type_level_risk
+from autoscaler.opening import Opening
+from autoscaler.pool_choice import (
+    fits,
+    limit_wait,
+    pick_pool,
+    type_level_risk,
+)
 from autoscaler.pools import Pool
 from autoscaler.prewarm import warm_gpus
+from autoscaler.quota_room import took
 from autoscaler.snapshot import (
     CapacityWait,
     InstanceView,
     JobDemand,
-    Launch,
     Plan,
     PlanInput,
     PurchaseSettings,
@@ -54,54 +60,6 @@ class _FreeSlots:
     instance: InstanceView
     kind: InstanceKind
     free: int
-
-
-@dataclass
-class _Opening:
-    """A launch this plan makes, with the GPUs it has left for the jobs that follow."""
-
-    quote: PoolQuote
-    kind: InstanceKind
-    reason: str
-    alternatives: tuple[Pool, ...]
-    jobs: list[JobDemand]
-    typical: JobDemand | None = None  # what a pre-warmed instance, bought for no job, must fit
-
-    @property
-    def free(self) -> int:
-        return self.kind.gpus - sum(job.gpus for job in self.jobs)
-
-    def takes(self, job: JobDemand, market: Market) -> bool:
-        """A free GPU of an on-demand launch serves any job; of a spot one, a job that may
-        run on spot there."""
-        pool = self.quote.pool
-        spot_ok = market is Market.SPOT and spot_zone_allowed(job, pool)
-        return (
-            self.free >= job.gpus
-            and fits(job, self.kind)
-            and (pool.market is Market.ON_DEMAND or spot_ok)
-        )
-
-    def launch(self) -> Launch:
-        """What EC2 is asked for: the pools EC2 may take instead must carry every job too."""
-        jobs = self.jobs or ([] if self.typical is None else [self.typical])
-        alternatives = tuple(
-            p
-            for p in self.alternatives
-            if kind_of(p.instance_type).gpus >= sum(j.gpus for j in jobs)
-            and all(fits(j, kind_of(p.instance_type)) and spot_zone_allowed(j, p) for j in jobs)
-        )
-        reason = self.reason
-        if len(self.jobs) > 1:
-            others = ", ".join(j.job_id for j in self.jobs[1:])
-            reason += f"; its other GPUs for {others}"
-        return Launch(
-            self.quote.pool,
-            self.quote.price_per_hour,
-            tuple(j.job_id for j in self.jobs),
-            reason,
-            alternatives,
-        )
 
 
 def plan(
@@ -163,8 +121,8 @@ class _Round:
     spot_pools: Counter[Pool]
     fastest: dict[str, float]
     choices: dict[str, MarketChoice]
-    openings: list[_Opening] = field(default_factory=list)
-    partial: list[_Opening] = field(default_factory=list)  # openings with GPUs left
+    openings: list[Opening] = field(default_factory=list)
+    partial: list[Opening] = field(default_factory=list)  # openings with GPUs left
     # The jobs after the one being served, by what they need (their market, VRAM, families,
     # spot zones): a count per kind of need keeps sizing a launch cheap with 10,000 queued.
     later: Counter[_Need] = field(default_factory=Counter)
@@ -214,6 +172,10 @@ class _Round:
             self.spot_pools,
             lambda quote: self._sharing(job, quote),
         )
+        limited = limit_wait(self.state, self.settings, job, choice.market) if not picked else None
+        if limited is not None:
+            self.waits.append(CapacityWait(job.job_id, *limited))
+            return
         if picked is None and choice.market is Market.SPOT:
             # Slack is worth more than an early on-demand start: wait for spot; the safety
             # net sends the job to on-demand once one more interruption would be too many.
@@ -242,7 +204,7 @@ class _Round:
         if quote.pool.market is Market.SPOT:
             self.spot_pools[quote.pool] += 1
         self._open(
-            _Opening(
+            Opening(
                 quote,
                 kind_of(quote.pool.instance_type),
                 f"job {job.job_id} (priority {job.priority}): {choice.reason}; {picked.why}",
@@ -285,11 +247,14 @@ class _Round:
                 f"{self.state.expected_arrivals:.2f} jobs expected within {window * 60:.0f} "
                 f"min; {picked.why}"
             )
-            self._open(_Opening(picked.quote, kind, why, picked.alternatives, [], typical))
+            self._open(Opening(picked.quote, kind, why, picked.alternatives, [], typical))
         return wanted
 
-    def _open(self, opening: _Opening) -> None:
+    def _open(self, opening: Opening) -> None:
         self.openings.append(opening)
+        if self.state.quota_room:  # its vCPUs come off its quota's room for the next launch
+            room = took(self.state.quota_room, opening.quote.pool)
+            self.state = replace(self.state, quota_room=room)
         if opening.free > 0:
             self.partial.append(opening)
 

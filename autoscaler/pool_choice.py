@@ -12,11 +12,13 @@ from dataclasses import dataclass, replace
 
 from autoscaler.market.quotes import MarketSnapshot, PoolQuote
 from autoscaler.pools import Pool
+from autoscaler.quota_room import within_room
 from autoscaler.snapshot import JobDemand, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
 from kernel.render_stage import RenderStage
+from kernel.service_quotas import quota_of
 from kernel.stage_cost import Video, decode_seconds, encode_seconds, span_step_seconds
 from kernel.step_time import architecture_of
 
@@ -121,9 +123,48 @@ def candidates(
         if q.pool.market is market
         and q.pool.instance_type in settings.candidate_types
         and q.available
+        and within_room(state.quota_room, q.pool)
         and fits(job, kind_of(q.pool.instance_type))
         and spot_zone_allowed(job, q.pool)
     ]
+
+
+def limit_wait(
+    state: PlanInput, settings: PurchaseSettings, job: JobDemand, market: Market
+) -> tuple[str, str] | None:
+    """Why `job` has no pool on `market` when only account limits keep it from some that fit
+    it (a limit error held, or a quota without room), and that limit's name; None when
+    something else is the reason (nothing fits, no capacity)."""
+    limited = []
+    for quote in state.market.quotes.values():
+        pool = quote.pool
+        if (
+            pool.market is not market
+            or pool.instance_type not in settings.candidate_types
+            or not fits(job, kind_of(pool.instance_type))
+            or not spot_zone_allowed(job, pool)
+        ):
+            continue
+        if quote.limit:
+            limited.append((quote.why_unavailable, quote.limit))
+        elif not within_room(state.quota_room, pool):
+            quota = quota_of(pool.instance_type, pool.market)
+            assert quota is not None  # within_room holds a pool without one
+            room = state.quota_room[quota.code]
+            name = f"the quota '{quota.name}' ({quota.code})"
+            limited.append(
+                (
+                    f"{name} has {room:g} vCPUs of room, {pool.instance_type} needs "
+                    f"{kind_of(pool.instance_type).vcpus}; ask AWS to raise it",
+                    name,
+                )
+            )
+        elif quote.available:
+            return None  # a pool fits and is open: the limit is not why it waits
+    if not limited:
+        return None
+    why, name = limited[0]
+    return f"beyond the account's limits on {market}: {why}", name
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,9 @@ class PlanInput:
     # Spot instance -> the running job moving there from on-demand: its GPU is spoken for.
     moving_to_spot: Mapping[str, str] = field(default_factory=dict)
     running: tuple[RunningDemand, ...] = ()  # with their progress (for the reservations)
+    # Service Quotas code -> the vCPUs still free under it (`autoscaler/quota_room.py`); a
+    # quota left out is not known and does not limit the plan.
+    quota_room: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,8 @@ class Terminate:
 class CapacityWait:
     job_id: str
     reason: str
+    # The account limit it waits for, by name (a quota, a subnet); "" when it is not one.
+    limit: str = ""
 
 
 @dataclass(frozen=True)

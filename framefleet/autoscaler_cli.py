@@ -34,7 +34,9 @@ from autoscaler.ec2.ports import Ec2Fleet
 from autoscaler.fleet_record import FleetRecorder
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.advisor import SpotAdvisor
+from autoscaler.market.aws_quotas import ServiceQuotasReader
 from autoscaler.market.capacity import CapacityMemory
+from autoscaler.market.limits import AccountLimits
 from autoscaler.market.live import LiveMarket
 from autoscaler.market.ports import MarketData
 from autoscaler.market.replay import ReplayedMarket, TraceCapacityGate
@@ -216,8 +218,10 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         ) as pricing,
         session.client("ssm", endpoint_url=settings.endpoint_url) as ssm,
         session.client("sts", endpoint_url=settings.endpoint_url) as sts,
+        session.client("service-quotas", endpoint_url=settings.endpoint_url) as quotas,
     ):
         capacity = CapacityMemory(clock, log=store.pool_marks)  # shared by the autoscaler replicas
+        limits = AccountLimits(clock, ServiceQuotasReader(quotas))
         adapter = Ec2FleetAdapter(
             ec2,
             config.launch_template,
@@ -242,7 +246,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         history = SpotHistory.for_interval(config.interval_seconds)
         loop = AutoscalerLoop(
             market=market,
-            actuator=Actuator(fleet, capacity, config.fleet_id, clock),
+            actuator=Actuator(fleet, capacity, config.fleet_id, clock, limits),
             reconciler=Reconciler(fleet, config.fleet_id, clock),
             demand=StoreDemand(store),
             capacity=capacity,

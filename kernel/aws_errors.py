@@ -23,6 +23,9 @@ from kernel.errors import (
 
 class AwsFault(StrEnum):
     CAPACITY = "capacity"  # this pool cannot serve a launch now: buy elsewhere, retry later
+    # An account or subnet limit (a vCPU quota, the spot instance count, the subnet's free
+    # addresses): every pool under that limit fails alike until it frees or AWS raises it.
+    LIMIT = "limit"
     THROTTLED = "throttled"  # too many calls: back off and retry
     NOT_FOUND = "not_found"  # the queue, bucket, key or instance does not exist
     ACCESS_DENIED = "access_denied"  # the role lacks a permission: a configuration fault
@@ -39,13 +42,21 @@ AWS_ERROR_CODES: dict[str, AwsFault] = {
             "InsufficientInstanceCapacity",
             "InsufficientCapacity",
             "InsufficientHostCapacity",
-            "MaxSpotInstanceCountExceeded",
             "SpotMaxPriceTooLow",
             "UnfulfillableCapacity",
             "capacity-not-available",
             "price-too-low",
         ],
         AwsFault.CAPACITY,
+    ),
+    **dict.fromkeys(
+        [
+            "VcpuLimitExceeded",
+            "InstanceLimitExceeded",
+            "MaxSpotInstanceCountExceeded",
+            "InsufficientFreeAddressesInSubnet",
+        ],
+        AwsFault.LIMIT,
     ),
     **dict.fromkeys(
         [
@@ -69,6 +80,7 @@ AWS_ERROR_CODES: dict[str, AwsFault] = {
             "InvalidInstanceID.NotFound",
             "InvalidLaunchTemplateName.NotFoundException",
             "ParameterNotFound",
+            "NoSuchResourceException",
         ],
         AwsFault.NOT_FOUND,
     ),

@@ -21,26 +21,27 @@ class InstanceKind:
     family: GpuFamily
     gpus: int
     vram_gib: float
+    vcpus: int  # what the account's vCPU quotas count
 
 
 _KINDS = [
-    InstanceKind("g4dn.xlarge", GpuFamily.T4, 1, 16),
-    InstanceKind("g4dn.2xlarge", GpuFamily.T4, 1, 16),
-    InstanceKind("g4dn.12xlarge", GpuFamily.T4, 4, 16),
-    InstanceKind("g5.xlarge", GpuFamily.A10G, 1, 24),
-    InstanceKind("g5.2xlarge", GpuFamily.A10G, 1, 24),
-    InstanceKind("g5.12xlarge", GpuFamily.A10G, 4, 24),
-    InstanceKind("g5.48xlarge", GpuFamily.A10G, 8, 24),
-    InstanceKind("g6.xlarge", GpuFamily.L4, 1, 24),
-    InstanceKind("g6.2xlarge", GpuFamily.L4, 1, 24),
-    InstanceKind("g6.12xlarge", GpuFamily.L4, 4, 24),
-    InstanceKind("g6e.xlarge", GpuFamily.L40S, 1, 48),
-    InstanceKind("g6e.2xlarge", GpuFamily.L40S, 1, 48),
-    InstanceKind("g6e.12xlarge", GpuFamily.L40S, 4, 48),
-    InstanceKind("p3.2xlarge", GpuFamily.V100, 1, 16),
-    InstanceKind("p3.8xlarge", GpuFamily.V100, 4, 16),
-    InstanceKind("p4d.24xlarge", GpuFamily.A100, 8, 40),
-    InstanceKind("p5.48xlarge", GpuFamily.H100, 8, 80),
+    InstanceKind("g4dn.xlarge", GpuFamily.T4, 1, 16, 4),
+    InstanceKind("g4dn.2xlarge", GpuFamily.T4, 1, 16, 8),
+    InstanceKind("g4dn.12xlarge", GpuFamily.T4, 4, 16, 48),
+    InstanceKind("g5.xlarge", GpuFamily.A10G, 1, 24, 4),
+    InstanceKind("g5.2xlarge", GpuFamily.A10G, 1, 24, 8),
+    InstanceKind("g5.12xlarge", GpuFamily.A10G, 4, 24, 48),
+    InstanceKind("g5.48xlarge", GpuFamily.A10G, 8, 24, 192),
+    InstanceKind("g6.xlarge", GpuFamily.L4, 1, 24, 4),
+    InstanceKind("g6.2xlarge", GpuFamily.L4, 1, 24, 8),
+    InstanceKind("g6.12xlarge", GpuFamily.L4, 4, 24, 48),
+    InstanceKind("g6e.xlarge", GpuFamily.L40S, 1, 48, 4),
+    InstanceKind("g6e.2xlarge", GpuFamily.L40S, 1, 48, 8),
+    InstanceKind("g6e.12xlarge", GpuFamily.L40S, 4, 48, 48),
+    InstanceKind("p3.2xlarge", GpuFamily.V100, 1, 16, 8),
+    InstanceKind("p3.8xlarge", GpuFamily.V100, 4, 16, 32),
+    InstanceKind("p4d.24xlarge", GpuFamily.A100, 8, 40, 96),
+    InstanceKind("p5.48xlarge", GpuFamily.H100, 8, 80, 192),
 ]
 CATALOG: dict[str, InstanceKind] = {kind.instance_type: kind for kind in _KINDS}
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from autoscaler.ec2.ports import (
     FLEET_TAG,
@@ -17,11 +17,12 @@ from autoscaler.ec2.ports import (
     CapacityUnavailable,
     LaunchRequest,
     LaunchResult,
+    LimitReached,
     ObservedInstance,
 )
 from autoscaler.pools import Pool
 from kernel.aws_errors import AwsFault, classify, error_code, to_typed_error, translated
-from kernel.errors import AwsError
+from kernel.errors import AwsError, AwsUnavailable
 from kernel.instance_types import kind_of
 from kernel.market import Market
 
@@ -61,7 +62,6 @@ class Ec2FleetAdapter:
         # Zone -> the VPC subnet to launch into there; a zone without one is named as a zone
         # (the default VPC).
         self._subnets = dict(subnets or {})
-        self._zone_of_subnet = {subnet: zone for zone, subnet in self._subnets.items()}
 
     def template_for(self, pool: Pool) -> str:
         family = kind_of(pool.instance_type).family.value
@@ -125,36 +125,31 @@ class Ec2FleetAdapter:
             ],
             "TagSpecifications": [{"ResourceType": "instance", "Tags": _tags(request)}],
         }
-        with translated("CreateFleet"):
+        try:
             response = await self._ec2.create_fleet(**query)
-        errors, others = [], []
-        for error in response.get("Errors", []):
-            override = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
-            zone = override.get("AvailabilityZone") or self._zone_of_subnet.get(
-                str(override.get("SubnetId", "")), request.pools[0].availability_zone
-            )
-            pool = Pool(
-                str(override.get("InstanceType", request.pools[0].instance_type)),
-                str(zone),
-                request.market,
-            )
-            code, message = str(error.get("ErrorCode", "")), str(error.get("ErrorMessage", ""))
-            if classify(code) is AwsFault.CAPACITY:
-                errors.append(CapacityUnavailable(pool, code, message))
-            else:  # not the pool's fault: holding the pool back would hide the real problem
-                others.append(f"{pool}: {code}: {message}")
+        except ClientError as failure:  # the whole request refused: every pool of it, alike
+            refused = _refusal(failure, request.pools)
+            if refused is None:
+                raise to_typed_error("CreateFleet", failure) from None
+            return refused
+        except BotoCoreError as failure:
+            raise AwsUnavailable(f"CreateFleet: {failure}") from None
+        errors, limits, others = fleet_errors(response.get("Errors", []), request, self._subnets)
         ids = [i for group in response.get("Instances", []) for i in group.get("InstanceIds", [])]
-        if others and not ids and not errors:
+        if others and not ids and not errors and not limits:
             raise AwsError("CreateFleet: " + "; ".join(others))
         for other in others:
             log.warning("CreateFleet: %s", other)
         instances = await self._describe_ids(ids) if ids else []
-        return LaunchResult(tuple(instances), tuple(errors))
+        return LaunchResult(tuple(instances), tuple(errors), tuple(limits))
 
     async def _run_instances(self, request: LaunchRequest) -> LaunchResult:
         """One pool at a time, first that works: for accounts without CreateFleet."""
-        errors = []
+        errors: list[CapacityUnavailable] = []
+        limits: list[LimitReached] = []
         for pool in request.pools:
+            if any(limit.scope.covers(*_where_what(pool)) for limit in limits):
+                continue  # the limit just met holds this pool back too
             query: dict[str, Any] = {
                 "LaunchTemplate": {
                     "LaunchTemplateName": self.template_for(pool),
@@ -179,15 +174,18 @@ class Ec2FleetAdapter:
             try:
                 response = await self._ec2.run_instances(**query)
             except ClientError as error:
-                code = error_code(error)
-                if classify(code) is not AwsFault.CAPACITY:
+                refused = _refusal(error, (pool,))
+                if refused is None:
                     raise to_typed_error("RunInstances", error) from None
-                message = str(error.response.get("Error", {}).get("Message", ""))
-                errors.append(CapacityUnavailable(pool, code, message))
+                errors.extend(refused.errors)
+                limits.extend(refused.limits)
                 continue
+            except BotoCoreError as failure:
+                raise AwsUnavailable(f"RunInstances: {failure}") from None
             ids = [i["InstanceId"] for i in response.get("Instances", [])]
-            return LaunchResult(tuple(await self._describe_ids(ids)), tuple(errors))
-        return LaunchResult((), tuple(errors))
+            instances = tuple(await self._describe_ids(ids))
+            return LaunchResult(instances, tuple(errors), tuple(limits))
+        return LaunchResult((), tuple(errors), tuple(limits))
 
     async def terminate(self, instance_ids: Sequence[str]) -> None:
         if not instance_ids:
@@ -214,6 +212,55 @@ class Ec2FleetAdapter:
                     for item in reservation.get("Instances", []):
                         found.append(observed_instance(item))
         return found
+
+
+FleetErrors = tuple[list[CapacityUnavailable], list[LimitReached], list[str]]
+
+
+def fleet_errors(
+    found: Sequence[Any], request: LaunchRequest, subnets: Mapping[str, str]
+) -> FleetErrors:
+    """CreateFleet's `Errors`, sorted: a pool short of capacity, a limit of the account's
+    (its scope: a quota, a subnet), and the rest (not the pool's fault: holding the pool back
+    would hide the real problem)."""
+    zone_of_subnet = {subnet: zone for zone, subnet in subnets.items()}
+    errors, limits, others = [], [], []
+    for error in found:
+        override = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+        zone = override.get("AvailabilityZone") or zone_of_subnet.get(
+            str(override.get("SubnetId", "")), request.pools[0].availability_zone
+        )
+        pool = Pool(
+            str(override.get("InstanceType", request.pools[0].instance_type)),
+            str(zone),
+            request.market,
+        )
+        code, message = str(error.get("ErrorCode", "")), str(error.get("ErrorMessage", ""))
+        fault = classify(code)
+        if fault is AwsFault.CAPACITY:
+            errors.append(CapacityUnavailable(pool, code, message))
+        elif fault is AwsFault.LIMIT:
+            limits.append(LimitReached(pool, code, message))
+        else:
+            others.append(f"{pool}: {code}: {message}")
+    return errors, limits, others
+
+
+def _where_what(pool: Pool) -> tuple[str, str, Market]:
+    return pool.instance_type, pool.availability_zone, pool.market
+
+
+def _refusal(error: ClientError, pools: Sequence[Pool]) -> LaunchResult | None:
+    """A launch call refused for capacity or an account limit, as a result naming the pools
+    it refused; None for any other error (raised as a typed error)."""
+    code = error_code(error)
+    message = str(error.response.get("Error", {}).get("Message", ""))
+    fault = classify(code)
+    if fault is AwsFault.CAPACITY:
+        return LaunchResult((), tuple(CapacityUnavailable(p, code, message) for p in pools))
+    if fault is AwsFault.LIMIT:
+        return LaunchResult((), (), tuple(LimitReached(p, code, message) for p in pools))
+    return None
 
 
 def observed_instance(item: Any) -> ObservedInstance:

@@ -10,6 +10,7 @@ from typing import Protocol
 from autoscaler.pools import Pool
 from kernel.errors import FrameFleetError
 from kernel.market import Market
+from kernel.service_quotas import limit_scope
 
 FLEET_TAG = "framefleet:fleet"
 MARKET_TAG = "framefleet:market"
@@ -21,6 +22,16 @@ class CapacityUnavailable(FrameFleetError):
 
     def __init__(self, pool: Pool, code: str, message: str) -> None:
         super().__init__(f"{pool}: {code}: {message}")
+        self.pool, self.code = pool, code
+
+
+class LimitReached(FrameFleetError):
+    """An account or subnet limit refused a launch (VcpuLimitExceeded and friends): every pool
+    in `scope` fails alike until the limit frees or AWS raises it."""
+
+    def __init__(self, pool: Pool, code: str, message: str) -> None:
+        self.scope = limit_scope(code, pool.instance_type, pool.availability_zone, pool.market)
+        super().__init__(f"{pool}: {code}: {message} (limits {self.scope.describe()})")
         self.pool, self.code = pool, code
 
 
@@ -48,6 +59,7 @@ class ObservedInstance:
 class LaunchResult:
     instances: tuple[ObservedInstance, ...]
     errors: tuple[CapacityUnavailable, ...] = ()
+    limits: tuple[LimitReached, ...] = ()
 
 
 class Ec2Fleet(Protocol):

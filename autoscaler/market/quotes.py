@@ -16,6 +16,7 @@ class PoolQuote:
     interruptions_per_hour: float  # 0 for on-demand
     available: bool = True
     why_unavailable: str = ""
+    limit: str = ""  # the account limit holding the pool back, if that is why (`limits`)
 
 
 @dataclass(frozen=True)

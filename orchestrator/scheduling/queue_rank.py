@@ -41,7 +41,7 @@ def queue_keys(
     # a job at risk of that priority.
     calm = sorted((job.priority, aged(job)) for job in jobs if latest(job) > risk_from)
     priorities = [priority for priority, _ in calm]
-    floors = []
+    floors: list[float] = []
     for _, rank in calm:
         floors.append(max(rank, floors[-1]) if floors else rank)
 

@@ -30,7 +30,10 @@ def client_error(code: str, status: int = 400, message: str = "it failed") -> Cl
     ("code", "fault"),
     [
         ("InsufficientInstanceCapacity", AwsFault.CAPACITY),
-        ("MaxSpotInstanceCountExceeded", AwsFault.CAPACITY),
+        ("MaxSpotInstanceCountExceeded", AwsFault.LIMIT),
+        ("VcpuLimitExceeded", AwsFault.LIMIT),
+        ("InstanceLimitExceeded", AwsFault.LIMIT),
+        ("InsufficientFreeAddressesInSubnet", AwsFault.LIMIT),
         ("ThrottlingException", AwsFault.THROTTLED),
         ("RequestLimitExceeded", AwsFault.THROTTLED),
         ("SlowDown", AwsFault.THROTTLED),

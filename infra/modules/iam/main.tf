@@ -90,6 +90,17 @@ data "aws_iam_policy_document" "autoscaler" {
     resources = ["*"] # Describe* calls take no resource-level permissions
   }
   statement {
+    # autoscaler/market/aws_quotas.py: the account's G/VT and P vCPU quotas, to plan within.
+    sid       = "ReadTheEc2Quotas"
+    actions   = ["servicequotas:GetServiceQuota"]
+    resources = ["arn:aws:servicequotas:*:${var.account_id}:ec2/*"]
+  }
+  statement {
+    sid       = "ReadTheEc2QuotaDefaults" # a quota never changed: its AWS default
+    actions   = ["servicequotas:GetAWSDefaultServiceQuota"]
+    resources = ["*"] # takes no resource-level permissions
+  }
+  statement {
     sid       = "OnDemandPrices" # autoscaler/market/aws_prices.py: the Price List API
     actions   = ["pricing:GetProducts"]
     resources = ["*"]
