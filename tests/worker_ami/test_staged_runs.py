@@ -2,8 +2,9 @@
 run them: encoding, denoising, decoding), each starting from the checkpoint the one before
 left in S3, makes the MP4 an unsplit run makes, byte for byte: in the agent's thread and in
 render processes. A denoising stage stopped by a spot notice resumes from a checkpoint that
-carries the prompt's embeddings; a stage with nothing stored to start from fails, saying so
-(and its attempt is retried elsewhere, within the job's attempts)."""
+carries the prompt's embeddings; stages join up across GPU families of other dtypes (a cast
+at the boundary, noted); a stage with nothing stored to start from fails as the job's own
+fault, saying so."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kernel.clock import SystemClock
+from kernel.precision import Dtype, Precision
 from kernel.render_stage import RenderStage
+from kernel.worker_protocol import FailureKind
 from tests.support.renders import Buckets, read_object, video_job
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry
@@ -37,7 +40,18 @@ def _runner(
     settings: WorkerSettings,
     buckets: Buckets,
     processes: Path | None,
+    family: str = "cpu",
+    on_cpu: Dtype | None = None,
 ) -> JobRunner:
+    """`family` and `on_cpu`: a GPU family and the dtype it would compute in (on the CPU the
+    registry's `on_cpu` decides it)."""
+    if on_cpu is not None:
+        registry = ModelRegistry(
+            models={
+                name: entry.model_copy(update={"precision": Precision(on_cpu=on_cpu)})
+                for name, entry in registry.models.items()
+            }
+        )
     renders = ChildRenders("cpu", RenderLimits(threads=1), processes) if processes else None
     return JobRunner(
         objects,
@@ -45,7 +59,7 @@ def _runner(
         ModelCache(objects, settings.cache_dir, 10**10, SystemClock()),
         registry,
         SystemClock(),
-        RunnerSettings(mean_time_between_interruptions_s=float("inf")),
+        RunnerSettings(mean_time_between_interruptions_s=float("inf"), gpu_family=family),
         renders,
     )
 
@@ -147,3 +161,68 @@ async def test_stages_without_what_they_read_fail_and_say_why(
         report = await runner.run(spec, attempt=1, stage=stage)
         assert report.status is RunStatus.FAILED
         assert missing in (report.error or "")
+        # The job's own fault: not the machine's, so not retried on machine after machine.
+        assert report.failure_kind is FailureKind.JOB
+
+
+async def test_a_split_render_joins_up_across_gpu_families_of_other_dtypes(
+    object_store: S3ObjectStore,
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+) -> None:
+    """The planner's default pairing for a 14B render: encoding on a T4 (no bf16: fp16),
+    denoising on an L40S (bf16), decoding on a T4 again. The boundaries cast, and say so."""
+    t4 = _runner(object_store, published_model, worker_settings, buckets, None, "t4", Dtype.FP16)
+    l40s = _runner(
+        object_store, published_model, worker_settings, buckets, None, "l40s", Dtype.BF16
+    )
+    spec = video_job(buckets, "across", steps=STEPS)
+    encoded = await t4.run(spec, attempt=1, stage=RenderStage.ENCODE)
+    assert encoded.status is RunStatus.STAGE_DONE, encoded.error
+
+    denoised = await l40s.run(
+        spec, attempt=2, resume_from=encoded.checkpoint, stage=RenderStage.DENOISE
+    )
+    assert denoised.status is RunStatus.STAGE_DONE, denoised.error
+    assert any("stage boundary" in note and "fp16" in note for note in denoised.resume_notes)
+
+    decoded = await t4.run(
+        spec, attempt=3, resume_from=denoised.checkpoint, stage=RenderStage.DECODE
+    )
+    assert decoded.status is RunStatus.SUCCEEDED, decoded.error
+    assert any("stage boundary" in note and "bf16" in note for note in decoded.resume_notes)
+
+
+async def test_a_denoising_stage_cut_midway_restarts_on_its_embeddings_in_another_dtype(
+    object_store: S3ObjectStore,
+    published_model: ModelRegistry,
+    worker_settings: WorkerSettings,
+    buckets: Buckets,
+) -> None:
+    """A spot notice stops the denoising stage on an L40S; the only GPU free is a T4. Its
+    half-denoised bf16 state is never resumed in fp16 (two arithmetics), but the prompt's
+    embeddings it carries are: denoising starts again from step 0 there, not a failure."""
+    l40s = _runner(
+        object_store, published_model, worker_settings, buckets, None, "l40s", Dtype.BF16
+    )
+    spec = video_job(buckets, "cut-across", steps=STEPS)
+    encoded = await l40s.run(spec, attempt=1, stage=RenderStage.ENCODE)
+
+    def notice(step: int) -> None:
+        if step == 2:
+            l40s.request_checkpoint("spot notice")
+
+    l40s.on_step = notice
+    cut = await l40s.run(spec, attempt=2, resume_from=encoded.checkpoint, stage=RenderStage.DENOISE)
+    assert cut.status is RunStatus.PREEMPTED
+
+    t4 = _runner(object_store, published_model, worker_settings, buckets, None, "t4", Dtype.FP16)
+    resumed = await t4.run(spec, attempt=3, resume_from=cut.checkpoint, stage=RenderStage.DENOISE)
+    assert resumed.status is RunStatus.STAGE_DONE, resumed.error
+    assert resumed.steps_done == STEPS
+    notes = " | ".join(resumed.resume_notes)
+    assert "mix two arithmetics" in notes  # the half-denoised state, refused
+    # Denoising starts again from step 0 on the prompt's embeddings, cast from bf16.
+    assert "(step 0)" in notes or "starts again from step 0" in notes
+    assert "stage boundary" in notes

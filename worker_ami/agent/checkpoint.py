@@ -97,6 +97,10 @@ class StoredCheckpoint:
     state: DenoiseState | None
     embeddings: dict[str, bytes] | None
     recipe: RenderRecipe
+    # Its state was refused here (another dtype, mid-denoising): only its embeddings are
+    # taken, and why.
+    state_refused: str | None = None
+    boundary: bool = False  # nothing mid-denoising in it: it may cross dtypes
 
 
 # The blobs a checkpoint may hold: a state; a state and the embeddings (a denoising stage's);
@@ -211,11 +215,13 @@ class CheckpointStore:
         manifest = parse_checkpoint_manifest(raw)
         if manifest.identity != expected:
             raise CheckpointRejected("checkpoint belongs to another job, model or pipeline")
-        if rule is not None:
-            refusal = rule.recipe.resume_refusal(made_with(manifest), rule.exact)
-            if refusal is not None:
-                raise CheckpointRejected(refusal)
         names = frozenset(manifest.blobs)
+        boundary = names == {EMBEDDINGS} or manifest.step == expected.total_steps
+        refusal = None
+        if rule is not None:
+            refusal = rule.recipe.resume_refusal(made_with(manifest), rule.exact, boundary)
+            if refusal is not None and (rule.exact or EMBEDDINGS not in names):
+                raise CheckpointRejected(refusal)
         if names not in _BLOB_SETS or (BLOB_NAMES[0] not in names and manifest.step != 0):
             raise CheckpointRejected("manifest lists the wrong blobs")
         prefix = manifest_key.removesuffix(MANIFEST)
@@ -229,12 +235,14 @@ class CheckpointStore:
                 raise CheckpointRejected(f"blob {name} fails its SHA-256")
             blobs[name] = data
         embeddings = {EMBEDDINGS: blobs.pop(EMBEDDINGS)} if EMBEDDINGS in blobs else None
+        if refusal is not None:  # the state stays unused; the embeddings cross as at a boundary
+            return StoredCheckpoint(None, embeddings, made_with(manifest), refusal, True)
         if not blobs:
-            return StoredCheckpoint(None, embeddings, made_with(manifest))
+            return StoredCheckpoint(None, embeddings, made_with(manifest), boundary=True)
         state = decode_state(blobs)
         if state.step != manifest.step or state.total_steps != expected.total_steps:
             raise CheckpointRejected("tensors disagree with the manifest")
-        return StoredCheckpoint(state, embeddings, made_with(manifest))
+        return StoredCheckpoint(state, embeddings, made_with(manifest), boundary=boundary)
 
     async def resume_point(
         self,
@@ -253,6 +261,7 @@ class CheckpointStore:
             preferred = None
         if preferred is not None:
             candidates = [preferred] + [key for key in candidates if key != preferred]
+        embeddings_only: tuple[str, StoredCheckpoint] | None = None
         for key in candidates:
             try:
                 stored = await self.load_stored(key, expected, rule)
@@ -260,13 +269,16 @@ class CheckpointStore:
                 notes.append(f"rejected {key}: {error}")
                 log.warning("checkpoint %s rejected: %s", key, error)
                 continue
-            if notes:
-                step = stored.state.step if stored.state is not None else 0
-                notes.append(f"fell back to {key} (step {step})")
-            crossing = rule.recipe.differs_from(stored.recipe) if rule is not None else None
-            if crossing is not None:
-                notes.append(crossing)
-            return ResumePoint(stored.state, key, tuple(notes), stored.embeddings)
+            if stored.state_refused is not None:
+                # An older checkpoint's state may still be usable here: look on first.
+                notes.append(f"state of {key} refused: {stored.state_refused}")
+                embeddings_only = embeddings_only or (key, stored)
+                continue
+            return _resume_at(key, stored, notes, rule)
+        if embeddings_only is not None:
+            key, stored = embeddings_only
+            notes.append(f"denoising starts again from step 0 on the embeddings of {key}")
+            return _resume_at(key, stored, notes, rule)
         if candidates:
             notes.append("no checkpoint verified: restarting from step 0")
         return ResumePoint(None, None, tuple(notes))
@@ -284,3 +296,17 @@ class CheckpointStore:
         keys = await self._objects.list_keys(self.bucket, self.job_prefix(job_id))
         if keys:
             await self._objects.delete(self.bucket, keys)
+
+
+def _resume_at(
+    key: str, stored: StoredCheckpoint, notes: list[str], rule: ResumeRule | None
+) -> ResumePoint:
+    """Resume from `key`, with the notes its record carries (a fallback, a crossing)."""
+    if notes and stored.state_refused is None:
+        step = stored.state.step if stored.state is not None else 0
+        notes.append(f"fell back to {key} (step {step})")
+    if rule is not None:
+        cast = rule.recipe.boundary_cast(stored.recipe) if stored.boundary else None
+        crossing = rule.recipe.differs_from(stored.recipe)
+        notes.extend(note for note in (cast, crossing) if note is not None)
+    return ResumePoint(stored.state, key, tuple(notes), stored.embeddings)

@@ -2,10 +2,12 @@
 classifier-free guidance layout and the attention kernel. Each of these changes the bits of the
 latents, so a checkpoint records the recipe it was made with and a resume compares it.
 
-The rule (README, "Exact resume"): a checkpoint in another compute dtype is never resumed (the
-denoising would mix two arithmetics); one from another GPU family or recipe resumes only for a
-job that did not ask for `exact`, and its record then says the video may differ from an
-uninterrupted render.
+The rule (README, "Exact resume"): a checkpoint in another compute dtype is never resumed in
+the middle of denoising (the denoising would mix two arithmetics); at a stage boundary, where
+nothing is left to compute in the dtype it was made in (the prompt's embeddings alone, or
+every step done), it is cast to this worker's dtype, and the record says so. One from another
+GPU family or recipe resumes only for a job that did not ask for `exact`, and its record then
+says the video may differ from an uninterrupted render.
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ class RenderRecipe(BaseModel):
     # `render_compile` says so (benchmarks/gpu_step.py measures it, its warm-up counted).
     compiled: bool = False
 
-    def resume_refusal(self, made_with: RenderRecipe, exact: bool) -> str | None:
-        """Why a checkpoint made with `made_with` may not be resumed under this recipe, if so."""
-        if made_with.dtypes.compute is not self.dtypes.compute:
+    def resume_refusal(
+        self, made_with: RenderRecipe, exact: bool, boundary: bool = False
+    ) -> str | None:
+        """Why a checkpoint made with `made_with` may not be resumed under this recipe, if so.
+        `boundary`: it holds nothing mid-denoising (embeddings alone, or every step done)."""
+        if made_with.dtypes.compute is not self.dtypes.compute and not boundary:
             return (
                 f"checkpoint computed in {made_with.dtypes.compute}, this worker computes in "
                 f"{self.dtypes.compute}: a resume would mix two arithmetics"
@@ -54,6 +59,15 @@ class RenderRecipe(BaseModel):
         return (
             f"resumed on {self.describe()} from a checkpoint made with {made_with.describe()}: "
             "the video may differ from an uninterrupted render"
+        )
+
+    def boundary_cast(self, made_with: RenderRecipe) -> str | None:
+        """The note for a stage boundary crossed between dtypes (a deliberate cast)."""
+        if made_with.dtypes.compute is self.dtypes.compute:
+            return None
+        return (
+            f"stage boundary: tensors made in {made_with.dtypes.compute} on "
+            f"{made_with.gpu_family} cast to {self.dtypes.compute} here"
         )
 
     def describe(self) -> str:

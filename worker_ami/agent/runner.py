@@ -39,6 +39,7 @@ from worker_ami.agent.output import VideoOutput
 from worker_ami.agent.recipe import RenderRecipe, recipe_for
 from worker_ami.agent.render_session import RenderFactory, RenderSession, RenderStalled
 from worker_ami.agent.report import JobReport, RunStatus
+from worker_ami.agent.stage_input import stage_input_check
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,8 @@ class JobRunner:
         device (resumed from the newest checkpoint; for a `stage` of a split render, that
         stage's components only), one tiny smoke step in it. Returns
         (why the model does not load, why the smoke step failed), None for each that passed;
-        the session is kept for `run` only when both passed."""
+        the session is kept for `run` only when both passed. A JobFault (the job's own: an
+        unknown model, a stage without its input) is raised: no machine would do better."""
         await self.release()
         limit = self._settings.load_timeout_s
         settings = self._settings
@@ -167,7 +169,10 @@ class JobRunner:
             identity = checkpoint_identity(spec, model)
             rule = ResumeRule(recipe, exact=spec.exact)
             resume = await self._checkpoints.resume_point(identity, resume_from, rule)
+            stage_input_check(stage, resume.state, resume.embeddings)
             session = await self._renders.start(spec.job_id)
+        except JobFault:
+            raise
         except WorkerError as error:
             return str(error), None
         try:

@@ -44,7 +44,7 @@ from kernel.worker_protocol import (
     topic,
 )
 from kernel.worker_side import Machine, Outgoing, WorkerSide
-from worker_ami.agent.errors import PreflightFailed
+from worker_ami.agent.errors import JobFault, PreflightFailed
 from worker_ami.agent.gpus import detect_gpus, health_of
 from worker_ami.agent.imds import InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.metrics import WorkerMetrics
@@ -337,6 +337,14 @@ class WorkerService:
                     attempt=attempt,
                     failure_kind="preflight",
                     error="; ".join(error.reasons),
+                )
+            except JobFault as error:  # the job's own: not this machine's, nor any other's
+                outcome = await self._event(
+                    EventKind.FAILED,
+                    job_id=spec.job_id,
+                    attempt=attempt,
+                    failure_kind="job",
+                    error=str(error),
                 )
             else:
                 await self._event(

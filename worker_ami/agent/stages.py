@@ -25,8 +25,9 @@ from kernel.job_spec import JobSpec
 from kernel.precision import COMPONENTS
 from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
-from worker_ami.agent.errors import CheckpointRejected, JobFault
-from worker_ami.agent.renderer import PromptEmbeddings, Renderer
+from worker_ami.agent.errors import CheckpointRejected
+from worker_ami.agent.renderer import TORCH_DTYPES, PromptEmbeddings, Renderer
+from worker_ami.agent.stage_input import stage_input_check
 from worker_ami.agent.state_codec import EMBEDDINGS, encode_state
 
 # The components each stage loads (`load_pipeline`'s `components`).
@@ -71,18 +72,19 @@ def open_stage(
         return renderer.begin(spec, resume)
     if stage is RenderStage.ENCODE:
         return renderer.encode(spec), None
+    stage_input_check(stage, resume, embeddings)
     if stage is RenderStage.DENOISE:
-        if embeddings is None:
-            raise JobFault("the denoising stage found no stored prompt embeddings")
+        assert embeddings is not None
         stored = decode_embeddings(embeddings)
+        # Made by a text encoder in another dtype (a T4's fp16 for a bf16 transformer): cast
+        # at the boundary, deliberately (the resume's notes say so); a no-op when they agree.
+        dtype = TORCH_DTYPES[renderer.recipe.dtypes.transformer]
         device = renderer.device
         prompt = PromptEmbeddings(
-            stored.positive.to(device),
-            None if stored.negative is None else stored.negative.to(device),
+            stored.positive.to(device, dtype=dtype),
+            None if stored.negative is None else stored.negative.to(device, dtype=dtype),
         )
         return prompt, renderer.start(spec, resume)
-    if resume is None or resume.step < resume.total_steps:
-        raise JobFault("the decoding stage found no checkpoint with every step done")
     return None, resume
 
 
