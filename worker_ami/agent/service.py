@@ -330,21 +330,17 @@ class WorkerService:
             try:
                 # Before accepting: a machine that cannot run it says why (kept off it).
                 await self._agent.preflight(spec, slot.runner, command.resume_from, command.stage)
-            except PreflightFailed as error:
+            except (PreflightFailed, JobFault) as error:
+                # A JobFault is the job's own (an unknown model, a stage's input gone): not
+                # this machine's, nor any other's.
+                machine = isinstance(error, PreflightFailed)
+                why = "; ".join(error.reasons) if isinstance(error, PreflightFailed) else str(error)
                 outcome = await self._event(
                     EventKind.FAILED,
                     job_id=spec.job_id,
                     attempt=attempt,
-                    failure_kind="preflight",
-                    error="; ".join(error.reasons),
-                )
-            except JobFault as error:  # the job's own: not this machine's, nor any other's
-                outcome = await self._event(
-                    EventKind.FAILED,
-                    job_id=spec.job_id,
-                    attempt=attempt,
-                    failure_kind="job",
-                    error=str(error),
+                    failure_kind="preflight" if machine else "job",
+                    error=why,
                 )
             else:
                 await self._event(
