@@ -34,6 +34,7 @@ from autoscaler.pool_choice import (
     fits,
     limit_wait,
     pick_pool,
+    too_large,
     type_level_risk,
 )
 from autoscaler.pools import Pool
@@ -172,6 +173,10 @@ class _Round:
             self.spot_pools,
             lambda quote: self._sharing(job, quote),
         )
+        oversized = too_large(self.settings, job) if not picked else None
+        if oversized is not None:
+            self.waits.append(CapacityWait(job.job_id, oversized))
+            return
         limited = limit_wait(self.state, self.settings, job, choice.market) if not picked else None
         if limited is not None:
             self.waits.append(CapacityWait(job.job_id, *limited))

@@ -167,6 +167,19 @@ def limit_wait(
     return f"beyond the account's limits on {market}: {why}", name
 
 
+def too_large(settings: PurchaseSettings, job: JobDemand) -> str | None:
+    """Why no candidate type can ever hold the job (its GPU need past every one's), if so."""
+    kinds = [kind_of(t) for t in settings.candidate_types]
+    largest = max(kinds, key=lambda k: (k.vram_gib, k.gpus), default=None)
+    if largest is None or job.min_vram_gib <= largest.vram_gib:
+        return None
+    return (
+        f"needs {job.min_vram_gib:g} GiB per GPU; the largest GPU among the candidate types "
+        f"has {largest.vram_gib:g} GiB ({largest.instance_type}): it waits for a larger type "
+        "to be allowed (autoscaler.candidate_types)"
+    )
+
+
 @dataclass(frozen=True)
 class PoolPick:
     quote: PoolQuote

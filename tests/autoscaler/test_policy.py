@@ -342,3 +342,12 @@ def test_a_spanning_job_takes_free_gpus_only_where_enough_are_free_together() ->
     ]
     decided = plan(PlanInput(NOW, (spanning,), tuple(held), quotes), QUAD_SETTINGS, linear_pace())
     assert [launch.job_ids for launch in decided.launches] == [("span",)]
+
+
+def test_a_job_no_candidate_type_can_hold_waits_naming_its_need_and_the_largest_gpu() -> None:
+    huge = replace(job("huge"), min_vram_gib=70.0)  # an L40S (48 GiB) is the largest here
+    decided = decide(huge)
+    assert decided.launches == ()
+    (wait,) = decided.waits
+    assert "needs 70 GiB per GPU" in wait.reason
+    assert "48 GiB (g6e" in wait.reason
