@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aioboto3
+from aiobotocore.config import AioConfig
 from prometheus_client import CollectorRegistry
 from rich.console import Console
 from rich.table import Table
@@ -199,6 +200,11 @@ def _with_budget(settings: PurchaseSettings, args: argparse.Namespace) -> Purcha
     return settings
 
 
+# One quick try a read: a quota not read this hour is read the next (the limits EC2 answers a
+# launch with still hold), and a slow Service Quotas must never hold up a round's buying.
+QUOTA_READS = AioConfig(retries={"max_attempts": 1}, connect_timeout=5, read_timeout=5)
+
+
 @dataclass
 class _Live:
     loop: AutoscalerLoop
@@ -218,7 +224,9 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
         ) as pricing,
         session.client("ssm", endpoint_url=settings.endpoint_url) as ssm,
         session.client("sts", endpoint_url=settings.endpoint_url) as sts,
-        session.client("service-quotas", endpoint_url=settings.endpoint_url) as quotas,
+        session.client(
+            "service-quotas", endpoint_url=settings.endpoint_url, config=QUOTA_READS
+        ) as quotas,
     ):
         capacity = CapacityMemory(clock, log=store.pool_marks)  # shared by the autoscaler replicas
         limits = AccountLimits(clock, ServiceQuotasReader(quotas))
