@@ -30,11 +30,12 @@ from rich.table import Table
 from benchmarks.common import moto_server_process, write_result
 from kernel.clock import SystemClock
 from kernel.job_spec import parse_job
+from kernel.model_registry import ModelEntry
 from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.imds import ImdsClient, InterruptionWatcher, NoticeKind, SpotNotice
 from worker_ami.agent.imds_emulator import ImdsEmulator
-from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model
+from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner, RunnerSettings

@@ -24,13 +24,16 @@ from orchestrator.aws.dead_letters import peek_dead_letters
 from orchestrator.costs.job_cost import JobCostParts, job_cost
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.summary import CostSummary, summarize
+from orchestrator.intake.model_door import ModelDoor
 from orchestrator.store.history_facts import HistoryFacts
 from orchestrator.store.job_store import JobStore
 
 log = logging.getLogger(__name__)
 
 
-def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServices:
+def api_services(
+    settings: Settings, store: JobStore, clock: Clock, door: ModelDoor | None = None
+) -> ApiServices:
     ledger = CostLedger(store.cost_facts, clock, settings.costs.ledger())
     s3 = boto3.client(
         "s3",
@@ -88,6 +91,7 @@ def api_services(settings: Settings, store: JobStore, clock: Clock) -> ApiServic
         history=HistoryFacts(store.engine),
         read_text=read_text,
         dead_letters=dead_letters,
+        admit=door.admit if door is not None else None,
         settings=ApiSettings(
             max_body_bytes=config.max_body_bytes or settings.max_message_bytes,
             requests_per_minute=config.requests_per_minute,
@@ -153,8 +157,11 @@ class ApiServer:
             sock.close()
 
 
-def build_api(settings: Settings, store: JobStore, clock: Clock) -> ApiServer | None:
+def build_api(
+    settings: Settings, store: JobStore, clock: Clock, door: ModelDoor | None = None
+) -> ApiServer | None:
     api = settings.api
     if api.port is None:
         return None
-    return ApiServer(api_services(settings, store, clock), api.host, api.port, api.max_connections)
+    services = api_services(settings, store, clock, door)
+    return ApiServer(services, api.host, api.port, api.max_connections)

@@ -35,6 +35,7 @@ from framefleet.jobs_output import JobsOutput, print_jobs
 from framefleet.settings import Settings, load_settings
 from framefleet.simulate_cli import add_commands as add_simulate_commands
 from framefleet.simulate_cli import run_command as run_simulate_command
+from framefleet.submit_check import check_at_the_door
 from framefleet.tokens_cli import add_commands as add_token_commands
 from framefleet.tokens_cli import run_command as run_token_commands
 from kernel.clock import SystemClock, stop_on_signals
@@ -268,8 +269,10 @@ def run(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(text)
     elif args.command == "submit":
         jobs_url = settings.require_jobs_queue()
+        job = _job_from_args(args)
+        asyncio.run(check_at_the_door(settings, job))
         message_id = submit_job(
-            _job_from_args(args),
+            job,
             queue_url=jobs_url,
             region=settings.region,
             endpoint_url=settings.endpoint_url,

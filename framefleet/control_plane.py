@@ -23,6 +23,7 @@ from framefleet.health_server import HealthServer, ReadinessCheck
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
 from kernel.mqtt_link import LinkSettings, MqttLink
+from orchestrator.aws.model_registry import S3RegistryReader
 from orchestrator.aws.ses import SesSender
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue, queue_depth
 from orchestrator.control.budgets import MessageBudget
@@ -39,6 +40,7 @@ from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.reporting import Reporter, ReportSettings
 from orchestrator.intake.loop import IntakeLoop
 from orchestrator.intake.metrics import IntakeMetrics
+from orchestrator.intake.model_door import ModelDoor
 from orchestrator.intake.ports import JobSink
 from orchestrator.interruptions.loop import InterruptionMetrics, InterruptionsLoop
 from orchestrator.store.engine import make_engine, redact_url
@@ -46,6 +48,7 @@ from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 
 if TYPE_CHECKING:
+    from types_aiobotocore_s3 import S3Client
     from types_aiobotocore_sqs import SQSClient
 
     from framefleet.api_server import ApiServer
@@ -67,7 +70,12 @@ def build_store(settings: Settings, clock: Clock) -> JobStore:
 
 
 def build_intake(
-    sqs: SQSClient, settings: Settings, sink: JobSink, clock: Clock, metrics: IntakeMetrics
+    sqs: SQSClient,
+    settings: Settings,
+    sink: JobSink,
+    clock: Clock,
+    metrics: IntakeMetrics,
+    door: ModelDoor | None = None,
 ) -> IntakeLoop:
     jobs_url, dead_letter_url = settings.require_queues()
     return IntakeLoop(
@@ -78,6 +86,7 @@ def build_intake(
         metrics=metrics,
         settings=settings.intake.to_settings(settings.max_message_bytes, settings.output_prefixes),
         source_queue=jobs_url,
+        door=door,
     )
 
 
@@ -86,6 +95,15 @@ async def sqs_client(settings: Settings) -> AsyncIterator[SQSClient]:
     session = aioboto3.Session(region_name=settings.region)
     async with session.client(
         "sqs", endpoint_url=settings.endpoint_url, config=boto_config()
+    ) as client:
+        yield client
+
+
+@asynccontextmanager
+async def s3_client(settings: Settings) -> AsyncIterator[S3Client]:
+    session = aioboto3.Session(region_name=settings.region)
+    async with session.client(
+        "s3", endpoint_url=settings.endpoint_url, config=boto_config()
     ) as client:
         yield client
 
@@ -179,6 +197,7 @@ class ControlPlane:
     api: ApiServer | None = None  # the HTTP API and console, when a port is set
     progress: ProgressRecorder | None = None  # workers' job steps, for the API
     leadership: Leadership | None = None  # the lease: whether this replica schedules
+    door: ModelDoor | None = None  # the model registry's check, read again now and then
 
     async def run(self, stop: asyncio.Event) -> None:
         if self.health is not None:
@@ -191,6 +210,8 @@ class ControlPlane:
 
     async def _run(self, stop: asyncio.Event) -> None:
         loops = [self.intake.run(stop)]
+        if self.door is not None:
+            loops.append(self.door.run(stop))
         if self.gauges is not None:
             loops.append(self.gauges.run(stop))
         if self.reports is not None:
@@ -218,9 +239,15 @@ async def control_plane(
     registry = CollectorRegistry()
     metrics = IntakeMetrics(registry)
     try:
-        async with sqs_client(settings) as sqs:
-            intake = build_intake(sqs, settings, store.intake, clock, metrics)
-            plane = ControlPlane(store, intake, metrics, registry)
+        async with sqs_client(settings) as sqs, s3_client(settings) as s3:
+            door = None
+            if settings.model_registry:
+                reader = S3RegistryReader(s3, settings.model_registry)
+                refresh = timedelta(seconds=settings.model_registry_refresh_seconds)
+                door = ModelDoor(reader, clock, refresh)
+                await door.refresh()  # before the first message is taken
+            intake = build_intake(sqs, settings, store.intake, clock, metrics, door)
+            plane = ControlPlane(store, intake, metrics, registry, door=door)
             if settings.costs.finance_recipients and settings.costs.sender:
                 plane.reports = reporter(settings, store, clock)
             if settings.mqtt.host is not None:
@@ -252,7 +279,7 @@ async def control_plane(
             if settings.api.port is not None:
                 from framefleet.api_server import build_api  # FastAPI: only when it serves
 
-                plane.api = build_api(settings, store, clock)
+                plane.api = build_api(settings, store, clock, door)
             yield plane
     finally:
         store.dispose()

@@ -156,7 +156,7 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
         epoch = datetime.now(UTC)
         config, worker_config = ROOT / "framefleet.toml", ROOT / "worker.toml"
         last = trace.end - trace.gap  # the replay stands still here, never past its trace
-        plane = plane_settings(aws, mqtt_port, ROOT, options, epoch, trace_start, last)
+        plane = plane_settings(aws, mqtt_port, ROOT, options, epoch, trace_start, last, registry)
         config.write_text(tomli_w.dumps(plane))
         worker_config.write_text(tomli_w.dumps(worker_settings(aws, mqtt_port, registry)))
         planned = demo_jobs(options.jobs, options.seed, epoch, options.produce_over_seconds)

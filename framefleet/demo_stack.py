@@ -113,10 +113,12 @@ def plane_settings(
     epoch: datetime,
     trace_start: datetime,
     trace_end: datetime,
+    registry: Path | None = None,
 ) -> dict[str, Any]:
     """`framefleet serve`, the autoscaler and the fleet runner read this file."""
     return {
         "region": REGION,
+        **({"model_registry": str(registry.resolve())} if registry else {}),
         "endpoint_url": aws.endpoint,
         "jobs_queue_url": aws.jobs_url,
         "dead_letter_queue_url": aws.dead_letter_url,

@@ -67,6 +67,8 @@ class SchedulingConfig(BaseModel):
     slow_min_peers: int = Field(default=3, ge=1)
     # Team (a job's `tags.team`) -> its share of GPUs; teams left out are not limited.
     team_quotas: dict[str, TeamQuotaConfig] = Field(default_factory=dict, max_length=1000)
+    # The team of the jobs that name none: `team_quotas` may give it a share of its own.
+    default_team: str = Field(default="default", min_length=1, max_length=128)
 
     def apply(self, settings: ControlSettings) -> ControlSettings:
         sick = SickRule(
@@ -88,6 +90,7 @@ class SchedulingConfig(BaseModel):
                     team: TeamQuota(dict(quota.gpus), quota.borrow, quota.spend_per_day)
                     for team, quota in self.team_quotas.items()
                 },
+                self.default_team,
             ),
             queue_reads=QueueReads(
                 least=self.queue_read_least,

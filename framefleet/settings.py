@@ -36,6 +36,10 @@ class IntakeConfig(BaseModel):
     batch_size: int = Field(default=10, ge=1, le=10)
     wait_seconds: int = Field(default=20, ge=0, le=20)
     visibility_timeout: int = Field(default=60, ge=2, le=43200)
+    # SQS SenderId (the IAM user's or role's unique id: AIDA..., AROA...) -> the teams it
+    # submits for: an SQS job's team comes from its sender, not its message. Empty: the
+    # message's tag stands.
+    sender_teams: dict[str, list[str]] = Field(default_factory=dict, max_length=10000)
 
     def to_settings(
         self, max_message_bytes: int, output_prefixes: tuple[str, ...] = ()
@@ -47,6 +51,7 @@ class IntakeConfig(BaseModel):
             visibility_timeout=self.visibility_timeout,
             max_message_bytes=max_message_bytes,
             output_prefixes=output_prefixes,
+            sender_teams={sender: tuple(teams) for sender, teams in self.sender_teams.items()},
         )
 
 
@@ -261,6 +266,12 @@ class Settings(EnvThenTomlSettings):
     # The s3:// prefixes a job's output must lie under: where the workers may write (Terraform
     # passes the bucket's videos/). Empty: anywhere, and a job that cannot upload fails there.
     output_prefixes: tuple[Annotated[str, Field(pattern=OUTPUT_PREFIX)], ...] = ()
+    # The model registry the workers resolve models through (s3://bucket/key, or a local file):
+    # with it, the control plane (and `framefleet submit`) refuses a job naming a model it does
+    # not hold, and gives a job its model's GPU need; read again every
+    # `model_registry_refresh_seconds`. Unset: any model name is accepted (checked by workers).
+    model_registry: str | None = None
+    model_registry_refresh_seconds: float = Field(default=60.0, gt=0)
     auto_migrate: bool = True
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     # Loopback unless asked: the metrics say which jobs run where, for anyone who can connect.

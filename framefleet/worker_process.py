@@ -28,7 +28,7 @@ from worker_ami.agent.gpus import MIG_DEVICE
 from worker_ami.agent.imds import ImdsClient
 from worker_ami.agent.imds_emulator import InstanceIdentity
 from worker_ami.agent.job_cgroup import delegated_root
-from worker_ami.agent.model_cache import ModelCache, ModelRegistry
+from worker_ami.agent.model_cache import LiveRegistry, ModelCache
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.preflight import GIB
@@ -69,7 +69,6 @@ async def worker_parts(
     clock = clock or SystemClock()
     bucket = settings.require_checkpoint_bucket()
     device = resolve_device(settings)
-    registry = ModelRegistry.from_file(settings.model_registry)
     if settings.render_compile:
         # The render processes inherit it (KEPT_ENVIRONMENT): compiled kernels outlive them.
         cache = str(settings.compile_cache_dir)
@@ -77,6 +76,7 @@ async def worker_parts(
         os.environ.setdefault("TRITON_CACHE_DIR", f"{cache}/triton")
     async with s3_client(settings) as s3, aiohttp.ClientSession() as http:
         store = S3ObjectStore(s3)
+        registry = LiveRegistry(settings.model_registry, store, settings.model_registry_uri)
         identity: InstanceIdentity | None = None
         imds: ImdsClient | None = None
         if settings.imds_enabled:

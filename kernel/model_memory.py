@@ -7,7 +7,12 @@ fp32, and one transformer block's activations over the video's tokens. `estimate
 states that; `BUILT_IN` records what it gives for the Wan 2.1 14B model, which no 24 GB GPU
 holds (the 1.3B model's need is left to the producer until measured on the GPUs it runs on:
 the estimate puts it right at a 16-24 GB boundary). Replace these with measured peaks
-(`torch.cuda.max_memory_allocated` around a render) as GPU runs come in.
+(`torch.cuda.max_memory_allocated` around a render) as GPU runs come in: the registry's
+`memory_gib` of an entry takes precedence (`model_need_gib`).
+
+A model no figure covers (a fine-tune under a name of its own) is estimated from its published
+weights' size, never below the weights: a 14B fine-tune named "acme/trailer-ft" needs what its
+28 GiB of transformer weights and its activations take, not a default of 16 GiB.
 """
 
 from __future__ import annotations
@@ -55,6 +60,38 @@ def _class_needs(model: str, arch: Architecture) -> dict[tuple[str, Dtype, str],
 
 # (model, compute dtype, resolution class) -> GiB of GPU memory its render needs.
 BUILT_IN: Mapping[tuple[str, Dtype, str], float] = _class_needs("wan/wan2.1-t2v-14b", WAN_14B)
+
+
+def model_need_gib(
+    model: str,
+    width: int,
+    height: int,
+    dtype: Dtype,
+    measured: Mapping[str, float] | None = None,
+    weights: int | None = None,
+) -> float | None:
+    """What a render of `model` needs at this frame size (its resolution class, up to 81
+    frames) in `dtype`: the registry's measured figure, else the built-in one, else an
+    estimate from the published weights' size (`weights`, bytes; cast up where the dtype is
+    wider than half precision, never below the weights) plus the activations; None when
+    nothing is known (only the producer's figure counts then)."""
+    resolution = resolution_class(width, height)
+    if resolution is None:
+        return None
+    found = (measured or {}).get(f"{dtype.value}/{resolution}")
+    if found is None:
+        found = BUILT_IN.get((model, dtype, resolution))
+    if found is not None or weights is None:
+        return found
+    arch = architecture_of(model)
+    if weights / 2 > 1.5 * (arch.parameters + TEXT_ENCODER_PARAMETERS):
+        arch = WAN_14B  # weights far past its name's size: taken for the largest known
+    _, class_width, class_height = next(c for c in RESOLUTION_CLASSES if c[0] == resolution)
+    held = weights * max(1.0, BYTES[dtype] / 2)
+    activations = (
+        ACTIVATION_COPIES * tokens(class_width, class_height, CLASS_FRAMES) * arch.width
+    ) * BYTES[dtype]
+    return round((held + activations) / GIB + VAE_GIB + RUNTIME_GIB, 1)
 
 
 def gpu_need_gib(

@@ -29,6 +29,7 @@ from orchestrator.api.views import (
     summary,
 )
 from orchestrator.control.cancel import JobAlreadyEnded, cancel_job
+from orchestrator.intake.model_door import DoorRefusal
 from orchestrator.store.job_pages import JobFilter
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -113,6 +114,12 @@ async def submit(
         spec = parse_job(body, now=services.clock.now(), outputs=services.settings.output_prefixes)
     except JobValidationError as error:
         raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
+    if services.admit is not None:
+        admitted = services.admit(spec)
+        if isinstance(admitted, DoorRefusal):
+            detail = {"detail": admitted.reason.value, "errors": [admitted.error]}
+            raise HTTPException(422, detail)
+        spec = admitted
     if not caller.sees(spec.tags.team):
         teams = ", ".join(caller.team_list() or ())
         raise HTTPException(403, f"this token submits for its teams only ({teams}): set tags.team")

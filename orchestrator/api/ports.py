@@ -19,10 +19,12 @@ from kernel.job_record import (
     Reservation,
     Submission,
 )
+from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from orchestrator.api.auth import TokenReader
 from orchestrator.costs.job_cost import JobCostParts
 from orchestrator.costs.summary import CostSummary
+from orchestrator.intake.model_door import DoorRefusal
 from orchestrator.store.cost_facts import InstanceLife, PoolKey
 from orchestrator.store.history_facts import DeadlineOutcome, StateMove
 from orchestrator.store.job_pages import (
@@ -168,3 +170,6 @@ class ApiServices:
     read_text: Callable[[str, str, int], str | None] | None = None
     # The dead-letter queue's messages, read without taking them (None: no queue configured)
     dead_letters: Callable[[], list[DeadLetterView]] | None = None
+    # The model registry's check at the door: the job as accepted, or why not (None: any
+    # model is accepted)
+    admit: Callable[[JobSpec], JobSpec | DoorRefusal] | None = None

@@ -34,7 +34,7 @@ class SqsQueue:
                 MaxNumberOfMessages=min(max_messages, SQS_BATCH_LIMIT),
                 WaitTimeSeconds=wait_seconds,
                 VisibilityTimeout=visibility_timeout,
-                MessageSystemAttributeNames=["ApproximateReceiveCount"],
+                MessageSystemAttributeNames=["ApproximateReceiveCount", "SenderId"],
             )
         return [
             ReceivedMessage(
@@ -42,6 +42,7 @@ class SqsQueue:
                 receipt_handle=message["ReceiptHandle"],
                 body=message.get("Body", ""),
                 receive_count=int(message.get("Attributes", {}).get("ApproximateReceiveCount", 1)),
+                sender=str(message.get("Attributes", {}).get("SenderId", "")),
             )
             for message in response.get("Messages", [])
         ]

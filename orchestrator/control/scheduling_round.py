@@ -80,8 +80,9 @@ class SchedulingRound:
         faulted = await asyncio.to_thread(self._store.faulted_on, [j.job_id for j in queued])
         holds = await asyncio.to_thread(self._store.holds.preemption_holds)
         freeing, held, freed_for = freeing_now(holds, queued, placements)
-        pending = pending_jobs(queued, reserved, self._registry, now, freed_for, faulted)
-        running = running_jobs(placements, reserved, now)
+        team = self._settings.scheduler.default_team
+        pending = pending_jobs(queued, reserved, self._registry, now, freed_for, faulted, team)
+        running = running_jobs(placements, reserved, now, team)
         started = time.perf_counter()
         spent = await self._spent_today()
         decisions = schedule(

@@ -65,9 +65,11 @@ def pending_jobs(
     now: datetime,
     freed_for: Mapping[str, set[str]] | None = None,
     faulted_on: Mapping[str, set[str]] | None = None,
+    default_team: str = "default",
 ) -> list[PendingJob]:
     """`freed_for`: job -> workers where a preemption freed a GPU for it (its to take);
-    `faulted_on`: job -> workers an earlier attempt failed on through the worker's fault."""
+    `faulted_on`: job -> workers an earlier attempt failed on through the worker's fault;
+    `default_team`: the team of the jobs that name none."""
     pending = []
     for job in queued:
         reservation = reserved.get(job.job_id)
@@ -97,7 +99,7 @@ def pending_jobs(
                     reservation.seconds_per_step if reservation else None,
                     job.families(),
                 ),
-                team=job.spec.tags.team,
+                team=job.spec.tags.team or default_team,
                 gpus=job.spec.gpu.count,
                 work=work_of(job),
             )
@@ -106,7 +108,10 @@ def pending_jobs(
 
 
 def running_jobs(
-    placements: list[Placement], reserved: dict[str, Reservation], now: datetime
+    placements: list[Placement],
+    reserved: dict[str, Reservation],
+    now: datetime,
+    default_team: str = "default",
 ) -> dict[tuple[str, int], RunningJob]:
     """Each busy (worker, GPU): every GPU of a job that spans several is busy with it."""
     return {
@@ -117,7 +122,7 @@ def running_jobs(
             p.since,
             preemptible=p.job.state is JobState.RUNNING
             and can_restart(p.job, reserved.get(p.job.job_id), now),
-            team=p.job.spec.tags.team,
+            team=p.job.spec.tags.team or default_team,
             work=work_of(p.job),
         )
         for p in placements

@@ -20,6 +20,11 @@ class RejectionReason(StrEnum):
     INVALID_JSON = "invalid_json"
     INVALID_JOB = "invalid_job"
     CONFLICTING_DUPLICATE = "conflicting_duplicate"
+    # Refused at the model door (`model_door.DoorReason`): no such model, or no GPU that big.
+    UNKNOWN_MODEL = "unknown_model"
+    IMPOSSIBLE_NEED = "impossible_need"
+    # The job claims a team its sender (SQS's SenderId) does not have (`sender_teams`).
+    TEAM_NOT_ALLOWED = "team_not_allowed"
     # The message parsed but handling it failed for a reason of its own (the database refused
     # a value, or an error nobody foresaw): dead-lettered so the rest of the queue flows.
     HANDLER_ERROR = "handler_error"

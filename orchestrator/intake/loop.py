@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from kernel.clock import Clock, sleep_unless_stopped, unless_stopped
@@ -19,9 +19,16 @@ from kernel.errors import FrameFleetError, MessageTooLarge, StoreUnavailable
 from kernel.job_record import AcceptOutcome, Rejection, Submission
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
 from kernel.outside_text import printable
-from orchestrator.intake.decode import conflicting_duplicate, decode_message, handler_error
+from orchestrator.intake.decode import (
+    RejectionReason,
+    conflicting_duplicate,
+    decode_message,
+    handler_error,
+)
 from orchestrator.intake.metrics import IntakeMetrics
+from orchestrator.intake.model_door import DoorRefusal, ModelDoor
 from orchestrator.intake.ports import DeadLetterQueue, JobSink, MessageQueue, ReceivedMessage
+from orchestrator.intake.sender_teams import sender_team
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,8 @@ class IntakeSettings:
     max_backoff_seconds: float = 30.0
     # Where a job's output may go: under one of these prefixes (the workers' writable places).
     output_prefixes: tuple[str, ...] = ()
+    # SQS SenderId (an IAM user's or role's id) -> the teams it submits for (`sender_teams`).
+    sender_teams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class IntakeLoop:
@@ -51,6 +60,7 @@ class IntakeLoop:
         metrics: IntakeMetrics,
         settings: IntakeSettings,
         source_queue: str = "",
+        door: ModelDoor | None = None,
     ) -> None:
         self._queue = queue
         self._dead_letters = dead_letters
@@ -59,6 +69,7 @@ class IntakeLoop:
         self._metrics = metrics
         self._settings = settings
         self._source_queue = source_queue
+        self._door = door  # the model registry's check; None: any model is accepted
 
     async def run(self, stop: asyncio.Event) -> None:
         """Poll until `stop` is set; batches in flight then finish before this returns."""
@@ -136,12 +147,25 @@ class IntakeLoop:
 
     def _decode(self, message: ReceivedMessage, now: datetime) -> Submission | Rejection:
         try:
-            return decode_message(
+            decoded = decode_message(
                 message,
                 max_bytes=self._settings.max_message_bytes,
                 now=now,
                 outputs=self._settings.output_prefixes,
             )
+            if not isinstance(decoded, Submission):
+                return decoded
+            teamed = sender_team(decoded.spec, message.sender, self._settings.sender_teams)
+            if isinstance(teamed, str):
+                reason = RejectionReason.TEAM_NOT_ALLOWED
+                return Rejection(message.message_id, reason, (teamed,), message.body)
+            if self._door is None:
+                return Submission(teamed, decoded.message_id)
+            admitted = self._door.admit(teamed)
+            if isinstance(admitted, DoorRefusal):
+                reason = RejectionReason(admitted.reason.value)
+                return Rejection(message.message_id, reason, (admitted.error,), message.body)
+            return Submission(admitted, decoded.message_id)
         except Exception as error:  # the parser is total; this only guards against our bugs
             log.exception("message %s could not be decoded", message.message_id)
             return handler_error(message.message_id, message.body, error)

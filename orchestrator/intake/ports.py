@@ -15,6 +15,7 @@ class ReceivedMessage:
     receipt_handle: str
     body: str
     receive_count: int
+    sender: str = ""  # SQS's SenderId: the IAM identity that sent it (AIDA..., AROA...:session)
 
 
 class MessageQueue(Protocol):

@@ -108,6 +108,8 @@ class SchedulerSettings:
     at_risk_startup_seconds: float = 1800.0
     # Team -> its share of GPUs (`quotas`); teams left out are not limited.
     quotas: Mapping[str, TeamQuota] = field(default_factory=dict)
+    # The team of a job that names none: a quota for it limits those jobs like any team's.
+    default_team: str = "default"
 
 
 @dataclass(frozen=True)

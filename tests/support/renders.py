@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.clock import Clock, SystemClock
 from kernel.job_spec import JobSpec, parse_job
+from kernel.model_registry import ModelEntry
 from kernel.precision import Precision
 from tests.support.jobs import job_dict
 from worker_ami.agent.checkpoint import CheckpointStore
-from worker_ami.agent.model_cache import ModelCache, ModelEntry, ModelRegistry, publish_model
+from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.recipe import recipe_for
 from worker_ami.agent.runner import JobRunner, RunnerSettings

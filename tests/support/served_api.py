@@ -114,6 +114,11 @@ def serve_api(
     }
     store.api_tokens.revoke_token(tokens["revoked"].split("_")[1])
     port = free_port()
+    # The model door, as deployed: the tests' model is known, any other is refused.
+    registry = folder / "models.json"
+    registry.write_text(
+        json.dumps({"models": {"wan/tiny-test": {"uri": "s3://no-models/tiny/", "revision": "r1"}}})
+    )
     env = {
         **os.environ,
         "FRAMEFLEET_ENDPOINT_URL": moto_endpoint,
@@ -127,6 +132,7 @@ def serve_api(
         "FRAMEFLEET_API__MAX_STREAMS_PER_TOKEN": str(MAX_STREAMS),
         "FRAMEFLEET_API__MAX_CONNECTIONS": str(MAX_CONNECTIONS),
         "FRAMEFLEET_MAX_MESSAGE_BYTES": "4096",
+        "FRAMEFLEET_MODEL_REGISTRY": str(registry),
         # Where the workers may write: job_dict's output, and no other bucket.
         "FRAMEFLEET_OUTPUT_PREFIXES": '["s3://framefleet-output/videos/"]',
         **(extra_env or {}),

@@ -64,6 +64,7 @@ class LocalSystem:
             intake=IntakeConfig(wait_seconds=1, concurrency=1),
             mqtt=MqttConfig(host="127.0.0.1", port=self.broker.port),
             control=control,
+            model_registry=str(self.worker_settings.model_registry),  # checked at the door
         )
 
 

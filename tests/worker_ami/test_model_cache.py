@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kernel.clock import FakeClock
+from kernel.model_registry import MODEL_MANIFEST, ModelEntry
 from tests.support.renders import MODEL, REVISION, Buckets
 from worker_ami.agent.errors import ModelCacheError, UnknownModel
 from worker_ami.agent.model_cache import (
-    MODEL_MANIFEST,
+    LiveRegistry,
     ModelCache,
-    ModelEntry,
     ModelRegistry,
     publish_model,
 )
@@ -152,6 +152,25 @@ async def test_unknown_models_and_unsafe_manifests_are_refused(
     wrong = ModelEntry(uri=f"s3://{buckets.models}/evil/", revision="r2")
     with pytest.raises(ModelCacheError, match="registry says"):
         await cache.ensure("wan/evil", wrong)
+
+
+async def test_a_model_added_to_the_registry_resolves_on_a_worker_already_up(
+    object_store: S3ObjectStore, buckets: Buckets, s3: S3Client, tmp_path: Path
+) -> None:
+    """Before, a worker read its registry once at start: a model added later failed there
+    (and counted against the machine) until the worker restarted."""
+    uri = f"s3://{buckets.models}/registry.json"
+    local = tmp_path / "models.json"
+    local.write_text('{"models": {}}')  # what the instance fetched at boot
+    live = LiveRegistry(local, object_store, uri)
+    entry = {"uri": f"s3://{buckets.models}/new/", "revision": REVISION}
+    s3.put_object(
+        Bucket=buckets.models, Key="registry.json", Body=json.dumps({"models": {"acme/new": entry}})
+    )
+    assert (await live.lookup("acme/new")).revision == REVISION
+    assert "acme/new" in local.read_text()  # the file, replaced whole, for the next start
+    with pytest.raises(UnknownModel):  # still the job's fault for a name nobody published
+        await live.lookup("acme/never")
 
 
 async def test_pickled_weights_are_refused_at_publish_and_at_download(

@@ -114,6 +114,8 @@ async def test_the_user_data_writes_the_agents_settings_and_the_agent_starts(
         assert password is not None
         assert password not in script.read_text()  # fetched, never templated
         assert written["FRAMEFLEET_WORKER_CHECKPOINT_BUCKET"] == bucket
+        # Where the registry came from: a model added later is read from there, no restart.
+        assert written["FRAMEFLEET_WORKER_MODEL_REGISTRY_URI"].startswith(f"s3://{bucket}/")
         assert (
             written["FRAMEFLEET_WORKER_JOBS_PER_GPU"],
             written["FRAMEFLEET_WORKER_MIG_SLOTS"],

@@ -17,34 +17,25 @@ import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernel.clock import Clock
 from kernel.job_spec import MODEL_NAME_PATTERN
-from kernel.precision import Precision
+from kernel.model_registry import MODEL_MANIFEST, ModelEntry
+from kernel.model_registry import ModelRegistry as RegistryDocument
 from worker_ami.agent.digest import Digest
-from worker_ami.agent.errors import ModelCacheError, ObjectNotFound, UnknownModel
+from worker_ami.agent.errors import ModelCacheError, ObjectNotFound, UnknownModel, WorkerError
 from worker_ami.agent.object_store import ObjectStore
 from worker_ami.agent.s3_uri import split_s3_uri
 
-MODEL_MANIFEST = "framefleet-model.json"
 COMPLETE_MARKER = ".complete"
 LAST_USED = ".last_used"
 
 
-class ModelEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    uri: str = Field(description="s3://bucket/prefix/ of the published model")
-    revision: str = Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")
-    # The dtype it computes in and the components kept in fp32 (bf16 with an fp32 VAE unless
-    # the registry says otherwise).
-    precision: Precision = Field(default_factory=Precision)
-
-
-class ModelRegistry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    models: dict[str, ModelEntry]
+class ModelRegistry(RegistryDocument):
+    """The registry as a worker resolves it: an unknown model is the job's fault."""
 
     def resolve(self, name: str) -> ModelEntry:
         entry = self.models.get(name)
@@ -52,12 +43,50 @@ class ModelRegistry(BaseModel):
             raise UnknownModel(f"model {name!r} is not in the registry")
         return entry
 
+    async def lookup(self, name: str) -> ModelEntry:
+        return self.resolve(name)
+
     @classmethod
     def from_file(cls, path: Path) -> ModelRegistry:
         try:
             return cls.model_validate_json(path.read_text())
         except (OSError, ValidationError) as error:
             raise ModelCacheError(f"cannot read model registry {path}: {error}") from None
+
+
+class ModelLookup(Protocol):
+    async def lookup(self, name: str) -> ModelEntry:
+        """The model's entry; UnknownModel (the job's fault) when the registry lacks it."""
+        ...
+
+
+class LiveRegistry:
+    """The registry file a worker resolves through, read again when a job names a model it
+    does not hold (first fetched anew from `uri`, the registry in S3, where given): a model
+    added to the registry runs on the workers already up, without a restart."""
+
+    def __init__(self, path: Path, objects: ObjectStore | None = None, uri: str | None = None):
+        self._path, self._objects, self._uri = path, objects, uri
+        self._current = ModelRegistry.from_file(path)
+
+    async def lookup(self, name: str) -> ModelEntry:
+        found = self._current.models.get(name)
+        if found is not None:
+            return found
+        await self._reload()
+        return self._current.resolve(name)
+
+    async def _reload(self) -> None:
+        if self._objects is not None and self._uri:
+            bucket, key = split_s3_uri(self._uri)
+            try:
+                data = await self._objects.get(bucket, key)
+            except WorkerError as error:  # the file as it is still resolves the others
+                raise ModelCacheError(f"model registry {self._uri} not read: {error}") from None
+            fresh = self._path.with_suffix(f".{uuid.uuid4().hex}.tmp")
+            await asyncio.to_thread(fresh.write_bytes, data)
+            await asyncio.to_thread(fresh.replace, self._path)  # atomic: never half a file
+        self._current = ModelRegistry.from_file(self._path)
 
 
 class ModelManifest(BaseModel):

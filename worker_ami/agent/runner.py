@@ -33,7 +33,7 @@ from worker_ami.agent.checkpoint_policy import (
     smoothed,
 )
 from worker_ami.agent.errors import JobFault, WorkerError
-from worker_ami.agent.model_cache import CachedModel, ModelCache, ModelRegistry
+from worker_ami.agent.model_cache import CachedModel, ModelCache, ModelLookup
 from worker_ami.agent.object_store import ObjectStore
 from worker_ami.agent.output import VideoOutput
 from worker_ami.agent.recipe import RenderRecipe, recipe_for
@@ -104,7 +104,7 @@ class JobRunner:
         objects: ObjectStore,
         checkpoints: CheckpointStore,
         models: ModelCache,
-        registry: ModelRegistry,
+        registry: ModelLookup,
         clock: Clock,
         settings: RunnerSettings,
         renders: RenderFactory | None = None,
@@ -146,7 +146,7 @@ class JobRunner:
 
     async def cached_model(self, name: str) -> CachedModel:
         """The model as this worker's cache holds it (fetched first if it must be)."""
-        return await self._models.ensure(name, self._registry.resolve(name))
+        return await self._models.ensure(name, await self._registry.lookup(name))
 
     async def prepare(
         self, spec: JobSpec, resume_from: str | None = None, stage: RenderStage | None = None
@@ -161,7 +161,7 @@ class JobRunner:
         limit = self._settings.load_timeout_s
         settings = self._settings
         try:
-            entry = self._registry.resolve(spec.model)
+            entry = await self._registry.lookup(spec.model)
             recipe = recipe_for(
                 entry.precision, settings.device, settings.gpu_family, compiled=settings.compiled
             )

@@ -27,6 +27,9 @@ class WorkerSettings(EnvThenTomlSettings):
     checkpoint_root: str = "checkpoints"
     checkpoints_kept: int = Field(default=2, ge=1, le=10)
     model_registry: Path = Path("/etc/framefleet/models.json")
+    # Where that file came from (s3://bucket/key): a job naming a model the file lacks sends
+    # the worker to read it anew from here, so a new entry counts without a restart.
+    model_registry_uri: str | None = Field(default=None, pattern=r"^s3://[^/]+/.+$")
     cache_dir: Path = Path("/var/cache/framefleet/models")
     cache_budget_gib: float = Field(default=200.0, gt=0)
     imds_url: str = "http://169.254.169.254"

@@ -133,6 +133,7 @@ module "iam" {
   interruptions_queue_arn  = module.queues.interruptions_queue_arn
   ses_identity_arn         = aws_sesv2_email_identity.reports.arn
   video_objects_arn        = "${module.storage.bucket_arn}/videos/*"
+  model_objects_arn        = "${module.storage.bucket_arn}/models/*"
   launch_template_arns     = module.workers.launch_template_arns
   worker_role_arn          = module.workers.worker_role_arn
   ship_metrics             = true
@@ -183,6 +184,7 @@ module "service" {
   api_load_balancer_subnet_ids    = var.api_load_balancer_subnet_ids
   settings = {
     FRAMEFLEET_REGION                       = var.region
+    FRAMEFLEET_MODEL_REGISTRY               = "s3://${module.storage.bucket}/models/registry.json"
     FRAMEFLEET_JOBS_QUEUE_URL               = module.queues.jobs_queue_url
     FRAMEFLEET_DEAD_LETTER_QUEUE_URL        = module.queues.dead_letter_queue_url
     FRAMEFLEET_INTERRUPTIONS_QUEUE_URL      = module.queues.interruptions_queue_url

@@ -63,6 +63,13 @@ data "aws_iam_policy_document" "control_plane" {
     actions   = ["s3:GetObject"]
     resources = [var.video_objects_arn]
   }
+  statement {
+    # orchestrator/aws/model_registry.py: the model registry and each published model's
+    # manifest (its weights' sizes), read at the model door.
+    sid       = "ReadTheModelRegistry"
+    actions   = ["s3:GetObject"]
+    resources = [var.model_objects_arn]
+  }
 }
 
 resource "aws_iam_role_policy" "control_plane" {

@@ -40,6 +40,11 @@ variable "video_objects_arn" {
   description = "ARN of the finished videos' objects (bucket ARN/prefix/*): the API presigns GET links to them."
 }
 
+variable "model_objects_arn" {
+  description = "ARN of the objects under the models prefix (the registry and the published models' manifests), which the control plane reads."
+  type        = string
+}
+
 variable "ses_identity_arn" {
   type        = string
   description = "The SES identity the finance reports are sent from."

@@ -51,6 +51,17 @@ def test_an_invalid_job_gets_422_with_every_field_error(api: ServedApi) -> None:
     assert api.store.find(job["job_id"]) is None
 
 
+def test_a_job_naming_a_model_the_registry_lacks_gets_422_and_costs_nothing(
+    api: ServedApi,
+) -> None:
+    job = job_dict(new_id("typo"), model="wan/tiny-tset")
+    answer = api.call("POST", "/v1/jobs", "submitter", body=job)
+    assert answer.status == 422
+    assert answer.json()["detail"] == "unknown_model"
+    assert "'wan/tiny-tset' is not in the model registry" in answer.json()["errors"][0]
+    assert api.store.find(job["job_id"]) is None
+
+
 def test_an_oversized_body_gets_413_declared_or_streamed(api: ServedApi) -> None:
     job = job_dict(new_id("big"), prompt="x" * 5000)  # the served limit is 4096 bytes
     assert api.call("POST", "/v1/jobs", "submitter", body=job).status == 413

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -167,3 +168,61 @@ async def test_many_messages_become_exactly_one_job_each(
         assert plane.intake_metrics.outcome("accepted") == 60
         assert plane.intake_metrics.outcome("duplicate") >= 10
         assert plane.intake_metrics.outcome("dead_lettered") == 0
+
+
+async def test_a_job_naming_an_unknown_model_is_dead_lettered_at_the_door(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient, database_url: str, tmp_path: Path
+) -> None:
+    registry = tmp_path / "models.json"
+    registry.write_text(
+        json.dumps({"models": {"wan/tiny-test": {"uri": "s3://no-models/t/", "revision": "r1"}}})
+    )
+    bodies = [json.dumps(job_dict("known")), json.dumps(job_dict("typo", model="wan/tiny-tset"))]
+    message_ids = send(sqs, queues.jobs_url, bodies)
+    settings = settings_for(moto_endpoint, queues, database_url, model_registry=str(registry))
+
+    async with running(settings) as plane:
+        await async_wait_until(
+            lambda: (
+                handled(plane.intake_metrics) >= len(bodies)
+                and queue_is_empty(sqs, queues.jobs_url)
+            )
+        )
+        assert [j.job_id for j in plane.store.list_jobs()] == ["known"]
+
+    letters = {
+        letter.original_message_id: letter
+        for letter in peek_dead_letters(sqs, queues.dead_letter_url)
+    }
+    assert letters[message_ids[1]].reason == "unknown_model"
+    assert "'wan/tiny-tset' is not in the model registry" in letters[message_ids[1]].errors
+
+
+async def test_an_sqs_jobs_team_comes_from_its_sender(
+    moto_endpoint: str, queues: Queues, sqs: SQSClient, database_url: str
+) -> None:
+    sender = "AIDAIT2UOQQY3AUEKVGXU"  # what moto reports for every message: the test's sender
+    bodies = [
+        json.dumps(job_dict("mine", tags={"team": "research"})),
+        json.dumps(job_dict("claims-another", tags={"team": "marketing"})),
+        json.dumps(job_dict("names-none", tags={})),
+    ]
+    message_ids = send(sqs, queues.jobs_url, bodies)
+    intake = IntakeConfig(concurrency=1, wait_seconds=1, sender_teams={sender: ["research"]})
+    settings = settings_for(moto_endpoint, queues, database_url, intake=intake)
+
+    async with running(settings) as plane:
+        await async_wait_until(
+            lambda: (
+                handled(plane.intake_metrics) >= len(bodies)
+                and queue_is_empty(sqs, queues.jobs_url)
+            )
+        )
+        teams = {j.job_id: j.spec.tags.team for j in plane.store.list_jobs()}
+    assert teams == {"mine": "research", "names-none": "research"}
+    letters = {
+        letter.original_message_id: letter
+        for letter in peek_dead_letters(sqs, queues.dead_letter_url)
+    }
+    assert letters[message_ids[1]].reason == "team_not_allowed"
+    assert "claims team 'marketing'" in letters[message_ids[1]].errors

@@ -1,0 +1,108 @@
+"""Models are known at the door: a job naming a model the registry does not hold, or needing
+more GPU memory than any GPU FrameFleet buys, is refused before it costs a boot; a job the
+registry knows gets the model's own GPU need (`kernel/model_memory.model_need_gib`) where that
+is more than its producer's figure, so the scheduler, the autoscaler and the worker's preflight
+all see one need.
+
+The registry is read again every `refresh` (a new entry counts without a restart); each model's
+weights' size is read once per revision from its published manifest. Until the registry has
+been read once, jobs are admitted as before (the door says so in the log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Protocol
+
+from kernel.clock import Clock, sleep_unless_stopped
+from kernel.errors import FrameFleetError
+from kernel.instance_types import CATALOG
+from kernel.job_spec import JobSpec
+from kernel.model_memory import model_need_gib, resolution_class, span_share_gib
+from kernel.model_registry import ModelRegistry, weights_bytes
+
+log = logging.getLogger(__name__)
+
+
+class RegistryReader(Protocol):
+    async def registry(self) -> bytes: ...
+
+    async def manifest(self, uri: str) -> bytes | None:
+        """The published model's `framefleet-model.json` at `uri`, None if there is none."""
+        ...
+
+
+class DoorReason(StrEnum):  # on the wire: the dead letter's `framefleet-reason`
+    UNKNOWN_MODEL = "unknown_model"
+    IMPOSSIBLE_NEED = "impossible_need"
+
+
+@dataclass(frozen=True)
+class DoorRefusal:
+    reason: DoorReason
+    error: str
+
+
+class ModelDoor:
+    def __init__(
+        self, reader: RegistryReader, clock: Clock, refresh: timedelta = timedelta(seconds=60)
+    ) -> None:
+        self._reader, self._clock, self._refresh = reader, clock, refresh
+        self._registry: ModelRegistry | None = None
+        self._weights: dict[tuple[str, str], int | None] = {}  # (model, revision) -> bytes
+        self.read_at: datetime | None = None
+
+    async def refresh(self) -> None:
+        """Read the registry (and any new model's weights' size). A failed read keeps the last
+        one: the door never closes because S3 blinked."""
+        try:
+            registry = ModelRegistry.parse(await self._reader.registry(), "registry")
+            for name, entry in registry.models.items():
+                if (name, entry.revision) not in self._weights:
+                    found = await self._reader.manifest(entry.uri)
+                    self._weights[(name, entry.revision)] = weights_bytes(found) if found else None
+        except FrameFleetError as error:
+            log.warning("model registry not read (the last read stands): %s", error)
+            return
+        self._registry, self.read_at = registry, self._clock.now()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.refresh()
+            await sleep_unless_stopped(self._clock, stop, self._refresh.total_seconds())
+
+    def admit(self, spec: JobSpec) -> JobSpec | DoorRefusal:
+        """The job as it is accepted (its GPU need raised to its model's), or why not."""
+        registry = self._registry
+        if registry is None:
+            return spec
+        entry = registry.models.get(spec.model)
+        if entry is None:
+            known = ", ".join(sorted(registry.models)[:20]) or "none"
+            return DoorRefusal(
+                DoorReason.UNKNOWN_MODEL,
+                f"model {spec.model!r} is not in the model registry (known: {known})",
+            )
+        dtype = entry.precision.compute
+        weights = self._weights.get((spec.model, entry.revision))
+        need = model_need_gib(spec.model, spec.width, spec.height, dtype, entry.memory_gib, weights)
+        if need is not None and spec.gpu.count > 1:
+            need = span_share_gib(need, spec, dtype)
+        per_gpu = max(need or 0.0, spec.gpu.min_vram_gib)
+        largest = max(kind.vram_gib for kind in CATALOG.values())
+        if per_gpu > largest:
+            where = resolution_class(spec.width, spec.height) or f"{spec.width}x{spec.height}"
+            return DoorRefusal(
+                DoorReason.IMPOSSIBLE_NEED,
+                f"needs {per_gpu:.1f} GiB of GPU memory per GPU ({spec.model}, {where}, "
+                f"{dtype}); the largest GPU FrameFleet buys has {largest:g} GiB: render fewer "
+                "pixels or span more GPUs (gpu.count)",
+            )
+        if per_gpu <= spec.gpu.min_vram_gib:
+            return spec
+        gpu = spec.gpu.model_copy(update={"min_vram_gib": per_gpu})
+        return spec.model_copy(update={"gpu": gpu})
