@@ -42,6 +42,32 @@ _KINDS = [
     InstanceKind("p3.8xlarge", GpuFamily.V100, 4, 16, 32),
     InstanceKind("p4d.24xlarge", GpuFamily.A100, 8, 40, 96),
     InstanceKind("p5.48xlarge", GpuFamily.H100, 8, 80, 192),
+    # Today's other GPU types (2025-06), so an operator may allow them by name; the dated
+    # on-demand table (`autoscaler/market/on_demand.py`) prices the ones above only, so these
+    # are bought where the Pricing API answers.
+    InstanceKind("g4dn.4xlarge", GpuFamily.T4, 1, 16, 16),
+    InstanceKind("g4dn.8xlarge", GpuFamily.T4, 1, 16, 32),
+    InstanceKind("g4dn.16xlarge", GpuFamily.T4, 1, 16, 64),
+    InstanceKind("g4dn.metal", GpuFamily.T4, 8, 16, 96),
+    InstanceKind("g5.4xlarge", GpuFamily.A10G, 1, 24, 16),
+    InstanceKind("g5.8xlarge", GpuFamily.A10G, 1, 24, 32),
+    InstanceKind("g5.16xlarge", GpuFamily.A10G, 1, 24, 64),
+    InstanceKind("g5.24xlarge", GpuFamily.A10G, 4, 24, 96),
+    InstanceKind("g6.4xlarge", GpuFamily.L4, 1, 24, 16),
+    InstanceKind("g6.8xlarge", GpuFamily.L4, 1, 24, 32),
+    InstanceKind("g6.16xlarge", GpuFamily.L4, 1, 24, 64),
+    InstanceKind("g6.24xlarge", GpuFamily.L4, 4, 24, 96),
+    InstanceKind("g6.48xlarge", GpuFamily.L4, 8, 24, 192),
+    InstanceKind("gr6.4xlarge", GpuFamily.L4, 1, 24, 16),
+    InstanceKind("gr6.8xlarge", GpuFamily.L4, 1, 24, 32),
+    InstanceKind("g6e.4xlarge", GpuFamily.L40S, 1, 48, 16),
+    InstanceKind("g6e.8xlarge", GpuFamily.L40S, 1, 48, 32),
+    InstanceKind("g6e.16xlarge", GpuFamily.L40S, 1, 48, 64),
+    InstanceKind("g6e.24xlarge", GpuFamily.L40S, 4, 48, 96),
+    InstanceKind("g6e.48xlarge", GpuFamily.L40S, 8, 48, 192),
+    InstanceKind("p4de.24xlarge", GpuFamily.A100, 8, 80, 96),
+    InstanceKind("p5e.48xlarge", GpuFamily.H200, 8, 141, 192),
+    InstanceKind("p5en.48xlarge", GpuFamily.H200, 8, 141, 192),
 ]
 CATALOG: dict[str, InstanceKind] = {kind.instance_type: kind for kind in _KINDS}
 

@@ -33,3 +33,16 @@ def test_the_catalog_sells_only_families_a_job_can_ask_for() -> None:
 
 def test_a_hello_names_its_market_with_the_shared_word() -> None:
     assert Hello.model_fields["market"].annotation is Market
+
+
+def test_the_offline_catalogue_holds_todays_gpu_types() -> None:
+    """Before, 17 hard-coded types: no H200 (p5e, p5en), no A100 80 GB (p4de), no larger g6e,
+    and naming one of them in `candidate_types` was a configuration error."""
+    for name in ("p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "p4de.24xlarge"):
+        assert CATALOG[name].gpus == 8
+    assert CATALOG["p5e.48xlarge"].family is GpuFamily.H200
+    assert CATALOG["p4de.24xlarge"].vram_gib == 80
+    for family in ("g4dn", "g5", "g6", "gr6", "g6e"):
+        assert any(name.startswith(family + ".") for name in CATALOG)
+    assert {"g6e.4xlarge", "g6e.48xlarge"} <= set(CATALOG)
+    assert all(kind.vcpus > 0 for kind in CATALOG.values())  # what the quotas count
