@@ -56,7 +56,21 @@ class RunFacts:
 
     @property
     def ok(self) -> bool:
-        return self.verdict.ok and all(check.identical for check in self.checks)
+        return self.verdict.ok and not self.story_missing
+
+    @property
+    def story_missing(self) -> list[str]:
+        """What the demo exists to show and this run did not: a spot notice on an instance
+        running a job, that job going on elsewhere from its checkpoint, and the video the
+        same, bit for bit, as an uninterrupted render."""
+        missing = []
+        if self.interrupted.noticed_busy == 0:
+            missing.append("no spot notice reached an instance running a job")
+        if not self.checks:
+            missing.append("no job went on elsewhere from its checkpoint")
+        elif not all(check.identical for check in self.checks):
+            missing.append("a resumed video differs from its uninterrupted render")
+        return missing
 
 
 def summary_table(facts: RunFacts) -> Table:
@@ -99,6 +113,7 @@ def summary_table(facts: RunFacts) -> Table:
             usd(abs(cost.savings)) + (f" ({cost.savings / equivalent:.0%})" if equivalent else ""),
         ),
     ]
+    rows += [("[red]missing from the story[/]", why) for why in facts.story_missing]
     table = Table(title="summary: " + ("[green]OK[/]" if facts.ok else "[red]FAILED[/]"))
     table.add_column("what")
     table.add_column("value")
@@ -118,6 +133,7 @@ def summary_facts(facts: RunFacts, videos: Mapping[str, Path], eml: Path) -> dic
     verdict, cut, cost = facts.verdict, facts.interrupted, facts.cost
     return {
         "ok": facts.ok,
+        "story_missing": facts.story_missing,
         "succeeded": verdict.succeeded,
         "failed": verdict.failed,
         "unfinished": verdict.unfinished,

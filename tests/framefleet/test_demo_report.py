@@ -9,7 +9,9 @@ from pathlib import Path
 
 import tomli_w
 
-from framefleet.demo_report import judge, resumed_from_checkpoint
+from framefleet.demo_outputs import ResumeCheck
+from framefleet.demo_report import Interruptions, Verdict, judge, resumed_from_checkpoint
+from framefleet.demo_tables import RunFacts
 from framefleet.settings import Settings
 from kernel.job_record import JobEvent
 from kernel.job_spec import CostTags
@@ -102,3 +104,31 @@ def test_the_settings_file_reads_back_as_written(tmp_path: Path) -> None:
     assert settings.replay is not None
     assert settings.replay.speed == 240.0
     assert settings.replay.clock().now() >= NOW
+
+
+def test_a_run_without_its_story_fails_and_says_what_is_missing() -> None:
+    """Before, a run with 12 spot notices, none on a running job, and no resume still said OK:
+    the first thing a newcomer sees showed nothing of what the product is for."""
+
+    def facts(noticed_busy: int, checks: list[ResumeCheck]) -> RunFacts:
+        return RunFacts(
+            Verdict(succeeded=["a"]),
+            Interruptions(noticed=12, silent=1, noticed_busy=noticed_busy),
+            None,  # type: ignore[arg-type]  # the cost is not part of the story
+            1,
+            checks,
+            len(checks),
+            [],
+            0.0,
+        )
+
+    quiet = facts(0, [])
+    assert not quiet.ok
+    assert quiet.story_missing == [
+        "no spot notice reached an instance running a job",
+        "no job went on elsewhere from its checkpoint",
+    ]
+    differs = facts(1, [ResumeCheck("a", "1" * 64, "2" * 64)])
+    assert differs.story_missing == ["a resumed video differs from its uninterrupted render"]
+    told = facts(1, [ResumeCheck("a", "1" * 64, "1" * 64)])
+    assert told.ok
