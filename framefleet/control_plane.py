@@ -9,7 +9,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -90,22 +90,14 @@ def build_intake(
     )
 
 
-@asynccontextmanager
-async def sqs_client(settings: Settings) -> AsyncIterator[SQSClient]:
+def sqs_client(settings: Settings) -> AbstractAsyncContextManager[SQSClient]:
     session = aioboto3.Session(region_name=settings.region)
-    async with session.client(
-        "sqs", endpoint_url=settings.endpoint_url, config=boto_config()
-    ) as client:
-        yield client
+    return session.client("sqs", endpoint_url=settings.endpoint_url, config=boto_config())
 
 
-@asynccontextmanager
-async def s3_client(settings: Settings) -> AsyncIterator[S3Client]:
+def s3_client(settings: Settings) -> AbstractAsyncContextManager[S3Client]:
     session = aioboto3.Session(region_name=settings.region)
-    async with session.client(
-        "s3", endpoint_url=settings.endpoint_url, config=boto_config()
-    ) as client:
-        yield client
+    return session.client("s3", endpoint_url=settings.endpoint_url, config=boto_config())
 
 
 def replica_id() -> str:

@@ -64,6 +64,16 @@ def _runner(
     )
 
 
+def notice_at_step(runner: JobRunner, at: int) -> None:
+    """A spot notice once the runner has done `at` steps: it checkpoints and stops there."""
+
+    def notice(step: int) -> None:
+        if step == at:
+            runner.request_checkpoint("spot notice")
+
+    runner.on_step = notice
+
+
 def _blobs(s3: S3Client, buckets: Buckets, manifest_key: str) -> set[str]:
     manifest = json.loads(read_object(s3, buckets.checkpoints, manifest_key))
     return set(manifest["blobs"])
@@ -123,11 +133,7 @@ async def test_a_denoising_stage_stopped_midway_resumes_with_its_embeddings(
     spec = video_job(buckets, "noticed", steps=STEPS)
     encoded = await runner.run(spec, attempt=1, stage=RenderStage.ENCODE)
 
-    def notice(step: int) -> None:
-        if step == 2:
-            runner.request_checkpoint("spot notice")
-
-    runner.on_step = notice
+    notice_at_step(runner, 2)
     cut = await runner.run(
         spec, attempt=2, resume_from=encoded.checkpoint, stage=RenderStage.DENOISE
     )
@@ -209,11 +215,7 @@ async def test_a_denoising_stage_cut_midway_restarts_on_its_embeddings_in_anothe
     spec = video_job(buckets, "cut-across", steps=STEPS)
     encoded = await l40s.run(spec, attempt=1, stage=RenderStage.ENCODE)
 
-    def notice(step: int) -> None:
-        if step == 2:
-            l40s.request_checkpoint("spot notice")
-
-    l40s.on_step = notice
+    notice_at_step(l40s, 2)
     cut = await l40s.run(spec, attempt=2, resume_from=encoded.checkpoint, stage=RenderStage.DENOISE)
     assert cut.status is RunStatus.PREEMPTED
 
