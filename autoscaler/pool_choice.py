@@ -18,7 +18,7 @@ from autoscaler.throughput import ThroughputModel
 from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
 from kernel.render_stage import RenderStage
-from kernel.service_quotas import quota_of
+from kernel.service_quotas import LimitScope, quota_of
 from kernel.stage_cost import Video, decode_seconds, encode_seconds, span_step_seconds
 from kernel.step_time import architecture_of
 
@@ -151,7 +151,7 @@ def limit_wait(
             quota = quota_of(pool.instance_type, pool.market)
             assert quota is not None  # within_room holds a pool without one
             room = state.quota_room[quota.code]
-            name = f"the quota '{quota.name}' ({quota.code})"
+            name = LimitScope(quota=quota).describe()  # as a limit error names it
             limited.append(
                 (
                     f"{name} has {room:g} vCPUs of room, {pool.instance_type} needs "

@@ -35,12 +35,11 @@ class QuotaSource(Protocol):
 
 @dataclass(frozen=True)
 class QuotaUse:
-    """One quota as the autoscaler sees it (the metrics and the console show these)."""
+    """One quota as the autoscaler sees it (its metrics show these)."""
 
     quota: VcpuQuota
     vcpus: float | None  # the quota; None: not known
     used: float  # vCPUs of this fleet's live instances under it
-    held: str  # why it counts as reached now (an error met), else ""
 
 
 @dataclass(frozen=True)
@@ -89,24 +88,16 @@ class AccountLimits:
 
     def holding(self, pool: Pool) -> HeldLimit | None:
         """The limit met lately that holds `pool` back, or None."""
-        return next(
-            (
-                HeldLimit(
-                    scope.describe(), f"{reason}; ask AWS to raise it (held until {until:%H:%M:%S})"
-                )
-                for scope, (until, reason) in self._held_now().items()
-                if scope.covers(pool.instance_type, pool.availability_zone, pool.market)
-            ),
-            None,
-        )
+        return _holding(pool, self._held_now())
 
     def screen(self, snapshot: MarketSnapshot) -> MarketSnapshot:
         """The snapshot with the pools under a limit just met marked unavailable, and why."""
-        if not self._held_now():
+        held_now = self._held_now()
+        if not held_now:
             return snapshot
         quotes = {}
         for pool, quote in snapshot.quotes.items():
-            held = self.holding(pool)
+            held = _holding(pool, held_now)
             quotes[pool] = (
                 replace(quote, available=False, why_unavailable=held.why, limit=held.name)
                 if held
@@ -121,16 +112,23 @@ class AccountLimits:
 
     def uses(self, fleet: Iterable[Pool]) -> list[QuotaUse]:
         used = _used(fleet)
-        held = self._held_now()
         return [
-            QuotaUse(
-                quota,
-                self._quotas.get(quota.code),
-                used.get(quota.code, 0.0),
-                next((why for scope, (_, why) in held.items() if scope.quota == quota), ""),
-            )
+            QuotaUse(quota, self._quotas.get(quota.code), used.get(quota.code, 0.0))
             for quota in GPU_VCPU_QUOTAS
         ]
+
+
+def _holding(pool: Pool, held: dict[LimitScope, tuple[datetime, str]]) -> HeldLimit | None:
+    return next(
+        (
+            HeldLimit(
+                scope.describe(), f"{reason}; ask AWS to raise it (held until {until:%H:%M:%S})"
+            )
+            for scope, (until, reason) in held.items()
+            if scope.covers(pool.instance_type, pool.availability_zone, pool.market)
+        ),
+        None,
+    )
 
 
 def _used(fleet: Iterable[Pool]) -> dict[str, float]:

@@ -27,6 +27,8 @@ from kernel.model_registry import ModelRegistry, weights_bytes
 
 log = logging.getLogger(__name__)
 
+LARGEST_GPU_GIB = max(kind.vram_gib for kind in CATALOG.values())  # what FrameFleet can buy
+
 
 class RegistryReader(Protocol):
     async def registry(self) -> bytes: ...
@@ -93,14 +95,13 @@ class ModelDoor:
         if need is not None and spec.gpu.count > 1:
             need = span_share_gib(need, spec, dtype)
         per_gpu = max(need or 0.0, spec.gpu.min_vram_gib)
-        largest = max(kind.vram_gib for kind in CATALOG.values())
-        if per_gpu > largest:
+        if per_gpu > LARGEST_GPU_GIB:
             where = resolution_class(spec.width, spec.height) or f"{spec.width}x{spec.height}"
             return DoorRefusal(
                 DoorReason.IMPOSSIBLE_NEED,
                 f"needs {per_gpu:.1f} GiB of GPU memory per GPU ({spec.model}, {where}, "
-                f"{dtype}); the largest GPU FrameFleet buys has {largest:g} GiB: render fewer "
-                "pixels or span more GPUs (gpu.count)",
+                f"{dtype}); the largest GPU FrameFleet buys has {LARGEST_GPU_GIB:g} GiB: "
+                "render fewer pixels or span more GPUs (gpu.count)",
             )
         if per_gpu <= spec.gpu.min_vram_gib:
             return spec

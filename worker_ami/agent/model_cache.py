@@ -83,10 +83,16 @@ class LiveRegistry:
                 data = await self._objects.get(bucket, key)
             except WorkerError as error:  # the file as it is still resolves the others
                 raise ModelCacheError(f"model registry {self._uri} not read: {error}") from None
+            try:  # parsed first: a broken registry in S3 never replaces a good file
+                fetched = ModelRegistry.model_validate_json(data)
+            except ValidationError as error:
+                raise ModelCacheError(f"model registry {self._uri}: {error}") from None
             fresh = self._path.with_suffix(f".{uuid.uuid4().hex}.tmp")
             await asyncio.to_thread(fresh.write_bytes, data)
             await asyncio.to_thread(fresh.replace, self._path)  # atomic: never half a file
-        self._current = ModelRegistry.from_file(self._path)
+            self._current = fetched
+        else:
+            self._current = ModelRegistry.from_file(self._path)
 
 
 class ModelManifest(BaseModel):
