@@ -91,6 +91,10 @@ class DemandSource(Protocol):
 
     def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]: ...
 
+    def lapsed(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
+        """job -> the instance whose claim for it ran out before the scheduler used it."""
+        ...
+
     def finished_since(self, since: datetime) -> list[FinishedWork]: ...
 
     def ask_to_drain(self, instance_ids: Sequence[str], reason: str) -> None: ...
@@ -207,6 +211,10 @@ class StoreDemand:
         """job -> the instance still claimed for it."""
         held = self._store.reservations.of(job_ids)
         return {job_id: r.instance_id for job_id, r in held.items() if r.holds(now)}
+
+    def lapsed(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
+        held = self._store.reservations.of(job_ids)
+        return {j: r.instance_id for j, r in held.items() if r.instance_id and not r.holds(now)}
 
     def busy_gpus(self) -> Counter[str]:
         # Every GPU of a job that spans several is busy, not only its lead.

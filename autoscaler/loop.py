@@ -34,6 +34,7 @@ from autoscaler.reservations import reservations_for
 from autoscaler.snapshot import (
     InstanceView,
     JobDemand,
+    LapsedClaim,
     Plan,
     PlanInput,
     PurchaseSettings,
@@ -310,6 +311,7 @@ class AutoscalerLoop:
             spent_today = await self.recorder.spent_today(now, fleet_per_hour)
         ids = [job.job_id for job in queued]
         reserved = await asyncio.to_thread(self.demand.reservations, now, ids)
+        lapsed = await asyncio.to_thread(self.demand.lapsed, now, ids)
         return PlanInput(
             now,
             tuple(queued),
@@ -321,7 +323,18 @@ class AutoscalerLoop:
             typical_job=self.prewarming.latest_job,
             moving_to_spot=dict(moving or {}),
             quota_room=limits.room(i.pool for i in self.reconciler.ledger.values()),
+            lapsed=self._lapsed_claims(lapsed),
         )
+
+    def _lapsed_claims(self, lapsed: Mapping[str, str]) -> dict[str, LapsedClaim]:
+        """job -> its lapsed claim, with the instance's type (the book keeps an instance's
+        record a day after EC2 last listed it)."""
+        records = self.book.records
+        return {
+            job_id: LapsedClaim(instance_id, records[instance_id].pool.instance_type)
+            for job_id, instance_id in lapsed.items()
+            if instance_id in records
+        }
 
     async def _expected(self, now: datetime) -> float:
         """Jobs the forecast expects within a new instance's start-up (only read when

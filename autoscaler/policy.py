@@ -32,6 +32,8 @@ from autoscaler.market.quotes import PoolQuote
 from autoscaler.opening import Opening
 from autoscaler.pool_choice import (
     fits,
+    lapsed_on,
+    lapsed_wait,
     limit_wait,
     pick_pool,
     too_large,
@@ -50,6 +52,7 @@ from autoscaler.snapshot import (
     Terminate,
 )
 from autoscaler.throughput import ThroughputModel
+from kernel.gpu_fit import gpu_fits
 from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
 
@@ -154,7 +157,15 @@ class _Round:
         if choice.wait:
             self.waits.append(CapacityWait(job.job_id, choice.reason))
             return
-        opening = next((o for o in self.partial if o.takes(job, choice.market)), None)
+        opening = next(
+            (
+                o
+                for o in self.partial
+                if o.takes(job, choice.market)
+                and not lapsed_on(self.state, job, o.kind.instance_type)
+            ),
+            None,
+        )
         if opening is not None:
             opening.jobs.append(job)
             if opening.free == 0:
@@ -173,7 +184,8 @@ class _Round:
             self.spot_pools,
             lambda quote: self._sharing(job, quote),
         )
-        oversized = too_large(self.settings, job) if not picked else None
+        oversized = too_large(self.settings, job) or lapsed_wait(self.state, job)
+        oversized = oversized if not picked else None
         if oversized is not None:
             self.waits.append(CapacityWait(job.job_id, oversized))
             return
@@ -276,8 +288,7 @@ class _Round:
             count
             for (market, vram, families, zones), count in self.later.items()
             if market is pool.market
-            and kind.vram_gib >= vram
-            and (not families or kind.family in families)
+            and gpu_fits(kind.family.value, kind.vram_gib, vram, families)
             and (market is Market.ON_DEMAND or not zones or pool.availability_zone in zones)
         )
         return min(kind.gpus, job.gpus + fellows)
@@ -289,6 +300,7 @@ class _Round:
                 slot.free >= job.gpus
                 and (on_instance is None or slot.instance.instance_id == on_instance)
                 and fits(job, slot.kind)
+                and not lapsed_on(self.state, job, slot.kind.instance_type)
                 and market_allows(
                     job,
                     slot.instance,

@@ -15,6 +15,7 @@ from autoscaler.pools import Pool
 from autoscaler.quota_room import within_room
 from autoscaler.snapshot import JobDemand, PlanInput, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
+from kernel.gpu_fit import gpu_fits
 from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
 from kernel.render_stage import RenderStage
@@ -27,10 +28,8 @@ Sharing = Callable[[PoolQuote], int]
 
 
 def fits(job: JobDemand, kind: InstanceKind) -> bool:
-    return (
-        kind.vram_gib >= job.min_vram_gib
-        and kind.gpus >= job.gpus
-        and (not job.families or kind.family in job.families)
+    return kind.gpus >= job.gpus and gpu_fits(
+        kind.family.value, kind.vram_gib, job.min_vram_gib, job.families
     )
 
 
@@ -125,8 +124,28 @@ def candidates(
         and q.available
         and within_room(state.quota_room, q.pool)
         and fits(job, kind_of(q.pool.instance_type))
+        and not lapsed_on(state, job, q.pool.instance_type)
         and spot_zone_allowed(job, q.pool)
     ]
+
+
+def lapsed_on(state: PlanInput, job: JobDemand, instance_type: str) -> bool:
+    """An instance of this type was bought or picked for the job and the scheduler did not
+    give it to the job: another of the type would not hold it either."""
+    lapsed = state.lapsed.get(job.job_id)
+    return lapsed is not None and lapsed.instance_type == instance_type
+
+
+def lapsed_wait(state: PlanInput, job: JobDemand) -> str | None:
+    """Why the job waits when the only types that fit it are the one its claim lapsed on."""
+    lapsed = state.lapsed.get(job.job_id)
+    if lapsed is None:
+        return None
+    return (
+        f"the {lapsed.instance_type} ({lapsed.instance_id}) bought or picked for it was not "
+        "given to it by the scheduler (its worker's GPUs are shared or sliced smaller than the "
+        "type's, or the job must avoid it), and no other candidate type fits it"
+    )
 
 
 def limit_wait(

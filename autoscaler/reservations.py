@@ -1,4 +1,12 @@
-"""What a round bought or picked for each job, written for the control plane's scheduler."""
+"""What a round bought or picked for each job, written for the control plane's scheduler.
+
+A claim lasts until its instance has had time to boot and load the model and a while more, or,
+on an instance already up, a few rounds: the scheduler gives a free GPU within a tick or two. A
+claim is never extended by placing the job on the same instance again (the store keeps the
+first expiry), so a job the scheduler cannot run there (the worker's slots are smaller than the
+type's GPU, or the job avoids it) does not keep an idle instance billed for ever: the claim
+lapses, the instance is used for other work or scaled in, and the job is not bought that type
+again (`pool_choice.lapsed_on`)."""
 
 from __future__ import annotations
 
@@ -16,6 +24,8 @@ from kernel.market import Market
 
 # How long a reservation outlives the expected boot and model load.
 RESERVATION_GRACE = timedelta(minutes=10)
+# Rounds a claim on an instance already up waits for the scheduler to use it.
+UNUSED_ROUNDS = 4
 
 
 def reservations_for(
@@ -33,7 +43,8 @@ def reservations_for(
     by_id = {job.job_id: job for job in jobs}
     # Restarting on a free GPU (model load) plus one interruption, as choose_market counts.
     margin = settings.model_load_seconds + interruption_seconds(settings)
-    expires = now + timedelta(seconds=new_instance_startup(settings)) + RESERVATION_GRACE
+    startup = timedelta(seconds=new_instance_startup(settings))
+    rounds = timedelta(seconds=UNUSED_ROUNDS * settings.reaction_seconds)
     picked = [(job_id, instance_id) for job_id, instance_id in decided.placed]
     picked += [(j, i.instance_id) for launch, i in done.launched for j in launch.job_ids]
     reservations = []
@@ -44,5 +55,7 @@ def reservations_for(
             on_demand = instance.pool.market is Market.ON_DEMAND
             family = kind_of(instance.pool.instance_type).family
             pace = model.seconds_per_step(job.shape, family)
+            ready = instance.launched_at + startup
+            expires = max(ready + RESERVATION_GRACE, now + rounds)
             reservations.append(Reservation(job_id, instance_id, on_demand, expires, pace, margin))
     return reservations

@@ -25,7 +25,7 @@ class JobDemand:
     shape: WorkShape
     steps_total: int
     steps_done: int = 0
-    min_vram_gib: float = 16.0
+    min_vram_gib: float = 15.0  # the job spec's default
     families: frozenset[str] = frozenset()  # empty: any
     spot_zones: frozenset[str] = frozenset()  # where it may run on spot; empty: any zone
     max_cost_usd: float | None = None  # no pool that would cost it more is bought
@@ -59,6 +59,17 @@ class InstanceView:
     idle_since: datetime | None = None
     # Running a job whose work since its last checkpoint would be lost by a termination.
     unsaved_work: bool = False
+
+
+@dataclass(frozen=True)
+class LapsedClaim:
+    """An instance an earlier round bought or picked for a job that the scheduler did not give
+    it before the claim ran out: what the scheduler sees there does not hold the job (its
+    worker shares or slices its GPUs, or the job must avoid it), so the job is neither placed
+    there again nor bought that type again."""
+
+    instance_id: str
+    instance_type: str
 
 
 class SplitMode(StrEnum):
@@ -147,6 +158,8 @@ class PlanInput:
     # Service Quotas code -> the vCPUs still free under it (`autoscaler/quota_room.py`); a
     # quota left out is not known and does not limit the plan.
     quota_room: Mapping[str, float] = field(default_factory=dict)
+    # job -> the claim of it that ran out unused (`autoscaler/reservations.py`).
+    lapsed: Mapping[str, LapsedClaim] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

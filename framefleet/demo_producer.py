@@ -73,7 +73,7 @@ def demo_jobs(count: int, seed: int, start: datetime, over_seconds: float) -> li
             "seed": rng.randrange(2**31),
             "priority": priority,
             "deadline": deadline.isoformat() if deadline else None,
-            "gpu": {"min_vram_gib": rng.choice([12, 16]), "families": ["v100"]},
+            "gpu": {"min_vram_gib": rng.choice([12, 15]), "families": ["v100"]},
             "output": f"s3://{OUTPUT_BUCKET}/{team}/",
             "tags": {"team": team, "project": "demo"},
         }

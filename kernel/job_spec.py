@@ -54,7 +54,13 @@ MAX_SPAN_GPUS = 8
 
 
 class GpuNeeds(_Strict):
-    min_vram_gib: float = Field(default=16.0, ge=1, le=1024, description="Minimum GPU memory")
+    min_vram_gib: float = Field(
+        default=15.0,
+        ge=1,
+        le=1024,
+        description="Minimum GPU memory in GiB, as the GPU reports it (a T4 reports 15, an "
+        "L40S 44.99)",
+    )
     families: tuple[GpuFamily, ...] = Field(
         default=(), max_length=16, description="Allowed GPU families; empty means any"
     )

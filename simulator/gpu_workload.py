@@ -24,6 +24,8 @@ REGION = "us-east-1"
 RENDER_480P = Video(WAN_1_3B, 832, 480, 81, 50)
 PREVIEW = Video(WAN_1_3B, 448, 256, 17, 30)
 RENDER_720P_14B = Video(WAN_14B, 1280, 720, 81, 50)
+# Past an L40S whole (46.8 GiB), its denoising stage alone fits one (36.1 GiB).
+RENDER_480P_14B = Video(WAN_14B, 832, 480, 81, 50)
 KINDS = {"480p 1.3B": RENDER_480P, "preview 1.3B": PREVIEW, "720p 14B": RENDER_720P_14B}
 
 

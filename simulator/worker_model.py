@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernel.instance_types import V100_GIB
 from kernel.job_spec import JobSpec
 
 
@@ -23,7 +24,7 @@ class WorkerModel:
     # at 2 s a write): what an interruption without a usable notice may lose.
     max_checkpoint_interval_seconds: float = 120.0
     family: str = "v100"
-    vram_gib: float = 16.0
+    vram_gib: float = V100_GIB  # as a V100 reports it
     gpus: int = 1  # per instance; each GPU runs its own job
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from kernel.gpu_fit import gpu_fits
 from orchestrator.scheduling.snapshots import GpuSlot, PendingJob
 
 
@@ -13,7 +14,7 @@ def moment_seconds(moment: datetime | None) -> float:
 
 
 def fits_kind(job: PendingJob, gpu: GpuSlot) -> bool:
-    return gpu.vram_gib >= job.min_vram_gib and (not job.families or gpu.family in job.families)
+    return gpu_fits(gpu.family, gpu.vram_gib, job.min_vram_gib, job.families)
 
 
 def fits(job: PendingJob, gpu: GpuSlot) -> bool:

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kernel.gpu_fit import gpu_fits
+
 
 @dataclass(frozen=True)
 class GangGpu:
@@ -40,9 +42,7 @@ class GangJob:
     families: frozenset[str] = frozenset()  # empty: any family
 
     def fits(self, gpu: GangGpu) -> bool:
-        return gpu.vram_gib >= self.min_vram_gib and (
-            not self.families or gpu.family in self.families
-        )
+        return gpu_fits(gpu.family, gpu.vram_gib, self.min_vram_gib, self.families)
 
 
 @dataclass(frozen=True)

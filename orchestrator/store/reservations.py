@@ -21,14 +21,20 @@ _JOB = RESERVATIONS.c.job_id
 
 class ReservationBook(StoreBase):
     def reserve(self, reservations: Sequence[Reservation]) -> None:
-        """Record (or replace) each job's reservation (kept until the job ends)."""
+        """Record (or replace) each job's reservation (kept until the job ends). A claim on
+        the instance the job already has one on keeps its first expiry: placing the job there
+        again does not extend it (`autoscaler/reservations.py`)."""
         with self._session() as session:
             for r in reservations:
+                held = session.get(ReservationRow, r.job_id)
+                expires_at = r.expires_at
+                if held is not None and r.instance_id and held.instance_id == r.instance_id:
+                    expires_at = min(expires_at, utc(held.expires_at))
                 row = ReservationRow(
                     job_id=r.job_id,
                     instance_id=r.instance_id,
                     on_demand=r.on_demand,
-                    expires_at=r.expires_at,
+                    expires_at=expires_at,
                     seconds_per_step=r.seconds_per_step,
                     margin_seconds=r.margin_seconds,
                 )

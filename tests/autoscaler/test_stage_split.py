@@ -35,7 +35,7 @@ def demand(job_id: str, shape: WorkShape, **fields: object) -> JobDemand:
     return replace(base, **fields)  # type: ignore[arg-type]
 
 
-BIG = WorkShape("wan/wan2.1-t2v-14b", 1280, 720, 81)
+BIG = WorkShape("wan/wan2.1-t2v-14b", 832, 480, 81)  # whole past an L40S, its denoising not
 SMALL = WorkShape("wan/wan2.1-t2v-1.3b", 832, 480, 81)
 
 

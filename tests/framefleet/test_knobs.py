@@ -52,7 +52,7 @@ def test_default_capacity_includes_packing_and_large_gpus_within_the_budget() ->
     settings = purchase_settings(AutoscalerConfig())
     kinds = [kind_of(t) for t in settings.candidate_types]
     assert any(kind.gpus > 1 and kind.vram_gib <= 48 for kind in kinds)  # packing
-    assert max(kind.vram_gib for kind in kinds) == 80  # a 14B model at 720p fits somewhere
+    assert max(kind.vram_gib for kind in kinds) >= 56.6  # a 14B model at 720p fits somewhere
     p5_on_demand = 98.32  # USD per hour, us-east-1
     assert settings.budget_per_hour > p5_on_demand
     assert settings.budget_per_day > 24 * p5_on_demand

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from kernel.clock import FakeClock
+from kernel.instance_types import L4_GIB
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.worker_protocol import (
@@ -43,7 +44,7 @@ def hello(worker_id: str, clock: FakeClock) -> bytes:
         instance_type="g6.xlarge",
         availability_zone="us-east-1a",
         market="spot",
-        gpus=(GpuInfo(index=0, family="l4", vram_gib=24),),
+        gpus=(GpuInfo(index=0, family="l4", vram_gib=L4_GIB),),  # as NVML reports it
         agent_version="test",
     )
     return message.model_dump_json().encode()

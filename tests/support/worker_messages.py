@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from kernel.instance_types import L40S_GIB
 from kernel.worker_protocol import (
     GpuInfo,
     Hello,
@@ -18,7 +19,7 @@ def hello(worker_id: str = "w1") -> Hello:
         instance_type="g6e.xlarge",
         availability_zone="us-east-1a",
         market="spot",
-        gpus=(GpuInfo(index=0, family="l40s", vram_gib=48),),
+        gpus=(GpuInfo(index=0, family="l40s", vram_gib=L40S_GIB),),  # as NVML reports it
         agent_version="0.1.0",
     )
 

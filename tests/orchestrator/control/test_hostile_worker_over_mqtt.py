@@ -16,6 +16,7 @@ import aiomqtt
 import pytest
 
 from kernel.fleet_facts import InstanceSeen
+from kernel.instance_types import A10G_GIB
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from kernel.job_state import JobState
@@ -52,7 +53,7 @@ def secured_broker(tmp_path: Path) -> Iterator[int]:
         yield port
 
 
-def hello(worker_id: str, instance_id: str, gpus: int = 1, vram_gib: float = 24) -> str:
+def hello(worker_id: str, instance_id: str, gpus: int = 1, vram_gib: float = A10G_GIB) -> str:
     return Hello(
         worker_id=worker_id,
         sent_at=datetime.now(UTC),
@@ -123,7 +124,7 @@ async def test_a_hostile_worker_is_refused_and_counted_and_the_healthy_one_untou
             await async_wait_until(lambda: plane.refusals.count("hardware_clamped") == 1)
             believed = plane.registry.hello(HOSTILE)
             assert believed is not None
-            assert believed.gpus == (GpuInfo(index=0, family="a10g", vram_gib=24),)
+            assert believed.gpus == (GpuInfo(index=0, family="a10g", vram_gib=A10G_GIB),)
 
             # 3. A rebalance notice drains its own instance only.
             notice = WorkerEvent(

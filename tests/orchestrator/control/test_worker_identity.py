@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kernel.clock import FakeClock
+from kernel.instance_types import A10G_GIB
 from kernel.market import Market
 from kernel.worker_protocol import GpuInfo, Hello
 from orchestrator.control.admission import Refused
@@ -28,7 +29,7 @@ def hello(
     instance_id: str | None = MINE,
     instance_type: str = "g5.xlarge",
     gpus: int = 1,
-    vram_gib: float = 24,
+    vram_gib: float = A10G_GIB,  # as NVML reports it
     family: str = "a10g",
     market: Market = Market.SPOT,
 ) -> Hello:
@@ -65,7 +66,7 @@ def test_a_hello_naming_another_instance_is_refused() -> None:
 def test_claimed_hardware_is_clamped_to_the_instance_type() -> None:
     greedy = hello(gpus=64, vram_gib=1024, family="h200")
     vetted = believed(vet_hello(greedy, KnownInstance("g5.xlarge", Market.SPOT), False))
-    assert vetted.hello.gpus == (GpuInfo(index=0, family="a10g", vram_gib=24),)
+    assert vetted.hello.gpus == (GpuInfo(index=0, family="a10g", vram_gib=A10G_GIB),)
     assert any("64 GPUs" in claim for claim in vetted.clamped)
 
 
@@ -101,7 +102,9 @@ def test_a_worker_on_no_instance_stands_for_itself_only_where_allowed() -> None:
 
 
 def test_gpus_past_the_types_are_refused() -> None:
-    beyond = hello().model_copy(update={"gpus": (GpuInfo(index=3, family="a10g", vram_gib=24),)})
+    beyond = hello().model_copy(
+        update={"gpus": (GpuInfo(index=3, family="a10g", vram_gib=A10G_GIB),)}
+    )
     refused = vet_hello(beyond, None, workers_off_ec2=False)
     assert isinstance(refused, Refused)
     assert refused.reason == "unknown_hardware"
@@ -229,7 +232,12 @@ async def test_the_first_hello_of_a_mig_instance_records_each_slots_part_of_its_
 def test_turns_on_a_shared_gpu_are_believed_as_their_part_of_it() -> None:
     turns = tuple(
         GpuInfo(
-            index=i, family="a10g", vram_gib=12, physical=0, compute_share=0.5, time_shared=True
+            index=i,
+            family="a10g",
+            vram_gib=A10G_GIB / 2,
+            physical=0,
+            compute_share=0.5,
+            time_shared=True,
         )
         for i in range(2)
     )
@@ -238,7 +246,12 @@ def test_turns_on_a_shared_gpu_are_believed_as_their_part_of_it() -> None:
     assert vetted.hello.gpus == turns
     # A third turn would take more of the GPU than it has.
     third = GpuInfo(
-        index=2, family="a10g", vram_gib=12, physical=0, compute_share=0.5, time_shared=True
+        index=2,
+        family="a10g",
+        vram_gib=A10G_GIB / 2,
+        physical=0,
+        compute_share=0.5,
+        time_shared=True,
     )
     greedy = honest.model_copy(update={"gpus": (*turns, third)})
     clamped = believed(vet_hello(greedy, KnownInstance("g5.xlarge", Market.SPOT), False))
