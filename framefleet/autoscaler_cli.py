@@ -53,6 +53,7 @@ from autoscaler.wait_notes import WaitNotes
 from framefleet.control_plane import build_store
 from framefleet.health_server import HealthServer
 from framefleet.heap import settle_heap
+from framefleet.instance_catalogue import learn_candidate_types
 from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError, JobValidationError
@@ -228,6 +229,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
             "service-quotas", endpoint_url=settings.endpoint_url, config=QUOTA_READS
         ) as quotas,
     ):
+        await learn_candidate_types(ec2, store.instance_kinds, config.candidate_types)
         capacity = CapacityMemory(clock, log=store.pool_marks)  # shared by the autoscaler replicas
         limits = AccountLimits(clock, ServiceQuotasReader(quotas))
         adapter = Ec2FleetAdapter(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from kernel.clock import Clock
+from kernel.instance_types import CATALOG, learn
 from kernel.worker_protocol import (
     TOPIC_PREFIX,
     WORKER_PUBLISHES,
@@ -132,6 +133,9 @@ class Reception:
         if hello.instance_id == hello.worker_id:
             launched = await asyncio.to_thread(self._instances.launched_as, hello.worker_id)
         known = KnownInstance(*launched) if launched else None
+        if known is not None and known.instance_type not in CATALOG:
+            # A type the operator named, that the autoscaler described after this started.
+            learn(await asyncio.to_thread(self._instances.described_kinds))
         vetted = vet_hello(hello, known, self._workers_off_ec2)
         if isinstance(vetted, Refused):
             return vetted

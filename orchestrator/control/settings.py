@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from kernel.errors import FrameFleetError
+from kernel.instance_types import InstanceKind
 from kernel.job_record import (
     DrainKind,
     JobMove,
@@ -120,6 +121,10 @@ class InstanceFacts(Protocol):
     def gone_since(self, since: datetime) -> list[str]: ...
 
     def launched_as(self, instance_id: str) -> tuple[str, Market] | None: ...
+
+    def described_kinds(self) -> list[InstanceKind]:
+        """The GPU types EC2 described to the autoscaler: an operator's named types."""
+        ...
 
 
 class InstanceRecords(DrainStore, InstanceFacts, Protocol):

@@ -19,10 +19,12 @@ from kernel.instance_state import (
     InstanceStatus,
     may_move,
 )
+from kernel.instance_types import InstanceKind
 from kernel.job_record import DrainKind, DrainRequest
 from kernel.market import Market
 from orchestrator.store.base import StoreBase, utc
 from orchestrator.store.cost_facts import end_instance_life
+from orchestrator.store.instance_kinds import InstanceKindBook
 from orchestrator.store.tables import InstanceChangeRow, InstanceLifeRow, InstanceRow
 
 _DRAINS = (InstanceState.DRAINING.value, InstanceState.DRAINED.value)
@@ -196,3 +198,7 @@ class InstanceRecordBook(StoreBase):
         if row is None:
             return None
         return row.instance_type, Market(row.market)
+
+    def described_kinds(self) -> list[InstanceKind]:
+        """The GPU types EC2 described to the autoscaler (`instance_kinds.py`)."""
+        return InstanceKindBook(self._engine, self._clock, self._specs).kinds()

@@ -38,6 +38,7 @@ from orchestrator.store.base import (
 )
 from orchestrator.store.cost_facts import CostFactBook
 from orchestrator.store.gpu_faults import GpuFaultBook
+from orchestrator.store.instance_kinds import InstanceKindBook
 from orchestrator.store.instance_records import InstanceRecordBook
 from orchestrator.store.intake_book import IntakeBook
 from orchestrator.store.job_moves import (
@@ -111,6 +112,7 @@ class JobStore(JobQueries):
         self.faults = GpuFaultBook(*parts)
         self.holds = PreemptionHoldBook(*parts)
         self.rates = PoolRateBook(*parts)
+        self.instance_kinds = InstanceKindBook(*parts)
         self.pool_marks = PoolMarkBook(*parts)
         self.report_sends = ReportSendBook(*parts)
         self.reservations = ReservationBook(*parts)

@@ -332,3 +332,16 @@ class PoolMarkRow(SQLModel, table=True):
     until: datetime = Field(sa_column=_utc_column(index=True))
     reason: str = Field(sa_column=Column(Text, nullable=False))
     interruption: bool = Field(default=False)
+
+
+class InstanceKindRow(SQLModel, table=True):
+    """A GPU instance type as EC2 described it to the autoscaler (`kernel.instance_types`)."""
+
+    __tablename__ = "instance_kinds"
+
+    instance_type: str = Field(primary_key=True, max_length=64)
+    family: str = Field(max_length=16)
+    gpus: int
+    vram_gib: float  # per GPU, as a worker will report it
+    vcpus: int
+    described_at: datetime = Field(sa_column=_utc_column())

@@ -90,6 +90,7 @@ data "aws_iam_policy_document" "autoscaler" {
   statement {
     sid = "ReadTheFleetAndTheMarket" # autoscaler/ec2/adapter.py, autoscaler/market/aws_prices.py
     actions = [
+      "ec2:DescribeInstanceTypes",
       "ec2:DescribeInstances",
       "ec2:DescribeLaunchTemplates",
       "ec2:DescribeSpotPriceHistory",
