@@ -35,7 +35,7 @@ from autoscaler.market.trace import Trace, load_trace
 from framefleet.control_plane import build_store
 from framefleet.demo_finance import finance_report
 from framefleet.demo_outputs import check_resumed, download_videos
-from framefleet.demo_pace import IdleHold, ReplayPacer, pace_reason
+from framefleet.demo_pace import IdleHold, ReplayPacer, StoryHold, imminent, pace_reason
 from framefleet.demo_producer import demo_jobs
 from framefleet.demo_progress import Progress, view
 from framefleet.demo_report import (
@@ -139,6 +139,7 @@ class DemoRun:
     replay: ReplayClock
     pacer: ReplayPacer
     idle: IdleHold
+    story: StoryHold
     started: datetime
     api_port: int
     costs: CostSettings
@@ -179,6 +180,7 @@ async def run_demo(options: DemoOptions, console: Console, keep: bool, time_limi
             replay,
             pacer,
             IdleHold(),
+            StoryHold(),
             epoch,
             options.api_port,
             settings.costs.ledger(),
@@ -268,7 +270,8 @@ async def _watch(
         # The market waits for the fleet: the pace every replay clock of the demo reads.
         lives = run.store.cost_facts.instance_lives(run.started, now)
         placements = [p for p in run.store.placements() if p.job.job_id in wanted]
-        run.pacer.update(pace_reason(lives, jobs, placements, now, run.idle))
+        coming = imminent(run.trace, run.replay.now(), run.replay.speed)
+        run.pacer.update(pace_reason(lives, jobs, placements, now, run.idle, run.story, coming))
         found = ec2.describe_instances(
             Filters=[
                 {"Name": f"tag:{FLEET_TAG}", "Values": [FLEET_ID]},

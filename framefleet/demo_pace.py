@@ -8,8 +8,13 @@ market moves while a job renders on a spot instance, the only time its changes t
 whatever boots meanwhile (on an idle machine a warm render lasts seconds, and a market held for
 every boot never met a render). While none does, it is held while some instance boots
 (launched, its worker not yet said hello), while some job was given to a worker that has not
-started it, and through a lull between jobs. Every hold has a bound, so a worker that never
-comes up, or jobs waiting for capacity the held market would never bring, cannot stop it."""
+started it, and through a lull between jobs. And it reaches a capacity loss only where a spot
+job renders in that zone with most of its work ahead: one that started (or checkpointed)
+moments ago with less than half its steps behind it. A loss that met only idle instances, or a
+render about to finish (its notice came 0.3 s before the job's last step), told no story; so
+the market stands just before the loss until such a render runs there. Every hold has a
+bound, so a worker that never comes up, or jobs waiting for capacity the held market would
+never bring, cannot stop it."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from autoscaler.market.trace import Trace
 from kernel.clock import Clock
 from kernel.job_record import JobRecord, Placement
 from kernel.job_state import JobState
@@ -34,6 +40,95 @@ class HoldBounds:
     # No job on spot: the market waits this long, a lull between jobs; longer, jobs that wait
     # for spot capacity (which only a moving market brings back) wait out the whole hold.
     idle: timedelta = timedelta(seconds=10)
+    # The next capacity loss waits this long (wall) for a render in its zone, until `stories`
+    # losses have met one (then the demo has told its story and runs on unheld).
+    story: timedelta = timedelta(seconds=30)
+    stories: int = 2
+    # How far ahead (wall, at the market's speed) a loss is looked for: past two refreshes of
+    # the demo's view, which is when the pace is next decided.
+    lead: timedelta = timedelta(seconds=2)
+    # A render started or checkpointed this recently (wall), with less than half its steps
+    # behind it, has work a notice will interrupt.
+    fresh: timedelta = timedelta(seconds=2)
+
+
+@dataclass(frozen=True)
+class NextLoss:
+    """The trace's next capacity loss: where, and the trace moment it comes at."""
+
+    zone: str
+    instance_type: str
+    at: datetime
+
+
+def next_loss(trace: Trace, after: datetime) -> NextLoss | None:
+    """The first tick after `after` at which some zone's spot capacity goes."""
+    first = trace.tick_at(after)
+    if first is None:
+        return None
+    for tick in range(first + 1, trace.ticks):
+        for zone in sorted(trace.zones.values(), key=lambda z: z.zone):
+            if zone.available[tick - 1] == 1 and zone.available[tick] == 0:
+                return NextLoss(zone.zone, zone.instance_type, trace.start + trace.gap * tick)
+    return None
+
+
+def fresh_render_in(
+    zone: str,
+    lives: Sequence[InstanceLife],
+    placements: Sequence[Placement],
+    now: datetime,
+    bounds: HoldBounds = HoldBounds(),
+) -> bool:
+    """Whether a job renders on a live spot instance in `zone` with most of its work ahead."""
+    there = {
+        life.instance_id
+        for life in lives
+        if life.ended_at is None and life.pool[1] == zone and life.pool[2] is Market.SPOT
+    }
+    return any(
+        p.worker_id in there
+        and p.job.state in RENDERING
+        and now - p.job.updated_at <= bounds.fresh
+        and p.job.checkpoint_step * 2 < p.job.spec.steps
+        for p in placements
+    )
+
+
+def imminent(
+    trace: Trace, trace_now: datetime, speed: float, bounds: HoldBounds = HoldBounds()
+) -> NextLoss | None:
+    """The next capacity loss if the market would reach it before the pace is next decided."""
+    loss = next_loss(trace, trace_now)
+    if loss is None or loss.at - trace_now > bounds.lead * speed:
+        return None
+    return loss
+
+
+@dataclass
+class StoryHold:
+    """Holds the market just before its next capacity loss until a render runs in that
+    zone with work ahead (for at most `bounds.story` per loss), until `bounds.stories` losses
+    have met one."""
+
+    bounds: HoldBounds = HoldBounds()
+    told: int = 0
+    loss: NextLoss | None = None
+    since: datetime | None = None
+
+    def reason(self, coming: NextLoss | None, ready: bool, now: datetime) -> str | None:
+        if coming is None or self.told >= self.bounds.stories:
+            return None
+        if coming != self.loss:
+            self.loss, self.since = coming, now
+        if ready:
+            self.told += 1
+            self.loss = None  # met: the market goes on to it
+            return None
+        assert self.since is not None
+        if now - self.since >= self.bounds.story:
+            return None
+        return f"the capacity loss in {coming.zone} waits for a render there"
 
 
 def spot_work(lives: Sequence[InstanceLife], placements: Sequence[Placement]) -> bool:
@@ -125,12 +220,21 @@ def pace_reason(
     placements: Sequence[Placement],
     now: datetime,
     idle: IdleHold,
-    bounds: HoldBounds = HoldBounds(),
+    story: StoryHold | None = None,
+    coming: NextLoss | None = None,
 ) -> str | None:
-    """Why the market waits now (None: it runs). It runs while a job renders on spot, whatever
-    else boots or starts meanwhile: on a fast machine renders last seconds, and a market held
-    for every boot never reached a loss while one ran. Otherwise it waits for booting
-    instances, starting jobs and a lull between jobs, each within its bound."""
+    """Why the market waits now (None: it runs). Just before a capacity loss (`coming`) it
+    waits for a render with work ahead in that zone (`StoryHold`). Else it runs while a job
+    renders on spot, whatever else boots or starts meanwhile: on a fast machine renders last
+    seconds, and a market held for every boot never reached a loss while one ran. Otherwise it
+    waits for booting instances, starting jobs and a lull between jobs, each within its
+    bound."""
+    bounds = story.bounds if story is not None else HoldBounds()
+    if story is not None and coming is not None:
+        ready = fresh_render_in(coming.zone, lives, placements, now, bounds)
+        waiting = story.reason(coming, ready, now)
+        if waiting is not None:
+            return waiting
     working = spot_work(lives, placements)
     lull = idle.reason(working, now)
     if working:

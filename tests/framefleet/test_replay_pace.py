@@ -10,7 +10,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from autoscaler.ec2.fake import FakeEc2
-from framefleet.demo_pace import HoldBounds, IdleHold, ReplayPacer, hold_reason, pace_reason
+from framefleet.demo_pace import (
+    HoldBounds,
+    IdleHold,
+    ReplayPacer,
+    StoryHold,
+    hold_reason,
+    imminent,
+    next_loss,
+    pace_reason,
+)
 from framefleet.demo_report import read_timeline
 from framefleet.local_fleet import LocalFleet, LocalFleetSettings, Timeline
 from framefleet.spot_replay import ReplaySettings, SpotReplay
@@ -25,7 +34,7 @@ from orchestrator.store.cost_facts import InstanceLife, PoolKey
 from orchestrator.store.job_store import JobStore
 from tests.support.fleet_history import FleetHistory
 from tests.support.jobs import job_dict
-from tests.support.replay import UP, RecordedEvents, launch, trace
+from tests.support.replay import GAP, UP, RecordedEvents, launch, trace
 
 START = datetime(2023, 3, 1, tzinfo=UTC)
 SPEED = 100.0
@@ -193,3 +202,75 @@ def test_the_market_can_wait_from_its_first_moment(tmp_path: Path) -> None:
     ReplayPacer(PaceFile(tmp_path / "pace"), demo, wall).hold_from_the_start("starting")
     wall.advance(30)
     assert demo.now() == autoscaler.now() == START
+
+
+def test_the_next_capacity_loss_comes_only_where_a_render_has_its_work_ahead(
+    store: JobStore, clock: FakeClock
+) -> None:
+    # Issue 46, item 9: an idle demo missed its story one run in three: a notice came 0.3 s
+    # before the last job's last step, or only to idle instances.
+    replayed = trace()  # us-east-1a loses its capacity at tick 2
+    loss = next_loss(replayed, START)
+    assert loss is not None
+    assert (loss.zone, loss.at) == ("us-east-1a", START + GAP * 2)
+    assert imminent(replayed, START, SPEED / 2) is None  # 200 trace s ahead, past the lead
+    coming = imminent(replayed, START + GAP * 2 - timedelta(seconds=150), SPEED)
+    assert coming == loss
+
+    fleet = FleetHistory(store, clock)
+    elsewhere, there = fleet.launch(zone="us-east-1c"), fleet.launch(zone="us-east-1a")
+    fleet.ready(elsewhere)
+    fleet.ready(there)
+    fleet.submit("far", steps=8)
+    fleet.assign("far", elsewhere)
+    fleet.event("far", EventKind.STARTED)
+    idle, story = IdleHold(), StoryHold()
+
+    def reason() -> str | None:
+        now = clock.now()
+        lives = store.cost_facts.instance_lives(START, now + timedelta(seconds=1))
+        jobs, placements = store.list_jobs(), store.placements()
+        return pace_reason(lives, jobs, placements, now, idle, story, coming)
+
+    waits = "the capacity loss in us-east-1a waits for a render there"
+    assert reason() == waits  # a render in another zone: the loss would hit an idle instance
+    fleet.submit("late", steps=8)
+    fleet.assign("late", there)
+    fleet.event("late", EventKind.STARTED)
+    fleet.checkpoint("late", 6, 0.1)  # three quarters done: its notice may come after its end
+    assert reason() == waits
+    again = fleet.launch(zone="us-east-1a")
+    fleet.ready(again)
+    fleet.submit("ahead", steps=8)
+    fleet.assign("ahead", again)
+    fleet.event("ahead", EventKind.STARTED)
+    assert reason() is None  # its whole render ahead of it: the loss may come
+
+
+def test_a_loss_waits_for_a_fresh_render_within_its_bound_and_only_until_told(
+    store: JobStore, clock: FakeClock
+) -> None:
+    coming = imminent(trace(), START + GAP * 2 - timedelta(seconds=150), SPEED)
+    fleet = FleetHistory(store, clock)
+    there = fleet.launch(zone="us-east-1a")
+    fleet.ready(there)
+    idle, story = IdleHold(), StoryHold()
+
+    def reason() -> str | None:
+        now = clock.now()
+        lives = store.cost_facts.instance_lives(START, now + timedelta(seconds=1))
+        return pace_reason(lives, store.list_jobs(), store.placements(), now, idle, story, coming)
+
+    waits = "the capacity loss in us-east-1a waits for a render there"
+    assert reason() == waits
+    fleet.submit("long", steps=8)
+    fleet.assign("long", there)
+    fleet.event("long", EventKind.STARTED)
+    assert reason() is None  # just started there, all its steps ahead: the loss may come
+    assert story.told == 1
+    clock.advance(HoldBounds().fresh.total_seconds() + 1)
+    assert reason() == waits  # the same render, no longer fresh: the next loss waits again
+    clock.advance(HoldBounds().story.total_seconds())
+    assert reason() is None  # never longer than its bound
+    story.told = HoldBounds().stories
+    assert story.reason(coming, False, clock.now()) is None  # the story told: no more holds
