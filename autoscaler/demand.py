@@ -12,6 +12,7 @@ from typing import Protocol
 from autoscaler.snapshot import JobDemand, RunningDemand
 from autoscaler.throughput import WorkShape
 from kernel.instance_state import InstanceChange, InstanceState, InstanceStatus
+from kernel.instance_types import InstanceKind
 from kernel.job_record import DrainRequest, FinishedRun, JobRecord, Placement, Reservation
 from kernel.job_spec import JobSpec
 from kernel.render_stage import RenderStage, stage_need_gib
@@ -126,6 +127,10 @@ class DemandSource(Protocol):
         placed meanwhile renders whole)."""
         ...
 
+    def instance_kinds(self) -> list[InstanceKind]:
+        """The GPU types as EC2 described them, lowered where workers reported less memory."""
+        ...
+
 
 @dataclass(frozen=True)
 class FinishedWork:
@@ -148,6 +153,10 @@ class Reservations(Protocol):
 
 class RateBook(Protocol):
     def record_pool_rates(self, rates: Mapping[tuple[str, str], float]) -> None: ...
+
+
+class KindBook(Protocol):
+    def kinds(self) -> list[InstanceKind]: ...
 
 
 class InstanceRecords(Protocol):
@@ -186,6 +195,9 @@ class JobSource(Protocol):
 
     @property
     def rates(self) -> RateBook: ...
+
+    @property
+    def instance_kinds(self) -> KindBook: ...
 
     def arrivals_since(self, since: datetime, limit: int = ...) -> list[datetime]: ...
 
@@ -249,6 +261,9 @@ class StoreDemand:
 
     def split_into_stages(self, reasons: Mapping[str, str]) -> list[str]:
         return self._store.split_into_stages(reasons, actor="autoscaler")
+
+    def instance_kinds(self) -> list[InstanceKind]:
+        return self._store.instance_kinds.kinds()
 
     def finished_since(self, since: datetime) -> list[FinishedWork]:
         return [

@@ -30,6 +30,7 @@ from autoscaler.pools import Pool
 from autoscaler.prewarm import Prewarming
 from autoscaler.rate_sharing import RateSharing
 from autoscaler.reconcile import Reconciler
+from autoscaler.reported_kinds import ReportedKinds
 from autoscaler.reservations import reservations_for
 from autoscaler.snapshot import (
     InstanceView,
@@ -49,6 +50,7 @@ from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
 from kernel.instance_state import GONE, InstanceState
 from kernel.instance_types import CATALOG
+from kernel.instance_types import learn as learn_kinds
 from kernel.market import GpuFamily, Market
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,7 @@ class AutoscalerLoop:
     prewarming: Prewarming = field(default_factory=Prewarming)
     wait_notes: WaitNotes | None = None  # None: nothing kept (the simulator, `plan`)
     rate_sharing: RateSharing = field(default_factory=RateSharing)
+    reported_kinds: ReportedKinds = field(default_factory=ReportedKinds)
     # Built from the loop's parts: the drains it asked for, and the model's learning.
     drains: Drains = field(init=False)
     learning: ThroughputLearning = field(init=False)
@@ -99,6 +102,9 @@ class AutoscalerLoop:
         await self._finish_drains()
         await asyncio.to_thread(self.learn)
         now = self.clock.now()
+        if self.reported_kinds.due(now):
+            learn_kinds(await asyncio.to_thread(self.demand.instance_kinds))
+            self.reported_kinds.read(now)
         queued = await asyncio.to_thread(self.demand.queued, now)
         warned = self.drains.warned
         warned_jobs: list[JobDemand] = []

@@ -57,6 +57,25 @@ def vet_hello(
     return _clamped(hello, kind, known)
 
 
+# A whole GPU reporting less memory than the catalogue has for its type (ECC on, a driver's
+# reserve) is what the scheduler will assign by, so the autoscaler must buy by it too. A report
+# far below is a fault (or a lie), not a measurement, and is not learnt.
+LEAST_LEARNT_SHARE = 0.9
+
+
+def reported_memory(hello: Hello, kind: InstanceKind) -> float | None:
+    """The memory per GPU a believed hello reports where it is below the catalogue's figure
+    for its type and still a measurement; None otherwise (slots of a shared or sliced GPU say
+    nothing of the whole)."""
+    whole = [gpu.vram_gib for gpu in hello.gpus if gpu.physical is None]
+    if not whole:
+        return None
+    least = min(whole)
+    if least >= kind.vram_gib or least < kind.vram_gib * LEAST_LEARNT_SHARE:
+        return None
+    return least
+
+
 def _clamped(
     hello: Hello, kind: InstanceKind, known: KnownInstance | None
 ) -> VettedHello | Refused:

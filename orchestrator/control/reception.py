@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from typing import Any
 
 from kernel.clock import Clock
@@ -29,7 +30,7 @@ from kernel.worker_protocol import (
 )
 from orchestrator.control.admission import Inbound, Refused, admit
 from orchestrator.control.budgets import BudgetVerdict, MessageBudget, SenderBudgets
-from orchestrator.control.identity import KnownInstance, vet_hello
+from orchestrator.control.identity import KnownInstance, reported_memory, vet_hello
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.settings import ControlStats, InstanceFacts
 from orchestrator.scheduling.registry import WorkerRegistry
@@ -139,6 +140,11 @@ class Reception:
         vetted = vet_hello(hello, known, self._workers_off_ec2)
         if isinstance(vetted, Refused):
             return vetted
+        kind = CATALOG.get(known.instance_type) if known is not None else None
+        reported = reported_memory(vetted.hello, kind) if kind is not None else None
+        if kind is not None and reported is not None:
+            learn([replace(kind, vram_gib=reported)])
+            await asyncio.to_thread(self._instances.lower_memory, kind, reported)
         if vetted.clamped:
             claims = "; ".join(vetted.clamped)
             where = topic(hello.worker_id, Channel.HELLO)

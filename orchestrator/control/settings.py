@@ -126,6 +126,10 @@ class InstanceFacts(Protocol):
         """The GPU types EC2 described to the autoscaler: an operator's named types."""
         ...
 
+    def lower_memory(self, kind: InstanceKind, reported_gib: float) -> None:
+        """A worker of `kind` reported less memory per GPU: the autoscaler buys by that."""
+        ...
+
 
 class InstanceRecords(DrainStore, InstanceFacts, Protocol):
     """Each instance's one record: its state, the drains asked of it, and what is known of

@@ -31,6 +31,24 @@ class InstanceKindBook(StoreBase):
                 session.merge(row)
             session.commit()
 
+    def lower_memory(self, kind: InstanceKind, reported_gib: float) -> None:
+        """A worker of `kind` reported less memory per GPU than it has: the type's figure
+        becomes that (never raised by a report)."""
+        with self._session() as session:
+            row = session.get(InstanceKindRow, kind.instance_type)
+            if row is None:
+                row = InstanceKindRow(
+                    instance_type=kind.instance_type,
+                    family=kind.family.value,
+                    gpus=kind.gpus,
+                    vram_gib=reported_gib,
+                    vcpus=kind.vcpus,
+                    described_at=self._clock.now(),
+                )
+            row.vram_gib = min(row.vram_gib, reported_gib)
+            session.add(row)
+            session.commit()
+
     def kinds(self) -> list[InstanceKind]:
         with self._session() as session:
             rows = session.exec(select(InstanceKindRow)).all()

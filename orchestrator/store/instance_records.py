@@ -201,4 +201,11 @@ class InstanceRecordBook(StoreBase):
 
     def described_kinds(self) -> list[InstanceKind]:
         """The GPU types EC2 described to the autoscaler (`instance_kinds.py`)."""
-        return InstanceKindBook(self._engine, self._clock, self._specs).kinds()
+        return self._kinds().kinds()
+
+    def lower_memory(self, kind: InstanceKind, reported_gib: float) -> None:
+        """A worker of the type reported less memory per GPU (`instance_kinds.py`)."""
+        self._kinds().lower_memory(kind, reported_gib)
+
+    def _kinds(self) -> InstanceKindBook:
+        return InstanceKindBook(self._engine, self._clock, self._specs)

@@ -12,12 +12,15 @@ import pytest
 from aiobotocore.config import AioConfig
 from types_aiobotocore_ec2.client import EC2Client
 
+from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.instance_kinds import describe_gpu_types
 from framefleet.instance_catalogue import learn_candidate_types
+from kernel.clock import FakeClock
 from kernel.errors import ConfigurationError
 from kernel.instance_types import CATALOG, H100_GIB, kind_of
 from kernel.market import GpuFamily
 from orchestrator.store.job_store import JobStore
+from tests.support.autoscaling import autoscaler
 
 REGION = "us-east-1"
 
@@ -80,3 +83,13 @@ async def test_without_ec2_the_store_copy_is_used(ec2: EC2Client, store: JobStor
     async with session.client("ec2", endpoint_url="http://127.0.0.1:9", config=closed) as gone:
         await learn_candidate_types(gone, store.instance_kinds, ["p5.4xlarge"])
     assert kind_of("p5.4xlarge").gpus == 1
+
+
+async def test_the_autoscaler_buys_by_the_memory_workers_reported(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    # The control plane lowered the type's figure from a worker's hello (ECC on).
+    queued_store.instance_records.lower_memory(kind_of("p3.2xlarge"), 15.5)
+    loop = autoscaler(queued_store, trace_clock, FakeEc2(trace_clock))
+    await loop.once()
+    assert kind_of("p3.2xlarge").vram_gib == 15.5
