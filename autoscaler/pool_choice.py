@@ -194,7 +194,7 @@ def too_large(settings: PurchaseSettings, job: JobDemand) -> str | None:
         return None
     return (
         f"needs {job.min_vram_gib:g} GiB per GPU; the largest GPU among the candidate types "
-        f"has {largest.vram_gib:g} GiB ({largest.instance_type}): it waits for a larger type "
+        f"has {largest.vram_gib:.4g} GiB ({largest.instance_type}): it waits for a larger type "
         "to be allowed (autoscaler.candidate_types)"
     )
 

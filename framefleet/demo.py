@@ -347,7 +347,9 @@ async def _the_end(run: DemoRun, console: Console) -> int:
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console(width=max(Console().width, 140))
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto logs every request
+    # moto logs every request, and answers an action it lacks (GetAWSDefaultServiceQuota) with
+    # a 500 and a traceback on this terminal; our processes log what they make of the answer.
+    logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     logging.getLogger("amqtt").setLevel(logging.WARNING)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(name, "demo")

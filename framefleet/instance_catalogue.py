@@ -39,4 +39,3 @@ async def learn_candidate_types(
     if unknown:
         why = "; ".join(f"{name}: {refused.get(name, 'not described')}" for name in unknown)
         raise ConfigurationError(f"autoscaler.candidate_types names no GPU type here: {why}")
-

@@ -132,7 +132,7 @@ def _assignment(
         gpu.worker_id,
         gpu.index,
         f"priority {effective_priority(job, now, settings):.2f}, {why}fits "
-        f"{gpu.family} {gpu.vram_gib:g} GiB on {gpu.worker_id}",
+        f"{gpu.family} {gpu.vram_gib:.4g} GiB on {gpu.worker_id}",
     )
 
 

@@ -352,4 +352,4 @@ def test_a_job_no_candidate_type_can_hold_waits_naming_its_need_and_the_largest_
     assert decided.launches == ()
     (wait,) = decided.waits
     assert "needs 70 GiB per GPU" in wait.reason
-    assert "44.9883 GiB (g6e" in wait.reason
+    assert "44.99 GiB (g6e" in wait.reason
