@@ -31,11 +31,10 @@ from autoscaler.prewarm import Prewarming
 from autoscaler.rate_sharing import RateSharing
 from autoscaler.reconcile import Reconciler
 from autoscaler.reported_kinds import ReportedKinds
-from autoscaler.reservations import reservations_for
+from autoscaler.reservations import Lapses, reservations_for
 from autoscaler.snapshot import (
     InstanceView,
     JobDemand,
-    LapsedClaim,
     Plan,
     PlanInput,
     PurchaseSettings,
@@ -82,6 +81,7 @@ class AutoscalerLoop:
     wait_notes: WaitNotes | None = None  # None: nothing kept (the simulator, `plan`)
     rate_sharing: RateSharing = field(default_factory=RateSharing)
     reported_kinds: ReportedKinds = field(default_factory=ReportedKinds)
+    lapses: Lapses = field(default_factory=Lapses)
     # Built from the loop's parts: the drains it asked for, and the model's learning.
     drains: Drains = field(init=False)
     learning: ThroughputLearning = field(init=False)
@@ -329,18 +329,8 @@ class AutoscalerLoop:
             typical_job=self.prewarming.latest_job,
             moving_to_spot=dict(moving or {}),
             quota_room=limits.room(i.pool for i in self.reconciler.ledger.values()),
-            lapsed=self._lapsed_claims(lapsed),
+            lapsed=self.lapses.claims(lapsed, self.book.records, ids),
         )
-
-    def _lapsed_claims(self, lapsed: Mapping[str, str]) -> dict[str, LapsedClaim]:
-        """job -> its lapsed claim, with the instance's type (the book keeps an instance's
-        record a day after EC2 last listed it)."""
-        records = self.book.records
-        return {
-            job_id: LapsedClaim(instance_id, records[instance_id].pool.instance_type)
-            for job_id, instance_id in lapsed.items()
-            if instance_id in records
-        }
 
     async def _expected(self, now: datetime) -> float:
         """Jobs the forecast expects within a new instance's start-up (only read when

@@ -184,7 +184,7 @@ class _Round:
             self.spot_pools,
             lambda quote: self._sharing(job, quote),
         )
-        oversized = too_large(self.settings, job) or lapsed_wait(self.state, job)
+        oversized = too_large(self.settings, job) or lapsed_wait(self.state, self.settings, job)
         oversized = oversized if not picked else None
         if oversized is not None:
             self.waits.append(CapacityWait(job.job_id, oversized))

@@ -133,18 +133,22 @@ def lapsed_on(state: PlanInput, job: JobDemand, instance_type: str) -> bool:
     """An instance of this type was bought or picked for the job and the scheduler did not
     give it to the job: another of the type would not hold it either."""
     lapsed = state.lapsed.get(job.job_id)
-    return lapsed is not None and lapsed.instance_type == instance_type
+    return lapsed is not None and instance_type in lapsed.instance_types
 
 
-def lapsed_wait(state: PlanInput, job: JobDemand) -> str | None:
-    """Why the job waits when the only types that fit it are the one its claim lapsed on."""
+def lapsed_wait(state: PlanInput, settings: PurchaseSettings, job: JobDemand) -> str | None:
+    """Why the job waits when the only candidate types that fit it are those its claims
+    lapsed on (None when another fits: then its own reason, a limit or no capacity, is why)."""
     lapsed = state.lapsed.get(job.job_id)
-    if lapsed is None:
+    if lapsed is None or any(
+        fits(job, kind_of(t)) for t in settings.candidate_types if t not in lapsed.instance_types
+    ):
         return None
     return (
-        f"the {lapsed.instance_type} ({lapsed.instance_id}) bought or picked for it was not "
-        "given to it by the scheduler (its worker's GPUs are shared or sliced smaller than the "
-        "type's, or the job must avoid it), and no other candidate type fits it"
+        f"the {', '.join(sorted(lapsed.instance_types))} bought or picked for it (last "
+        f"{lapsed.instance_id}) could not run it (its workers' GPUs are shared or sliced "
+        "smaller than the type's, or the job must avoid them), and no other candidate type "
+        "fits it"
     )
 
 

@@ -10,13 +10,15 @@ again (`pool_choice.lapsed_on`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from autoscaler.actuation import Actuation
 from autoscaler.deadline import interruption_seconds, new_instance_startup
 from autoscaler.ec2.ports import ObservedInstance
-from autoscaler.snapshot import JobDemand, Plan, PurchaseSettings
+from autoscaler.instances import InstanceRecord
+from autoscaler.snapshot import JobDemand, LapsedClaim, Plan, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
 from kernel.instance_types import kind_of
 from kernel.job_record import Reservation
@@ -59,3 +61,30 @@ def reservations_for(
             expires = max(ready + RESERVATION_GRACE, now + rounds)
             reservations.append(Reservation(job_id, instance_id, on_demand, expires, pace, margin))
     return reservations
+
+
+@dataclass
+class Lapses:
+    """Each queued job's instance types whose claims lapsed. The store keeps a job's latest
+    claim only: a job that lapsed on a g6e and then on a p4d must not be bought a g6e again."""
+
+    types: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def claims(
+        self, lapsed: Mapping[str, str], records: Mapping[str, InstanceRecord], ids: Iterable[str]
+    ) -> dict[str, LapsedClaim]:
+        """`lapsed`: job -> the instance of its latest claim that lapsed (among `ids`, the
+        jobs read; a job of them with none now was placed, and is forgotten); `records`: the
+        book's instances (kept a day after EC2 last listed them), for each one's type."""
+        for job_id in ids:
+            instance_id = lapsed.get(job_id)
+            if instance_id is None:
+                self.types.pop(job_id, None)
+            elif instance_id in records:
+                kind = records[instance_id].pool.instance_type
+                self.types[job_id] = self.types.get(job_id, frozenset()) | {kind}
+        return {
+            job_id: LapsedClaim(lapsed[job_id], self.types[job_id])
+            for job_id in lapsed
+            if job_id in self.types
+        }

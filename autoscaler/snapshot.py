@@ -68,8 +68,8 @@ class LapsedClaim:
     worker shares or slices its GPUs, or the job must avoid it), so the job is neither placed
     there again nor bought that type again."""
 
-    instance_id: str
-    instance_type: str
+    instance_id: str  # the latest
+    instance_types: frozenset[str]  # of every claim of the job that lapsed
 
 
 class SplitMode(StrEnum):

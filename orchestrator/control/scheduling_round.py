@@ -18,6 +18,7 @@ from orchestrator.control.commands import CommandSender
 from orchestrator.control.job_mover import JobMover
 from orchestrator.control.scheduling_view import freeing_now, pending_jobs, running_jobs
 from orchestrator.control.settings import ACTOR, ControlSettings, ControlStats, ControlStore
+from orchestrator.scheduling.fit import unfit_claims
 from orchestrator.scheduling.policy import schedule
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.scheduling.snapshots import QuotaWait
@@ -85,9 +86,10 @@ class SchedulingRound:
         running = running_jobs(placements, reserved, now, team)
         started = time.perf_counter()
         spent = await self._spent_today()
+        workers = self._registry.snapshot(running, held, accepting)
         decisions = schedule(
             pending,
-            self._registry.snapshot(running, held, accepting),
+            workers,
             now,
             self._settings.scheduler,
             spent,
@@ -118,6 +120,9 @@ class SchedulingRound:
         if freeing != holds:  # durable before the victims are told, so a failover keeps it
             await asyncio.to_thread(self._store.holds.keep_preemption_holds, freeing, fence)
         await self._note_waits(queued, decisions.waits, fence)
+        unfit = [j for j in unfit_claims(pending, workers) if j not in placed_ids]
+        if unfit:  # the autoscaler buys them elsewhere, and the idle instance scales in
+            await asyncio.to_thread(self._store.reservations.lapse, unfit)
         await self._commands.send_all([(p, CommandKind.ASSIGN) for p in placed], force=True)
         for preemption in decisions.preemptions:
             victim = next(p for p in placements if p.job.job_id == preemption.victim_job_id)

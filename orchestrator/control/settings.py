@@ -105,6 +105,10 @@ class LiveReservations(Protocol):
         """The reservations of the jobs queued or on a GPU."""
         ...
 
+    def lapse(self, job_ids: Sequence[str]) -> None:
+        """End these jobs' claims now: their instances are up and cannot run them."""
+        ...
+
 
 class SchedulingWaits(Protocol):
     def note_waits(self, reasons: Mapping[str, str | None], fence: Fence | None = ...) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, select, update
 
 from kernel.job_record import Reservation
 from kernel.job_state import ACTIVE_STATES, JobState
@@ -39,6 +39,19 @@ class ReservationBook(StoreBase):
                     margin_seconds=r.margin_seconds,
                 )
                 session.merge(row)
+            session.commit()
+
+    def lapse(self, job_ids: Sequence[str]) -> None:
+        """The scheduler found these jobs' claimed instances up and unable to run them: their
+        claims end now (kept, so the autoscaler sees them lapsed and buys elsewhere)."""
+        now = self._clock.now()
+        with self._session() as session:
+            for chunk in in_chunks(job_ids):
+                session.execute(
+                    update(RESERVATIONS)
+                    .where(_JOB.in_(chunk), RESERVATIONS.c.expires_at > now)
+                    .values(expires_at=now)
+                )
             session.commit()
 
     def of(self, job_ids: Sequence[str]) -> dict[str, Reservation]:

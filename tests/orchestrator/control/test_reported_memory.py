@@ -62,4 +62,3 @@ async def test_a_worker_reporting_less_memory_lowers_its_type_for_the_autoscaler
 
     kinds = {k.instance_type: k for k in StoreDemand(store).instance_kinds()}
     assert kinds["g6.xlarge"].vram_gib == with_ecc  # the autoscaler reads it every KINDS_REFRESH
-
