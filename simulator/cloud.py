@@ -130,19 +130,7 @@ class SimulatedEc2(FakeEc2):
 
     def spot_warning(self, instance: SimInstance) -> str:
         """The EventBridge event AWS sends with the notice."""
-        now = self._clock.now()
-        return json.dumps(
-            {
-                "version": "0",
-                "id": f"sim-{instance.instance_id}",
-                "detail-type": SPOT_WARNING,
-                "source": "aws.ec2",
-                "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "region": instance.pool.region,
-                "resources": [],
-                "detail": {"instance-id": instance.instance_id, "instance-action": "terminate"},
-            }
-        )
+        return spot_warning(instance.instance_id, instance.pool.region, self._clock.now())
 
     # -- inside --------------------------------------------------------------------------------
 
@@ -163,6 +151,22 @@ class SimulatedEc2(FakeEc2):
         self.bill(self._clock.now())
         instance.ended_at = self._clock.now()
         self.instances.pop(instance.instance_id, None)
+
+
+def spot_warning(instance_id: str, region: str, now: datetime) -> str:
+    """The EventBridge event AWS sends with a spot instance's interruption notice."""
+    return json.dumps(
+        {
+            "version": "0",
+            "id": f"sim-{instance_id}",
+            "detail-type": SPOT_WARNING,
+            "source": "aws.ec2",
+            "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": region,
+            "resources": [],
+            "detail": {"instance-id": instance_id, "instance-action": "terminate"},
+        }
+    )
 
 
 def instance_kind(trace: Trace) -> InstanceKind:
