@@ -24,6 +24,7 @@ from rich.table import Table
 
 from autoscaler.render_plan import plan_render
 from benchmarks.common import write_result
+from kernel.instance_types import L40S_GIB
 from kernel.model_memory import resolution_class
 from kernel.stage_cost import denoise_need_gib
 from kernel.step_time import compute_dtype
@@ -31,7 +32,7 @@ from orchestrator.scheduling.gpu_sharing import MEMORY_MARGIN_GIB, SharingPace, 
 from simulator.gpu_fleet import Features, GpuFleet, lower_bound
 from simulator.gpu_workload import KINDS, list_price_offers, mixed_workload
 
-SHARING_FAMILY, SHARING_VRAM_GIB = "l40s", 48.0
+SHARING_FAMILY, SHARING_VRAM_GIB = "l40s", L40S_GIB  # as an L40S reports it
 
 
 def fleet_rows(jobs: int, hours: float, seed: int) -> list[dict[str, Any]]:
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     console = Console(width=120)
     console.print(table)
     shared = sharing_rows()
-    sharing = Table(title=f"Jobs sharing one {SHARING_FAMILY} ({SHARING_VRAM_GIB:g} GiB)")
+    sharing = Table(title=f"Jobs sharing one {SHARING_FAMILY} ({SHARING_VRAM_GIB:.4g} GiB)")
     for column in ("kind", "tokens", "jobs", "videos/h", "x one at a time", "fits", "fits staged"):
         sharing.add_column(column)
     for row in shared:
