@@ -42,14 +42,14 @@ class HoldBounds:
     idle: timedelta = timedelta(seconds=10)
     # The next capacity loss waits this long (wall) for a render in its zone, until `stories`
     # losses have met one (then the demo has told its story and runs on unheld).
-    story: timedelta = timedelta(seconds=20)
+    story: timedelta = timedelta(seconds=30)
     stories: int = 2
     # How far ahead (wall, at the market's speed) a loss is looked for: past two refreshes of
     # the demo's view, which is when the pace is next decided.
     lead: timedelta = timedelta(seconds=2)
     # A render started or checkpointed this recently (wall), with less than half its steps
     # behind it, has work a notice will interrupt.
-    fresh: timedelta = timedelta(seconds=3)
+    fresh: timedelta = timedelta(seconds=2)
 
 
 @dataclass(frozen=True)
