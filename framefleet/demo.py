@@ -270,6 +270,8 @@ async def _watch(
         # The market waits for the fleet: the pace every replay clock of the demo reads.
         lives = run.store.cost_facts.instance_lives(run.started, now)
         placements = [p for p in run.store.placements() if p.job.job_id in wanted]
+        timeline = read_timeline(TIMELINE)
+        run.story.told = any(e["kind"] == "spot_notice" and e.get("busy") for e in timeline)
         coming = imminent(run.trace, run.replay.now(), run.replay.speed)
         run.pacer.update(pace_reason(lives, jobs, placements, now, run.idle, run.story, coming))
         found = ec2.describe_instances(
@@ -279,9 +281,7 @@ async def _watch(
             ]
         )
         instances = [observed_instance(i) for r in found["Reservations"] for i in r["Instances"]]
-        return Progress(
-            now, run.started, jobs, len(wanted), instances, read_timeline(TIMELINE), run.pacer.why
-        )
+        return Progress(now, run.started, jobs, len(wanted), instances, timeline, run.pacer.why)
 
     console_url = f"http://127.0.0.1:{run.api_port}/console"
     announced = False

@@ -40,10 +40,9 @@ class HoldBounds:
     # No job on spot: the market waits this long, a lull between jobs; longer, jobs that wait
     # for spot capacity (which only a moving market brings back) wait out the whole hold.
     idle: timedelta = timedelta(seconds=10)
-    # The next capacity loss waits this long (wall) for a render in its zone, until `stories`
-    # losses have met one (then the demo has told its story and runs on unheld).
+    # The next capacity loss waits this long (wall) for a render in its zone, until a notice
+    # has reached an instance running a job (then the demo has told its story and runs on).
     story: timedelta = timedelta(seconds=30)
-    stories: int = 2
     # How far ahead (wall, at the market's speed) a loss is looked for: past two refreshes of
     # the demo's view, which is when the pace is next decided.
     lead: timedelta = timedelta(seconds=2)
@@ -108,22 +107,22 @@ def imminent(
 @dataclass
 class StoryHold:
     """Holds the market just before its next capacity loss until a render runs in that
-    zone with work ahead (for at most `bounds.story` per loss), until `bounds.stories` losses
-    have met one."""
+    zone with work ahead (for at most `bounds.story` per loss), until the story is told: a
+    notice has reached an instance running a job (the fleet's timeline says so, `told`). Not
+    before: the render the market was let go for may end, or be preempted for a more urgent
+    job, in the moment before its notice comes."""
 
     bounds: HoldBounds = HoldBounds()
-    told: int = 0
+    told: bool = False
     loss: NextLoss | None = None
     since: datetime | None = None
 
     def reason(self, coming: NextLoss | None, ready: bool, now: datetime) -> str | None:
-        if coming is None or self.told >= self.bounds.stories:
+        if coming is None or self.told:
             return None
         if coming != self.loss:
             self.loss, self.since = coming, now
         if ready:
-            self.told += 1
-            self.loss = None  # met: the market goes on to it
             return None
         assert self.since is not None
         if now - self.since >= self.bounds.story:
