@@ -92,8 +92,11 @@ class DemandSource(Protocol):
 
     def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]: ...
 
-    def lapsed(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
-        """job -> the instance whose claim for it ran out before the scheduler used it."""
+    def claims(
+        self, now: datetime, job_ids: Sequence[str]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """job -> the instance still claimed for it, and job -> the instance whose claim for
+        it ran out before the scheduler used it: one read of the reservations."""
         ...
 
     def finished_since(self, since: datetime) -> list[FinishedWork]: ...
@@ -221,12 +224,19 @@ class StoreDemand:
 
     def reservations(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
         """job -> the instance still claimed for it."""
-        held = self._store.reservations.of(job_ids)
-        return {job_id: r.instance_id for job_id, r in held.items() if r.holds(now)}
+        return self.claims(now, job_ids)[0]
 
-    def lapsed(self, now: datetime, job_ids: Sequence[str]) -> dict[str, str]:
-        held = self._store.reservations.of(job_ids)
-        return {j: r.instance_id for j, r in held.items() if r.instance_id and not r.holds(now)}
+    def claims(
+        self, now: datetime, job_ids: Sequence[str]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        held: dict[str, str] = {}
+        lapsed: dict[str, str] = {}
+        for job_id, r in self._store.reservations.of(job_ids).items():
+            if r.holds(now):
+                held[job_id] = r.instance_id
+            elif r.instance_id:
+                lapsed[job_id] = r.instance_id
+        return held, lapsed
 
     def busy_gpus(self) -> Counter[str]:
         # Every GPU of a job that spans several is busy, not only its lead.

@@ -316,8 +316,7 @@ class AutoscalerLoop:
             fleet_per_hour = sum(i.price_per_hour for i in instances)
             spent_today = await self.recorder.spent_today(now, fleet_per_hour)
         ids = [job.job_id for job in queued]
-        reserved = await asyncio.to_thread(self.demand.reservations, now, ids)
-        lapsed = await asyncio.to_thread(self.demand.lapsed, now, ids)
+        reserved, lapsed = await asyncio.to_thread(self.demand.claims, now, ids)
         return PlanInput(
             now,
             tuple(queued),

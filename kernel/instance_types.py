@@ -99,27 +99,27 @@ def kind_of(instance_type: str) -> InstanceKind:
         ) from None
 
 
-# NVML's total per GPU (MiB) by the GPU's name and memory as EC2's DescribeInstanceTypes lists
-# them: EC2 lists a GPU's memory as sold or as its driver once said (a T4: 16384 MiB, an
-# L40S: 45776), a worker reports what NVML says (15360, 46068).
-REPORTED_MIB = {
-    ("T4", 16384): 15360,
-    ("V100", 16384): 16160,
-    ("A10G", 22888): 23028,
-    ("A10G", 24576): 23028,
-    ("L4", 22888): 23034,
-    ("L40S", 45776): 46068,
-    ("L40S", 49152): 46068,
-    ("A100", 40960): 40960,
-    ("A100", 81920): 81920,
-    ("H100", 81920): 81559,
-    ("H200", 144384): 143771,
-    ("H200", 143360): 143771,
+# NVML's total per GPU (the figures above) by the GPU's name and memory as EC2's
+# DescribeInstanceTypes lists them: EC2 lists a GPU's memory as sold or as its driver once
+# said (a T4: 16384 MiB, an L40S: 45776), a worker reports what NVML says (15360, 46068).
+REPORTED_GIB = {
+    ("T4", 16384): T4_GIB,
+    ("V100", 16384): V100_GIB,
+    ("A10G", 22888): A10G_GIB,
+    ("A10G", 24576): A10G_GIB,
+    ("L4", 22888): L4_GIB,
+    ("L40S", 45776): L40S_GIB,
+    ("L40S", 49152): L40S_GIB,
+    ("A100", 40960): A100_40_GIB,
+    ("A100", 81920): A100_80_GIB,
+    ("H100", 81920): H100_GIB,
+    ("H200", 144384): H200_GIB,
+    ("H200", 143360): H200_GIB,
 }
 # A GPU the table lacks is taken at EC2's memory less the widest gap the table shows (a T4:
 # 16384 MiB listed, 15360 reported) until measured: buying by more than a worker will report
 # would leave a job beside an idle, billed instance.
-UNMEASURED_SHARE = 15360 / 16384
+UNMEASURED_SHARE = T4_GIB * 1024 / 16384
 
 
 def kind_from_ec2(
@@ -133,8 +133,9 @@ def kind_from_ec2(
         return None
     if gpus < 1 or memory_mib < 1:
         return None
-    reported = REPORTED_MIB.get((gpu_name.upper(), memory_mib), memory_mib * UNMEASURED_SHARE)
-    return InstanceKind(instance_type, family, gpus, reported / 1024, vcpus)
+    unmeasured = memory_mib * UNMEASURED_SHARE / 1024
+    reported = REPORTED_GIB.get((gpu_name.upper(), memory_mib), unmeasured)
+    return InstanceKind(instance_type, family, gpus, reported, vcpus)
 
 
 def learn(kinds: Iterable[InstanceKind]) -> None:

@@ -40,7 +40,6 @@ from kernel.job_record import Submission
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from kernel.market import Market
-from kernel.worker_protocol import parse_topic
 from orchestrator.control.gpu_watch import WatchSettings
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
@@ -57,6 +56,7 @@ from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink
 from simulator.fleet_faults import FaultWaste, faults_for
 from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy, seen_before
 from simulator.fleet_setup import FleetSetup, fleet_pace, purchase_settings, setup_for_changeover
+from simulator.message_bus import MessageBus
 from simulator.results import FleetResult, start_delays
 from simulator.worker_model import WorkerModel
 from simulator.workers import SimulatedWorker
@@ -115,6 +115,7 @@ class FleetSimulation:
             connect=lambda _deliver, _admit: self.link,
             refusals=RefusedMessages(self.clock),
         )
+        self.bus = MessageBus(self.control, self.link)
         self.queue = HandledQueue()
         # The trace's pools span regions; one simulated control plane serves them all.
         events, anywhere = self.control.instance_events, InterruptionSettings(region="")
@@ -152,7 +153,6 @@ class FleetSimulation:
         self.jobs = sorted(jobs, key=lambda j: (j.arrival_hours, j.job_id))
         self._arrivals = list(self.jobs)
         self.workers: dict[str, SimulatedWorker] = {}
-        self._outbox: list[tuple[str, str]] = []
         self.finished: dict[str, datetime] = {}
         self.finished_twice = 0
         self.waste = FaultWaste()  # what injected faults wasted (setup.faults)
@@ -268,31 +268,12 @@ class FleetSimulation:
         """Workers report, the control plane applies, the autoscaler may act, the control plane
         schedules, commands reach the workers and their answers come back."""
         now = self.clock.now()
-        for worker in self.workers.values():
-            if not worker.said_hello and worker.instance.ready_at <= now:
-                worker.hello(now)
-            if worker.said_hello:
-                worker.heartbeat(now)
-        await self._deliver()
+        await self.bus.report(self.workers, now)
         if autoscale:
             await self.autoscaler.once()
             self._sync_workers()
         await self.control.tick()
-        for _ in range(4):
-            if not self.link.commands:
-                break
-            commands, self.link.commands = self.link.commands, []
-            for command in commands:
-                addressee = self.workers.get(command.worker_id)
-                if addressee is not None:
-                    addressee.on_command(command, now)
-            await self._deliver()
-
-    async def _deliver(self) -> None:
-        outbox, self._outbox = self._outbox, []
-        for topic_name, payload in outbox:
-            await self.control.on_message(topic_name, payload.encode())
-        await self.control.apply_pending()
+        await self.bus.commands(self.workers, now)
 
     # -- workers come and go with their instances ----------------------------------------------
 
@@ -316,7 +297,7 @@ class FleetSimulation:
                     instance,
                     replace(self.worker_model, gpus=gpus),
                     mtbi,
-                    self._send,
+                    self.bus.send,
                     self._finished,
                     faults=faults,
                 )
@@ -331,10 +312,6 @@ class FleetSimulation:
             return ON_DEMAND_MTBI_HOURS * 3600  # the worker's default: its host's failures
         rate = self.market.interruptions_per_hour(zone, self.trace.tick(self.clock.now()))
         return 3600 / max(rate, MIN_SPOT_INTERRUPTIONS_PER_HOUR)
-
-    def _send(self, topic_name: str, payload: str) -> None:
-        parse_topic(topic_name)
-        self._outbox.append((topic_name, payload))
 
     def _finished(self, job_id: str, at: datetime) -> None:
         if job_id in self.finished:

@@ -14,7 +14,6 @@ did not run.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -52,6 +51,7 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimInstance, spot_warning
 from simulator.fakes import HandledQueue, KeptDeadLetters, MemoryLink
+from simulator.message_bus import MessageBus
 from simulator.scenario_worker import ScenarioWorker, SlotLayout
 from simulator.worker_model import WorkerModel
 
@@ -188,6 +188,7 @@ class Scenario:
             connect=lambda _deliver, _admit: self.link,
             refusals=RefusedMessages(self.clock),
         )
+        self.bus = MessageBus(self.control, self.link)
         self.interruptions = InterruptionsLoop(
             HandledQueue(),
             KeptDeadLetters(),
@@ -216,7 +217,6 @@ class Scenario:
             interval_seconds=ROUND_EVERY * STEP.total_seconds(),
         )
         self.workers: dict[str, ScenarioWorker] = {}
-        self.outbox: list[tuple[str, str]] = []
         self.finished: dict[str, datetime] = {}
         self.outcome = Outcome()
         self.ending: dict[str, datetime] = {}  # noticed spot instance -> when it is reclaimed
@@ -229,20 +229,16 @@ class Scenario:
         for step in range(int(timedelta(hours=self.hours) / STEP)):
             now = self.clock.now()
             await self._capacity_loss(now)
-            for worker in self.workers.values():
-                if not worker.said_hello and worker.instance.ready_at <= now:
-                    worker.hello(now)
-                if worker.said_hello:
-                    worker.heartbeat(now)
-            await self._deliver()
+            await self.bus.report(self.workers, now)
             if step % ROUND_EVERY == 0:
                 await self.autoscaler.once()
                 self._sync_workers()
             await self.control.tick()
-            await self._commands(now)
-            await asyncio.to_thread(self._measure_idle, now)
-            self.quota_waits.update(j.job_id for j in self.store.list_jobs() if j.held_by_quota)
-            if self._settled():
+            await self.bus.commands(self.workers, now)
+            self._measure_idle(now)
+            jobs = self.store.list_jobs()
+            self.quota_waits.update(job.job_id for job in jobs if job.held_by_quota)
+            if all(job.state.terminal for job in jobs):
                 break
             for worker in self.workers.values():
                 if worker.said_hello:
@@ -298,7 +294,7 @@ class Scenario:
                 SimInstance(observed, ready, silent=False),
                 model,
                 20 * 3600.0,
-                self._send,
+                self.bus.send,
                 self._finished,
                 layout=layout,
                 family=family,
@@ -311,30 +307,8 @@ class Scenario:
         if worker is not None and worker.said_hello:
             worker.offline(self.clock.now())
 
-    # -- messages ------------------------------------------------------------------------------
-
-    def _send(self, topic_name: str, payload: str) -> None:
-        self.outbox.append((topic_name, payload))
-
     def _finished(self, job_id: str, at: datetime) -> None:
         self.finished.setdefault(job_id, at)
-
-    async def _deliver(self) -> None:
-        outbox, self.outbox = self.outbox, []
-        for topic_name, payload in outbox:
-            await self.control.on_message(topic_name, payload.encode())
-        await self.control.apply_pending()
-
-    async def _commands(self, now: datetime) -> None:
-        for _ in range(4):
-            if not self.link.commands:
-                return
-            commands, self.link.commands = self.link.commands, []
-            for command in commands:
-                addressee = self.workers.get(command.worker_id)
-                if addressee is not None:
-                    addressee.on_command(command, now)
-            await self._deliver()
 
     # -- what is measured ----------------------------------------------------------------------
 
@@ -347,14 +321,10 @@ class Scenario:
                 seconds = self.outcome.idle_claimed_seconds.get(instance_id, 0.0)
                 self.outcome.idle_claimed_seconds[instance_id] = seconds + STEP.total_seconds()
 
-    def _settled(self) -> bool:
-        """Every job has ended (the run goes on to its horizon while any waits: a limit held
-        or capacity lost comes back)."""
-        return all(job.state.terminal for job in self.store.list_jobs())
-
     def _report(self) -> Outcome:
         outcome = self.outcome
-        for job in self.store.list_jobs():
+        jobs = self.store.list_jobs()
+        for job in jobs:
             if job.state is JobState.SUCCEEDED:
                 outcome.done.append(job.job_id)
             elif job.state is JobState.FAILED:
@@ -364,8 +334,7 @@ class Scenario:
             history = self.store.history(job.job_id)
             if any(event.reason.startswith("split into stages") for event in history):
                 outcome.split.append(job.job_id)
-        jobs = [job.job_id for job in self.store.list_jobs()]
-        faulted = self.store.faulted_on(jobs)
+        faulted = self.store.faulted_on([job.job_id for job in jobs])
         outcome.machine_faults = sum(len(workers) for workers in faulted.values())
         outcome.limit_errors = self.cloud.limit_errors
         outcome.lapsed = sorted(self.autoscaler.lapses.types)

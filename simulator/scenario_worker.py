@@ -15,8 +15,7 @@ from datetime import datetime
 
 from kernel.market import mig_family
 from kernel.render_stage import RenderStage
-from kernel.worker_protocol import Command, CommandKind, EventKind, FailureKind, GpuInfo
-from kernel.worker_side import Machine
+from kernel.worker_protocol import Command, CommandKind, EventKind, GpuInfo
 from simulator.worker_model import Attempt
 from simulator.workers import SimulatedWorker
 
@@ -75,32 +74,12 @@ class ScenarioWorker(SimulatedWorker):
     def slots(self) -> tuple[GpuInfo, ...]:
         return self.layout.slots(self.family, self.gpu_vram_gib, self.physical_gpus)
 
-    def hello(self, now: datetime) -> None:
-        pool = self.instance.pool
-        self.said_hello = True
-        machine = Machine(
-            self.worker_id,
-            pool.instance_type,
-            pool.availability_zone,
-            pool.market,
-            self.slots(),
-            agent_version="simulated",
-        )
-        self._send(self.side.hello(now, machine))
-
     def on_command(self, command: Command, now: datetime) -> None:
         lead = command.gpu_index or 0
         if command.kind is CommandKind.ASSIGN and command.attempt is not None:
             held = {gpu for span in self.spans.values() for gpu in span}
             if lead in held or any(gpu in self.jobs or gpu in held for gpu in command.span):
-                self._event(
-                    now,
-                    EventKind.FAILED,
-                    job_id=command.job_id,
-                    attempt=command.attempt,
-                    failure_kind=FailureKind.REFUSED,
-                    error="a GPU of its span is busy",
-                )
+                self._refuse(command, now, "a GPU of its span is busy")
                 return
             if command.stage is not None:
                 self.stages[(command.job_id or "", command.attempt)] = command.stage
@@ -138,18 +117,10 @@ class ScenarioWorker(SimulatedWorker):
         if done < job.spec.steps * self.model.step_seconds * share - 1e-6:
             return
         stage = self.stages.pop((job.spec.job_id, job.attempt))
-        del self.jobs[job.gpu]
         if stage is RenderStage.DECODE:
-            self.finished(job.spec.job_id, start)
-            self._event(
-                start,
-                EventKind.FINISHED,
-                job_id=job.spec.job_id,
-                attempt=job.attempt,
-                output=f"{job.spec.output}{job.spec.job_id}.mp4",
-                outcome=True,
-            )
+            self._finish(job, start)
             return
+        del self.jobs[job.gpu]
         step = job.spec.steps if stage is RenderStage.DENOISE else 0
         self._event(
             start,

@@ -74,19 +74,22 @@ class SimulatedWorker:
 
     # -- protocol ------------------------------------------------------------------------------
 
-    def hello(self, now: datetime) -> None:
-        pool = self.instance.pool
-        self.said_hello = True
-        gpus = tuple(
+    def slots(self) -> tuple[GpuInfo, ...]:
+        """What its hello offers the scheduler: each GPU whole."""
+        return tuple(
             GpuInfo(index=i, family=self.model.family, vram_gib=self.model.vram_gib)
             for i in range(self.model.gpus)
         )
+
+    def hello(self, now: datetime) -> None:
+        pool = self.instance.pool
+        self.said_hello = True
         machine = Machine(
             self.worker_id,
             pool.instance_type,
             pool.availability_zone,
             pool.market,
-            gpus,
+            self.slots(),
             agent_version="simulated",
         )
         self._send(self.side.hello(now, machine))
@@ -278,14 +281,7 @@ class SimulatedWorker:
         gpu = command.gpu_index or 0
         if gpu in self.jobs or gpu >= self.model.gpus or not self.accepting:
             why = f"GPU {gpu} is busy or missing" if self.accepting else "draining after a notice"
-            self._event(
-                now,
-                EventKind.FAILED,
-                job_id=command.job_id,
-                attempt=command.attempt,
-                failure_kind=FailureKind.REFUSED,
-                error=why,
-            )
+            self._refuse(command, now, why)
             return
         spec = command.spec
         loaded = (gpu, spec.model) in self.loaded_models
@@ -311,6 +307,17 @@ class SimulatedWorker:
             if self.faults.corrupt(gpu, now):
                 job.doom_at = resumed + self.faults.rng.uniform(0, left)
         self._event(now, EventKind.STARTED, job_id=spec.job_id, attempt=command.attempt)
+
+    def _refuse(self, command: Command, now: datetime, why: str) -> None:
+        """An assignment declined before it starts: the job goes elsewhere."""
+        self._event(
+            now,
+            EventKind.FAILED,
+            job_id=command.job_id,
+            attempt=command.attempt,
+            failure_kind=FailureKind.REFUSED,
+            error=why,
+        )
 
     def _stop_with_checkpoint(self, job: Attempt, now: datetime) -> None:
         """Checkpoint at the current step and stop (a notice leaves time for one write)."""

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 # Fixtures several folders share, from the support package (found by name, never imported).
-pytest_plugins = ["tests.support.autoscaling"]
+pytest_plugins = ["tests.support.autoscaling", "tests.support.catalogue"]
 
 # moto accepts any credentials; these keep boto from looking for real ones.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import Engine, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from kernel.clock import Clock
 from kernel.instance_state import (
     NOT_WELCOME,
     InstanceChange,
@@ -21,6 +22,7 @@ from kernel.instance_state import (
 )
 from kernel.instance_types import InstanceKind
 from kernel.job_record import DrainKind, DrainRequest
+from kernel.job_spec import JobSpec
 from kernel.market import Market
 from orchestrator.store.base import StoreBase, utc
 from orchestrator.store.cost_facts import end_instance_life
@@ -70,6 +72,12 @@ def status_of(row: InstanceRow) -> InstanceStatus:
 
 
 class InstanceRecordBook(StoreBase):
+    def __init__(
+        self, engine: Engine, clock: Clock, specs: dict[str, JobSpec] | None = None
+    ) -> None:
+        super().__init__(engine, clock, specs)
+        self._kinds = InstanceKindBook(engine, clock, specs)  # the types it vets hellos by
+
     def move_instances(
         self, instance_ids: Sequence[str], after: InstanceState, reason: str, actor: str
     ) -> list[str]:
@@ -201,11 +209,8 @@ class InstanceRecordBook(StoreBase):
 
     def described_kinds(self) -> list[InstanceKind]:
         """The GPU types EC2 described to the autoscaler (`instance_kinds.py`)."""
-        return self._kinds().kinds()
+        return self._kinds.kinds()
 
     def lower_memory(self, kind: InstanceKind, reported_gib: float) -> None:
         """A worker of the type reported less memory per GPU (`instance_kinds.py`)."""
-        self._kinds().lower_memory(kind, reported_gib)
-
-    def _kinds(self) -> InstanceKindBook:
-        return InstanceKindBook(self._engine, self._clock, self._specs)
+        self._kinds.lower_memory(kind, reported_gib)

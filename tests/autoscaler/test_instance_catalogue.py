@@ -5,7 +5,7 @@ catalogue was a hard-coded table and naming another type raised at the first rou
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import aioboto3
 import pytest
@@ -32,13 +32,7 @@ async def ec2(moto_endpoint: str) -> AsyncIterator[EC2Client]:
         yield client
 
 
-@pytest.fixture(autouse=True)
-def shipped_catalogue() -> Iterator[None]:
-    """What a test teaches the process's catalogue is forgotten after it."""
-    before = dict(CATALOG)
-    yield
-    CATALOG.clear()
-    CATALOG.update(before)
+pytestmark = pytest.mark.usefixtures("shipped_catalogue")
 
 
 async def test_ec2_describes_every_shipped_type_as_the_table_has_it(ec2: EC2Client) -> None:

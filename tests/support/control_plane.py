@@ -36,7 +36,7 @@ OWNER, OTHER = "i-0000000000000aaaa", "i-0000000000000bbbb"
 WORKERS = (OWNER, OTHER)
 
 
-def hello(worker_id: str, clock: FakeClock) -> bytes:
+def hello(worker_id: str, clock: FakeClock, vram_gib: float = L4_GIB) -> bytes:
     message = Hello(
         worker_id=worker_id,
         sent_at=clock.now(),
@@ -44,7 +44,7 @@ def hello(worker_id: str, clock: FakeClock) -> bytes:
         instance_type="g6.xlarge",
         availability_zone="us-east-1a",
         market="spot",
-        gpus=(GpuInfo(index=0, family="l4", vram_gib=L4_GIB),),  # as NVML reports it
+        gpus=(GpuInfo(index=0, family="l4", vram_gib=vram_gib),),  # as NVML reports it
         agent_version="test",
     )
     return message.model_dump_json().encode()
