@@ -33,7 +33,8 @@ WEEK_HOURS = 7 * 24.0
 
 
 def per_gpu_prices(trace: Trace, companions: Companions) -> Trace:
-    """The trace with each zone's spot price per GPU at the cheapest of its types."""
+    """The trace with each zone's spot price per GPU (the traced instance's price over its
+    GPUs) at the cheapest of its types, as a one-GPU trace: a job of one GPU pays for one."""
     zones = {}
     for name, zone in trace.zones.items():
         factors = [1.0]
@@ -41,8 +42,9 @@ def per_gpu_prices(trace: Trace, companions: Companions) -> Trace:
             region = Pool(zone.instance_type, name, MarketKind.SPOT).region
             if region in companion.spot_factor:
                 factors.append(companion.spot_factor[region] / companion.kind.gpus * zone.gpus)
-        prices = tuple(p * min(factors) for p in zone.prices)
-        zones[name] = replace(zone, prices=prices)
+        prices = tuple(p * min(factors) / zone.gpus for p in zone.prices)
+        on_demand = zone.on_demand_price / zone.gpus
+        zones[name] = replace(zone, prices=prices, on_demand_price=on_demand, gpus=1)
     return replace(trace, zones=zones)
 
 

@@ -3,6 +3,7 @@ trace's type and its multi-GPU companions."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,20 @@ def test_the_bound_is_each_jobs_optimum_and_rises_without_the_cheaper_gpus() -> 
     assert bound == pytest.approx(one + rest)
     # Without the companions' cheaper GPUs the bound can only rise.
     assert fleet_lower_bound(trace, jobs, 100, no_companions(trace)) >= bound
+
+
+def test_an_eight_gpu_trace_is_priced_per_gpu(tmp_path: Path) -> None:
+    """A one-GPU job on an 8-GPU type pays an eighth of the instance: the bound never rises
+    above what every job on on-demand GPUs would pay (issue 47: it priced the instance)."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    metadata = {"gap_seconds": 600, "on_demand_price": 24.48}
+    body = {"metadata": metadata, "data": [1] * 400, "prices": [8.0] * 400}
+    (folder / "us-east-1a_p4d.24xlarge.json").write_text(json.dumps(body))
+    trace = load_trace(folder)
+    per_gpu = per_gpu_prices(trace, no_companions(trace)).zones["us-east-1a"]
+    assert (per_gpu.prices[0], per_gpu.gpus) == (pytest.approx(1.0), 1)
+    assert per_gpu.on_demand_price == pytest.approx(24.48 / 8)
+    jobs = [j for j in small_workload() if j.deadline_hours is not None]
+    bound = fleet_lower_bound(trace, jobs, 0, no_companions(trace))
+    assert bound <= sum(j.compute_hours for j in jobs) * 1.0 + 1e-9
