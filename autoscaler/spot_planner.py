@@ -37,7 +37,8 @@ from kernel.errors import ConfigurationError
 INF = 1e18
 MAX_CHOICE_BYTES = 2 * 2**30
 # Pseudo-counts that keep a short or one-sided history from claiming certainty: as if each
-# state had been seen to last `PRIOR_TICKS` ticks once.
+# state had been seen to last `PRIOR_TICKS` ticks once (the single-job setting counts the
+# V100 traces' 195 s ticks; the autoscaler says it in time, `planned_market.PRIOR_SECONDS`).
 PRIOR_TICKS = 40.0
 
 
@@ -74,10 +75,14 @@ class CapacityModel:
 
     @classmethod
     def estimate(
-        cls, history: Sequence[int] | npt.NDArray[np.int8], edges: tuple[int, ...] = AGE_EDGES
+        cls,
+        history: Sequence[int] | npt.NDArray[np.int8],
+        edges: tuple[int, ...] = AGE_EDGES,
+        prior_ticks: float = PRIOR_TICKS,
     ) -> CapacityModel:
         """From a 0/1 series (the past only): each (state, age bucket)'s switching rate, drawn
-        toward the state's overall rate where the record is thin."""
+        toward the state's overall rate where the record is thin. `prior_ticks`: how long, in
+        the series' steps, the prior says each state lasts."""
         series = np.asarray(history, dtype=np.int8)
         buckets = len(edges)
         switches = np.zeros((2, buckets))
@@ -87,7 +92,7 @@ class CapacityModel:
             state, bucket = series[:-1], np.searchsorted(edges, ages[:-1], side="right") - 1
             np.add.at(exposure, (state, bucket), 1.0)
             np.add.at(switches, (state, bucket), (series[1:] != series[:-1]).astype(float))
-        overall = (switches.sum(axis=1) + 1) / (exposure.sum(axis=1) + PRIOR_TICKS)
+        overall = (switches.sum(axis=1) + 1) / (exposure.sum(axis=1) + prior_ticks)
         rate = (switches + BUCKET_PRIOR_TICKS * overall[:, None]) / (exposure + BUCKET_PRIOR_TICKS)
         widths = np.diff(np.append(np.asarray(edges, dtype=float), np.inf))
         transition = np.zeros((2 * buckets, 2 * buckets))
@@ -200,7 +205,13 @@ class Solution:
 
     def __init__(self, problem: PlanProblem, first_tick: int = 0) -> None:
         self.problem, self.first_tick = problem, first_tick
-        self.choices, self.expected_cost = _solve(problem, first_tick)
+        self.choices, self.start_values = _solve(problem, first_tick)
+        self.expected_cost = _finite(float(self.start_values[Hold.IDLE, 0, 0, -1]))
+
+    def expected(self, done: int, hold: Hold, capacity: int) -> float:
+        """The expected cost of the rest of the job from its first tick (with `done` work done
+        and `hold` held, its start-up behind it), inf where the deadline cannot be kept."""
+        return _finite(float(self.start_values[hold, 0, min(done, self.problem.work), capacity]))
 
     def choose(self, tick: int, done: int, hold: Hold, startup_left: int, capacity: int) -> Hold:
         """`capacity`: the model state now (`CapacityModel.state_of`)."""
@@ -215,7 +226,31 @@ class Solution:
         return Hold(int(self.choices[tick - self.first_tick, hold, r, done, capacity]))
 
 
-def _solve(problem: PlanProblem, first_tick: int) -> tuple[npt.NDArray[np.int8], float]:
+def simple_expected(
+    problem: PlanProblem, first_tick: int, done: int, hold: Hold, capacity: int
+) -> float:
+    """The expected cost, in the same model, of the moves the simple rule makes: spot
+    whenever there is capacity and the deadline allows it, waiting while it does not, on-demand
+    only where nothing else keeps the deadline, and from on-demand back to spot where that costs
+    less. What the planner's own solution saves against it is the planner's claim to act."""
+    values = _solve(problem, first_tick, simple=True)[1]
+    return _finite(float(values[hold, 0, min(done, problem.work), capacity]))
+
+
+def _finite(value: float) -> float:
+    return value if value < FEASIBLE else float("inf")
+
+
+# Below this an expected cost is a cost: the infeasible INF weighted by the chance of its
+# worst case stays far above any real one.
+FEASIBLE = 1e10
+
+
+def _solve(
+    problem: PlanProblem, first_tick: int, simple: bool = False
+) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float64]]:
+    """The decisions of every tick from `first_tick` and the expected costs at `first_tick`.
+    `simple`: the simple rule's moves instead of the cheapest (its decisions are not kept)."""
     p = problem
     warm = max(1, p.changeover)
     states, down = p.model.states, ~p.model.up
@@ -229,7 +264,8 @@ def _solve(problem: PlanProblem, first_tick: int) -> tuple[npt.NDArray[np.int8],
     # value[hold, r, done, capacity] from the start of the next tick; done == work costs 0.
     value = np.full((3, warm, p.work + 1, states), INF)
     value[:, :, p.work, :] = 0.0
-    choices = np.zeros((p.deadline - first_tick, 3, warm, p.work + 1, states), dtype=np.int8)
+    kept_ticks = 1 if simple else p.deadline - first_tick
+    choices = np.zeros((kept_ticks, 3, warm, p.work + 1, states), dtype=np.int8)
     for t in range(p.deadline - 1, first_tick - 1, -1):
         # expected[hold, r, done, capacity now]: E over the next tick's capacity; a spot
         # instance is lost with its capacity.
@@ -241,15 +277,11 @@ def _solve(problem: PlanProblem, first_tick: int) -> tuple[npt.NDArray[np.int8],
         new_choice = np.empty((3, warm, p.work + 1, states), dtype=np.int8)
         # A fresh instance of each kind (its start-up first; spot only where there is
         # capacity), or none: [done, capacity now].
-        fresh_best = expected[Hold.IDLE, 0].copy()
-        fresh_choice = np.zeros_like(fresh_best, dtype=np.int8)
+        fresh = {Hold.IDLE: expected[Hold.IDLE, 0]}
         for hold in (Hold.ON_DEMAND, Hold.SPOT):
-            option = cost[hold] + _advance(expected[hold], p.changeover, warm)
-            if hold is Hold.SPOT:
-                option[:, down] = INF
-            better = option < fresh_best
-            fresh_best = np.where(better, option, fresh_best)
-            fresh_choice = np.where(better, np.int8(hold), fresh_choice)
+            fresh[hold] = cost[hold] + _advance(expected[hold], p.changeover, warm)
+        fresh[Hold.SPOT][:, down] = INF
+        fresh_best, fresh_choice = (_simple_fresh if simple else _cheapest)(fresh)
         new_value[Hold.IDLE] = fresh_best
         new_choice[Hold.IDLE] = fresh_choice
         for hold in (Hold.ON_DEMAND, Hold.SPOT):
@@ -257,14 +289,37 @@ def _solve(problem: PlanProblem, first_tick: int) -> tuple[npt.NDArray[np.int8],
                 keep = cost[hold] + _advance(expected[hold], r, warm)
                 if hold is Hold.SPOT:
                     keep[:, down] = INF
-                better = keep < fresh_best
+                # The simple rule keeps a spot instance while it lasts and the deadline
+                # allows; it leaves on-demand only for spot where that costs less.
+                better = (keep < FEASIBLE) if simple and hold is Hold.SPOT else keep < fresh_best
+                if simple and hold is Hold.ON_DEMAND:
+                    better = keep <= fresh[Hold.SPOT]
                 new_value[hold, r] = np.where(better, keep, fresh_best)
                 new_choice[hold, r] = np.where(better, np.int8(hold), fresh_choice)
         new_value[:, :, p.work, :] = 0.0
         value = new_value
-        choices[t - first_tick] = new_choice
-    start = float(value[Hold.IDLE, 0, 0, -1])
-    return choices, start if start < INF / 2 else float("inf")
+        choices[0 if simple else t - first_tick] = new_choice
+    return choices, value
+
+
+Options = dict[Hold, npt.NDArray[np.float64]]
+
+
+def _cheapest(fresh: Options) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
+    best, choice = fresh[Hold.IDLE].copy(), np.zeros(fresh[Hold.IDLE].shape, dtype=np.int8)
+    for hold in (Hold.ON_DEMAND, Hold.SPOT):
+        better = fresh[hold] < best
+        best = np.where(better, fresh[hold], best)
+        choice = np.where(better, np.int8(hold), choice)
+    return best, choice
+
+
+def _simple_fresh(fresh: Options) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
+    """Spot where the deadline allows it, else waiting where it allows that, else on-demand."""
+    spot, idle = fresh[Hold.SPOT] < FEASIBLE, fresh[Hold.IDLE] < FEASIBLE
+    choice = np.where(spot, np.int8(Hold.SPOT), np.where(idle, np.int8(0), np.int8(1)))
+    best = np.where(spot, fresh[Hold.SPOT], np.where(idle, fresh[Hold.IDLE], fresh[Hold.ON_DEMAND]))
+    return best, choice.astype(np.int8)
 
 
 def _advance(

@@ -48,15 +48,23 @@ from orchestrator.costs.fleet_record import StoreFleetRecord
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
+from orchestrator.store.cost_facts import AttemptSpan
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from simulator.cloud import SimulatedEc2, instance_kind
 from simulator.companions import WithCompanions, companions_for, no_companions
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
 from simulator.fleet_faults import FaultWaste, faults_for
-from simulator.fleet_policies import BASELINES, FRAMEFLEET, FleetPolicy, seen_before
+from simulator.fleet_policies import (
+    BASELINES,
+    FRAMEFLEET,
+    ROUND_SECONDS,
+    FleetPolicy,
+    seen_before,
+)
 from simulator.fleet_setup import FleetSetup, fleet_pace, purchase_settings, setup_for_changeover
 from simulator.message_bus import MessageBus
+from simulator.on_demand_answers import OnDemandAnswers
 from simulator.results import FleetResult, start_delays
 from simulator.worker_model import WorkerModel
 from simulator.workers import SimulatedWorker
@@ -133,6 +141,7 @@ class FleetSimulation:
         purchase = purchase_settings(setup, (kind.instance_type, *companions.types))
         settings = replace(policy.purchase(purchase), split_renders=SplitMode.NEVER)
         history = seen_before(trace, start_tick, settings.candidate_types)
+        self.answers = OnDemandAnswers(policy.make_rule(history))
         self.autoscaler = AutoscalerLoop(
             market=market if policy.risk_aware else PricesOnly(market),
             actuator=Actuator(self.cloud, capacity, FLEET_ID, self.clock),
@@ -146,7 +155,7 @@ class FleetSimulation:
             zones=sorted(trace.zones),
             clock=self.clock,
             interval_seconds=trace.gap.total_seconds(),
-            market_rule=policy.make_rule(history),
+            market_rule=self.answers,
             spot_history=history,
             recorder=FleetRecorder(StoreFleetRecord(self.store.cost_facts, self.ledger)),
         )
@@ -190,13 +199,15 @@ class FleetSimulation:
         return self.result()
 
     def result(self) -> FleetResult:
-        misses = unfinished = 0
+        misses = unfinished = avoidable = 0
+        startup = self.setup.boot_seconds + self.worker_model.model_load_seconds
         for job in self.jobs:
             finished = self.finished.get(job.job_id)
             if job.deadline_hours is None:
                 unfinished += finished is None
             elif finished is None or finished > self._deadline_of(job):
                 misses += 1
+                avoidable += startup / 3600 + job.compute_hours <= job.deadline_hours
         spot = on_demand = 0.0
         now = self.clock.now()
         for instance in self.cloud.records.values():
@@ -206,6 +217,9 @@ class FleetSimulation:
             else:
                 on_demand += hours / 3600
         succeeded = self.store.count_by_state().get(JobState.SUCCEEDED, 0)
+        spans = self.store.cost_facts.attempts_on(list(self.cloud.records))  # one query, in chunks
+        allowed = timedelta(seconds=startup + ROUND_SECONDS)
+        late = self.answers.late_starts(((s.job_id, s.started_at) for s in spans), allowed, now)
         assert succeeded == len(self.finished), "the store and the workers disagree"
         return FleetResult(
             self.policy.name,
@@ -217,14 +231,16 @@ class FleetSimulation:
             interruptions=sum(i.interrupted for i in self.cloud.records.values()),
             launches=len(self.cloud.records),
             finished_twice=self.finished_twice,
-            **self._start_delays(),
+            **self._start_delays(spans),
             finished=len(self.finished),
+            avoidable_misses=avoidable,
+            late_on_demand=len(late),
+            late_on_demand_hours=max((hours for _, hours in late), default=0.0),
         )
 
-    def _start_delays(self) -> dict[str, float]:
+    def _start_delays(self, spans: list[AttemptSpan]) -> dict[str, float]:
         """Mean, p50 and p95 of arrival -> first start, over the jobs that started (hours)."""
         first_start: dict[str, datetime] = {}
-        spans = self.store.cost_facts.attempts_on(list(self.cloud.records))  # one query, in chunks
         for span in spans:
             known = first_start.get(span.job_id)
             first_start[span.job_id] = min(known or span.started_at, span.started_at)

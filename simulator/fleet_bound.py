@@ -23,7 +23,7 @@ import numpy as np
 from autoscaler.market.trace import Trace
 from autoscaler.pools import Pool
 from kernel.market import Market as MarketKind
-from simulator.companions import Companions
+from simulator.companions import Companions, no_companions
 from simulator.omniscient import omniscient
 from simulator.single_job import Setup
 from simulator.study import market_from
@@ -48,18 +48,30 @@ def per_gpu_prices(trace: Trace, companions: Companions) -> Trace:
     return replace(trace, zones=zones)
 
 
-def job_bound(trace: Trace, job: SimJob, start_tick: int, on_demand_per_gpu: float) -> float:
+def job_bound(
+    trace: Trace,
+    job: SimJob,
+    start_tick: int,
+    on_demand_per_gpu: float,
+    startup_seconds: float = 0.0,
+) -> float:
+    """The job's omniscient optimum from its arrival; with no start-up, its work rounded down
+    (a bound), with one, rounded up and the start-up paid at each start (a cost an omniscient
+    policy reaches)."""
     tick_hours = trace.gap.total_seconds() / 3600
     arrival = start_tick + math.ceil(job.arrival_hours / tick_hours)
     window = job.deadline_hours if job.deadline_hours is not None else WEEK_HOURS
     horizon = min(math.floor(window / tick_hours), trace.ticks - arrival)
-    work = max(1, math.floor(job.compute_hours / tick_hours))  # rounded down: a bound
-    if horizon < work:
-        return work * tick_hours * on_demand_per_gpu
+    reached = startup_seconds > 0
+    compute = job.compute_hours / tick_hours
+    work = max(1, math.ceil(compute - 1e-9) if reached else math.floor(compute))
+    changeover = math.ceil(startup_seconds / 3600 / tick_hours - 1e-9)
+    if horizon < work + changeover:
+        return (work + changeover) * tick_hours * on_demand_per_gpu
     setup = Setup(
         work=work,
         deadline=horizon,
-        changeover=0,
+        changeover=changeover,
         tick_hours=tick_hours,
         on_demand_price=on_demand_per_gpu,
     )
@@ -77,3 +89,25 @@ def fleet_lower_bound(
     ]
     on_demand = min([first.on_demand_price / first.gpus, *per_gpu])
     return float(np.sum([job_bound(cheapest, job, start_tick, on_demand) for job in jobs]))
+
+
+def fleet_reachable(
+    trace: Trace, jobs: Sequence[SimJob], start_tick: int, startup_seconds: float
+) -> float:
+    """What an omniscient policy pays that runs each job on GPUs of the trace's own type, in
+    any zone, paying every start-up (`startup_seconds`, ticks rounded up) and taking spot only
+    where the trace has capacity: the sum of each job's optimum, since the simulated cloud
+    gives a zone with capacity as many instances as asked (no job takes another's). A fleet
+    policy may pay less only by what this leaves out: packing jobs onto a multi-GPU companion
+    that is cheaper per GPU, handing a booted GPU to the next job, or finishing work inside a
+    tick. On a multi-GPU trace it prices a GPU as if bought alone, which no policy can."""
+    own = per_gpu_prices(trace, no_companions(trace))
+    first = next(iter(own.zones.values()))
+    return float(
+        np.sum(
+            [
+                job_bound(own, job, start_tick, first.on_demand_price, startup_seconds)
+                for job in jobs
+            ]
+        )
+    )

@@ -20,9 +20,10 @@ with capacity when the job arrived, no move back) are kept as extra rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -35,6 +36,8 @@ from kernel.instance_types import kind_of
 from kernel.market import Market
 
 RuleMaker = Callable[[SpotHistory], MarketRule]
+# The live autoscaler's round (`AutoscalerSettings.interval_seconds`' default).
+ROUND_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -77,16 +80,21 @@ FRAMEFLEET_SPREAD_ONLY = FleetPolicy("framefleet, spread alone", risk_aware=True
 
 
 def seen_before(trace: Trace, start_tick: int, instance_types: Iterable[str]) -> SpotHistory:
-    """What a live autoscaler would have recorded of the trace's capacity before the week
-    starts (its past only: some zone up), for every instance type the simulation may buy."""
-    history = SpotHistory(trace.gap.total_seconds(), origin=trace.start)
-    first = max(0, start_tick - history.keep)
+    """What a live autoscaler (its rounds every `ROUND_SECONDS`) would have recorded of the
+    trace's capacity before the week starts (its past only: some zone up), in its own steps
+    whatever the trace's probe interval (each probe's value held until the next), for every
+    instance type the simulation may buy."""
+    history = SpotHistory.for_interval(ROUND_SECONDS, origin=trace.start)
+    gap, step = trace.gap.total_seconds(), history.tick_seconds
+    first = max(0, start_tick - math.ceil(history.keep * step / gap))
     if start_tick > first:
         zones = np.array([z.available[first:start_tick] for z in trace.zones.values()])
         up = zones.max(axis=0)
-        last = trace.start + trace.gap * (start_tick - 1)
+        offsets = np.arange(0.0, (start_tick - first) * gap, step)
+        held = up[(offsets // gap).astype(np.int64)]
+        last = trace.start + timedelta(seconds=first * gap + float(offsets[-1]))
         for instance_type in instance_types:  # the companions have the trace's capacity
-            history.preload(instance_type, up, last)
+            history.preload(instance_type, held, last)
     return history
 
 

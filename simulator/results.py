@@ -23,6 +23,12 @@ class FleetResult:
     start_delay_p50_hours: float = 0.0
     start_delay_p95_hours: float = 0.0
     finished: int = 0  # jobs (videos) finished by the end of the trace, late ones too
+    # Misses of jobs that on-demand from arrival would have finished in time: must stay 0.
+    avoidable_misses: int = 0
+    # Jobs the market rule sent to on-demand that started later than a start-up and a round
+    # after (simulator/on_demand_answers.py): must stay 0; and the latest by how much.
+    late_on_demand: int = 0
+    late_on_demand_hours: float = 0.0
 
     @property
     def cost_per_video(self) -> float:

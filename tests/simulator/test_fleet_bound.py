@@ -4,13 +4,15 @@ trace's type and its multi-GPU companions."""
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from autoscaler.market.trace import load_trace
 from simulator.companions import companions_for, no_companions
-from simulator.fleet_bound import fleet_lower_bound, per_gpu_prices
+from simulator.fleet_bound import fleet_lower_bound, fleet_reachable, per_gpu_prices
 from tests.support.simulation import TRACES, small_workload, steady_trace
 
 
@@ -52,3 +54,27 @@ def test_an_eight_gpu_trace_is_priced_per_gpu(tmp_path: Path) -> None:
     jobs = [j for j in small_workload() if j.deadline_hours is not None]
     bound = fleet_lower_bound(trace, jobs, 0, no_companions(trace))
     assert bound <= sum(j.compute_hours for j in jobs) * 1.0 + 1e-9
+
+
+def test_the_reachable_optimum_pays_start_ups_and_lies_above_the_bound() -> None:
+    """An omniscient policy paying each start-up on the trace's own GPUs: never below the
+    bound, and with no spot at all, every job on on-demand with its start-up."""
+    trace = load_trace(TRACES)
+    jobs = small_workload()
+    startup = 720.0
+    reachable = fleet_reachable(trace, jobs, 100, startup)
+    assert reachable >= fleet_lower_bound(trace, jobs, 100, companions_for(trace))
+    assert reachable > fleet_reachable(trace, jobs, 100, 1.0) - 1e-9
+    none_up = {
+        name: replace(zone, available=(0,) * trace.ticks) for name, zone in trace.zones.items()
+    }
+    dry = replace(trace, zones=none_up)
+    on_demand = next(iter(trace.zones.values())).on_demand_price
+    tick_hours = trace.gap.total_seconds() / 3600
+    expected = sum(
+        (math.ceil(j.compute_hours / tick_hours - 1e-9) + math.ceil(startup / 3600 / tick_hours))
+        * tick_hours
+        * on_demand
+        for j in jobs
+    )
+    assert fleet_reachable(dry, jobs, 100, startup) == pytest.approx(expected)
