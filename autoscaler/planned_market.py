@@ -40,7 +40,6 @@ from autoscaler.spot_planner import (
     PlanProblem,
     Solution,
     coarsen,
-    simple_expected,
 )
 from kernel.instance_types import kind_of
 from kernel.market import Market
@@ -267,7 +266,7 @@ class PlannedMarketRule:
         hold = Hold.ON_DEMAND if job.running_on is Market.ON_DEMAND else Hold.IDLE
         capacity = problem.model.state_of(steps)
         ours = solution.expected(0, hold, capacity)
-        simple = simple_expected(problem, 0, 0, hold, capacity)
+        simple = Solution(problem, simple=True).expected(0, hold, capacity)
         saving = (simple - ours) / simple if 0 < simple < float("inf") else 0.0
         plan = _JobPlan(solution, grid, now, saving)
         self.plans[job.job_id] = plan

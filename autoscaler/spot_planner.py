@@ -203,9 +203,14 @@ class Solution:
     """choice[t][hold, startup_left, done, capacity]: 0 idle, 1 on-demand, 2 spot (a kept
     instance or a fresh one: the same hold as before means keep it)."""
 
-    def __init__(self, problem: PlanProblem, first_tick: int = 0) -> None:
+    def __init__(self, problem: PlanProblem, first_tick: int = 0, simple: bool = False) -> None:
+        """`simple`: instead of the cheapest moves, the simple rule's, in the same model: spot
+        whenever there is capacity and the deadline allows it, waiting while it does not,
+        on-demand only where nothing else keeps the deadline, and from on-demand back to spot
+        where that costs less. What the cheapest saves against it is the planner's claim to
+        act (`planned_market.PlannedMarketRule.min_saving`)."""
         self.problem, self.first_tick = problem, first_tick
-        self.choices, self.start_values = _solve(problem, first_tick)
+        self.choices, self.start_values = _solve(problem, first_tick, simple)
         self.expected_cost = _finite(float(self.start_values[Hold.IDLE, 0, 0, -1]))
 
     def expected(self, done: int, hold: Hold, capacity: int) -> float:
@@ -226,17 +231,6 @@ class Solution:
         return Hold(int(self.choices[tick - self.first_tick, hold, r, done, capacity]))
 
 
-def simple_expected(
-    problem: PlanProblem, first_tick: int, done: int, hold: Hold, capacity: int
-) -> float:
-    """The expected cost, in the same model, of the moves the simple rule makes: spot
-    whenever there is capacity and the deadline allows it, waiting while it does not, on-demand
-    only where nothing else keeps the deadline, and from on-demand back to spot where that costs
-    less. What the planner's own solution saves against it is the planner's claim to act."""
-    values = _solve(problem, first_tick, simple=True)[1]
-    return _finite(float(values[hold, 0, min(done, problem.work), capacity]))
-
-
 def _finite(value: float) -> float:
     return value if value < FEASIBLE else float("inf")
 
@@ -249,8 +243,7 @@ FEASIBLE = 1e10
 def _solve(
     problem: PlanProblem, first_tick: int, simple: bool = False
 ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float64]]:
-    """The decisions of every tick from `first_tick` and the expected costs at `first_tick`.
-    `simple`: the simple rule's moves instead of the cheapest (its decisions are not kept)."""
+    """The decisions of every tick from `first_tick` and the expected costs at `first_tick`."""
     p = problem
     warm = max(1, p.changeover)
     states, down = p.model.states, ~p.model.up
@@ -264,8 +257,7 @@ def _solve(
     # value[hold, r, done, capacity] from the start of the next tick; done == work costs 0.
     value = np.full((3, warm, p.work + 1, states), INF)
     value[:, :, p.work, :] = 0.0
-    kept_ticks = 1 if simple else p.deadline - first_tick
-    choices = np.zeros((kept_ticks, 3, warm, p.work + 1, states), dtype=np.int8)
+    choices = np.zeros((p.deadline - first_tick, 3, warm, p.work + 1, states), dtype=np.int8)
     for t in range(p.deadline - 1, first_tick - 1, -1):
         # expected[hold, r, done, capacity now]: E over the next tick's capacity; a spot
         # instance is lost with its capacity.
@@ -298,7 +290,7 @@ def _solve(
                 new_choice[hold, r] = np.where(better, np.int8(hold), fresh_choice)
         new_value[:, :, p.work, :] = 0.0
         value = new_value
-        choices[0 if simple else t - first_tick] = new_choice
+        choices[t - first_tick] = new_choice
     return choices, value
 
 

@@ -17,6 +17,11 @@
 (c) the single-job setting on synthetic markets with known structure (`simulator/synthetic.py`:
     periodic outages, long droughts, price spikes, flapping zones), job fraction 0.8,
     `--synthetic-starts` per zone, every policy with the parameters it has for the real traces.
+(d) the fleet setting on markets of every kind (benchmarks/cost_markets.py): FrameFleet against
+    Greedy any zone with back to spot, week by week, on the shipped traces as probed and
+    resampled, and on every synthetic market family, with each week's reachable optimum.
+    Not in the default sections (it takes hours on two cores): `--sections d`, and
+    `--markets 'V100,plentiful'` for some of them.
 
 Prints the tables (the fleet's with its lower bound, simulator/fleet_bound.py) and a line per
 target (met, or short by how much), and writes benchmarks/results/cost.json and cost.png;
@@ -39,6 +44,8 @@ from rich.console import Console
 
 from autoscaler.market.trace import load_trace
 from benchmarks.common import RESULTS_DIR, write_result
+from benchmarks.cost_markets import as_json as markets_json
+from benchmarks.cost_markets import market_weeks, markets_table, markets_target
 from simulator.companions import companions_for
 from simulator.fleet import run_fleet
 from simulator.fleet_bound import fleet_lower_bound
@@ -134,6 +141,12 @@ def main() -> None:
     parser.add_argument(
         "--sections", default="abc", help="which of (a), (b), (c) to run, e.g. 'b' (default: all)"
     )
+    parser.add_argument(
+        "--markets", default="", help="in (d), only markets whose label holds one of these (a,b)"
+    )
+    parser.add_argument(
+        "--market-weeks", type=int, default=2, help="weeks per shipped trace in (d)"
+    )
     args = parser.parse_args()
     console = Console(width=150)
     trace = load_trace(args.traces)
@@ -198,6 +211,13 @@ def main() -> None:
         results["(b) weeks"] = [asdict(r) for r in summary]
         results["(b) gap closed per week"] = {w.label: w.closed("framefleet") for w in weeks}
         targets.append(weeks_target(f"(b) fleet, {len(weeks)} weeks", weeks))
+    if "d" in args.sections:
+        only = [m for m in args.markets.split(",") if m]
+        kinds = market_weeks(args.market_weeks, args.jobs, workers, only)
+        title = f"(d) fleet: {args.jobs} jobs a week, FrameFleet against Greedy on every market"
+        console.print(markets_table(title, kinds))
+        results["(d) markets"] = markets_json(kinds)
+        targets.append(markets_target(kinds))
     console.print(target_table(targets))
     results["targets"] = [asdict(t) for t in targets]
     RESULTS_DIR.mkdir(exist_ok=True)

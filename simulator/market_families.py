@@ -96,7 +96,10 @@ class MarketFamily:
         hours = self.ticks // per_hour + 2
         walk = np.cumsum(rng.normal(0, self.volatility, hours)).clip(-0.5, 0.5)
         hourly = self.price_ratio * on_demand * np.exp(walk)
-        return np.minimum(np.repeat(hourly, per_hour)[: self.ticks], on_demand)
+        prices: npt.NDArray[np.float64] = np.minimum(
+            np.repeat(hourly, per_hour)[: self.ticks], on_demand
+        )
+        return prices
 
 
 def resampled(trace: Trace, probe_seconds: float) -> Trace:

@@ -62,7 +62,8 @@ class OnDemandAnswers:
 
 def _first_answers(answers: list[datetime], starts: list[datetime]) -> list[datetime]:
     """The first answer in each stretch between two starts."""
-    firsts, previous_start = [], None
+    firsts: list[datetime] = []
+    previous_start: datetime | None = None
     for answer in sorted(answers):
         stretch = max((s for s in starts if s <= answer), default=None)
         if not firsts or stretch != previous_start:
