@@ -147,6 +147,9 @@ def main() -> None:
     parser.add_argument(
         "--market-weeks", type=int, default=2, help="weeks per shipped trace in (d)"
     )
+    parser.add_argument(
+        "--family-weeks", type=int, default=2, help="weeks per synthetic family in (d), 1 or 2"
+    )
     args = parser.parse_args()
     console = Console(width=150)
     trace = load_trace(args.traces)
@@ -213,7 +216,8 @@ def main() -> None:
         targets.append(weeks_target(f"(b) fleet, {len(weeks)} weeks", weeks))
     if "d" in args.sections:
         only = [m for m in args.markets.split(",") if m]
-        kinds = market_weeks(args.market_weeks, args.jobs, workers, only)
+        weeks_each = (args.market_weeks, args.family_weeks)
+        kinds = market_weeks(weeks_each, args.jobs, workers, only)
         title = f"(d) fleet: {args.jobs} jobs a week, FrameFleet against Greedy on every market"
         console.print(markets_table(title, kinds))
         results["(d) markets"] = markets_json(kinds)

@@ -6,9 +6,9 @@ spot, week by week, on markets of every kind, each run by the product in the fle
   its six days; its 0/1 read as the availability traces' are);
 - every synthetic family of `simulator/market_families.py`, two weeks each.
 
-Each week also gets the reachable optimum (`simulator/fleet_bound.fleet_reachable`: what an
-omniscient policy pays running each job on its own GPU of the trace's type, start-ups paid),
-so "gap closed" says what share of Greedy's distance to it FrameFleet closes.
+Each week also gets the offline optimum (`simulator/fleet_bound.fleet_offline_optimum`: what
+an omniscient policy pays with every start-up and every wait for capacity paid), so "gap
+closed" says what share of Greedy's distance to it FrameFleet closes.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from pathlib import Path
 from rich.table import Table
 
 from autoscaler.market.trace import Trace, load_trace
+from simulator.companions import companions_for
 from simulator.fleet import run_fleet
-from simulator.fleet_bound import fleet_reachable
+from simulator.fleet_bound import fleet_offline_optimum
 from simulator.fleet_policies import BASELINES, FRAMEFLEET
 from simulator.fleet_setup import setup_for_changeover
 from simulator.market_families import FAMILIES, resampled
@@ -59,8 +60,9 @@ def _preemption() -> Trace:
         return load_trace(Path(folder))
 
 
-def markets(shipped_weeks: int) -> list[Market]:
+def markets(shipped_weeks: int, family_weeks: int = 2) -> list[Market]:
     starts = tuple(4.0 * week for week in range(shipped_weeks))  # section (b)'s weeks
+    family_starts = (4.0, 10.0)[:family_weeks]
     return [
         Market("V100, 195 s probes", lambda: load_trace(AVAILABILITY), starts),
         Market("V100, resampled to 60 s", lambda: resampled(load_trace(AVAILABILITY), 60), starts),
@@ -68,7 +70,7 @@ def markets(shipped_weeks: int) -> list[Market]:
             "V100, resampled to 600 s", lambda: resampled(load_trace(AVAILABILITY), 600), starts
         ),
         Market("V100 preemption trace, 32 s", _preemption, (0.0,), job_days=6.0),
-        *(Market(f"synthetic: {f.name}", f.trace, (4.0, 10.0)) for f in FAMILIES),
+        *(Market(f"synthetic: {f.name}", f.trace, family_starts) for f in FAMILIES),
     ]
 
 
@@ -78,7 +80,7 @@ class MarketWeek:
     start_day: float
     framefleet: FleetResult
     greedy: FleetResult
-    reachable: float
+    optimum: float
 
     @property
     def over_greedy(self) -> float:
@@ -86,25 +88,26 @@ class MarketWeek:
 
     @property
     def gap_closed(self) -> float:
-        """Of Greedy's distance to the reachable optimum, the share FrameFleet closes."""
-        gap = self.greedy.cost - self.reachable
+        """Of Greedy's distance to the offline optimum, the share FrameFleet closes."""
+        gap = self.greedy.cost - self.optimum
         return (self.greedy.cost - self.framefleet.cost) / gap if gap > 0 else 0.0
 
 
-Task = tuple[str, float, str | None]  # market, start day, policy (None: the optimum)
+# Market, start day, policy (None: the optimum).
+Task = tuple[str, float, str | None]
 
 
-def _task(shipped_weeks: int, jobs: int, task: Task) -> FleetResult | float:
+def _task(weeks: tuple[int, int], jobs: int, task: Task) -> FleetResult | float:
     logging.basicConfig(level=logging.ERROR)
     label, start_day, policy = task
-    market = next(m for m in markets(shipped_weeks) if m.label == label)
+    market = next(m for m in markets(*weeks) if m.label == label)
     trace = market.trace()
     workload = daily_poisson(round(jobs * market.job_days / 7), market.job_days, _seed(start_day))
     start = round(start_day * 86_400 / trace.gap.total_seconds())
     setup = setup_for_changeover(CHANGEOVER_HOURS)
     if policy is None:
         startup = setup.boot_seconds + setup.worker.model_load_seconds
-        return fleet_reachable(trace, workload, start, startup)
+        return fleet_offline_optimum(trace, workload, start, companions_for(trace), startup)
     chosen = FRAMEFLEET if policy == FRAMEFLEET.name else GREEDY
     return asyncio.run(run_fleet(trace, workload, setup, start, chosen))
 
@@ -114,9 +117,10 @@ def _seed(start_day: float) -> int:
 
 
 def market_weeks(
-    shipped_weeks: int, jobs: int, workers: int, only: Sequence[str] = ()
+    weeks: tuple[int, int], jobs: int, workers: int, only: Sequence[str] = ()
 ) -> list[MarketWeek]:
-    chosen = [m for m in markets(shipped_weeks) if not only or any(o in m.label for o in only)]
+    """`weeks`: per shipped trace and per synthetic family."""
+    chosen = [m for m in markets(*weeks) if not only or any(o in m.label for o in only)]
     tasks: list[Task] = [
         (m.label, day, policy)
         for m in chosen
@@ -124,18 +128,18 @@ def market_weeks(
         for policy in (None, FRAMEFLEET.name, GREEDY.name)
     ]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        runs = pool.map(_task, [shipped_weeks] * len(tasks), [jobs] * len(tasks), tasks)
+        runs = pool.map(_task, [weeks] * len(tasks), [jobs] * len(tasks), tasks)
         done = dict(zip(tasks, runs, strict=True))
-    weeks = []
+    found = []
     for m in chosen:
         for day in m.start_days:
             ours, greedy = done[(m.label, day, FRAMEFLEET.name)], done[(m.label, day, GREEDY.name)]
-            reachable = done[(m.label, day, None)]
+            optimum = done[(m.label, day, None)]
             assert isinstance(ours, FleetResult)
             assert isinstance(greedy, FleetResult)
-            assert isinstance(reachable, float)
-            weeks.append(MarketWeek(m.label, day, ours, greedy, reachable))
-    return weeks
+            assert isinstance(optimum, float)
+            found.append(MarketWeek(m.label, day, ours, greedy, optimum))
+    return found
 
 
 def markets_table(title: str, weeks: Sequence[MarketWeek]) -> Table:
@@ -149,7 +153,7 @@ def markets_table(title: str, weeks: Sequence[MarketWeek]) -> Table:
         "misses FF / Greedy",
         "avoidable",
         "late on-demand",
-        "reachable optimum",
+        "offline optimum",
         "gap closed",
     )
     for column in columns:
@@ -165,7 +169,7 @@ def markets_table(title: str, weeks: Sequence[MarketWeek]) -> Table:
             f"{ff.misses} / {greedy.misses}",
             f"{ff.avoidable_misses} / {greedy.avoidable_misses}",
             f"{ff.late_on_demand}",
-            f"${w.reachable:,.2f}",
+            f"${w.optimum:,.2f}",
             f"{w.gap_closed:.0%}",
         )
     return table
@@ -196,7 +200,7 @@ def as_json(weeks: Sequence[MarketWeek]) -> list[dict[str, object]]:
             "start_day": w.start_day,
             "framefleet": asdict(w.framefleet),
             "greedy": asdict(w.greedy),
-            "reachable": w.reachable,
+            "optimum": w.optimum,
             "over_greedy": w.over_greedy,
             "gap_closed": w.gap_closed,
         }

@@ -63,6 +63,7 @@ from simulator.fleet_policies import (
     seen_before,
 )
 from simulator.fleet_setup import FleetSetup, fleet_pace, purchase_settings, setup_for_changeover
+from simulator.idle_watch import IdleWatch
 from simulator.message_bus import MessageBus
 from simulator.on_demand_answers import OnDemandAnswers
 from simulator.results import FleetResult, start_delays
@@ -165,12 +166,14 @@ class FleetSimulation:
         self.finished: dict[str, datetime] = {}
         self.finished_twice = 0
         self.waste = FaultWaste()  # what injected faults wasted (setup.faults)
+        self.idle = IdleWatch(settings.idle_timeout)
 
     # -- the run -------------------------------------------------------------------------------
 
     async def run(self) -> FleetResult:
         gap = self.trace.gap
         notice = timedelta(seconds=self.worker_model.notice_seconds)
+        lead = max(1, math.ceil(notice / gap))  # ticks ahead a notice is due (1 unless short)
         t = self.start_tick
         while t < self.trace.ticks - 1 and len(self.finished) < len(self.jobs):
             if not self.cloud.live() and len(self.finished) == len(self.jobs) - len(self._arrivals):
@@ -182,8 +185,9 @@ class FleetSimulation:
                 self._gone(instance.instance_id)
             self._accept_arrivals()
             await self._round(autoscale=True)
-            await self._advance(self._tick_start(t) + gap - notice)
-            for instance in self.cloud.notices_for(t + 1):
+            await self._advance(self._tick_start(t + lead) - notice)
+            ahead = range(t + 1, min(t + lead, self.trace.ticks - 1) + 1)
+            for instance in [i for k in ahead for i in self.cloud.notices_for(k)]:
                 noticed = self.workers.get(instance.instance_id)
                 if noticed is not None and noticed.said_hello:
                     noticed.on_notice(self.clock.now())  # the notice on its IMDS
@@ -267,6 +271,8 @@ class FleetSimulation:
                     moment = min(moment, now + timedelta(seconds=max(1e-3, ahead)))
             if self._arrivals:
                 moment = min(moment, max(now, self._arrival_at(self._arrivals[0])))
+            idle_due = self.idle.next_due(self.workers, now)
+            moment = min(moment, idle_due or moment)
             seconds = (moment - now).total_seconds()
             if seconds > 0:
                 for worker in self.workers.values():
@@ -277,7 +283,7 @@ class FleetSimulation:
             if moment >= until:
                 return
             arrived = self._accept_arrivals()
-            await self._round(autoscale=arrived)
+            await self._round(autoscale=arrived or moment == idle_due)
         raise SimulationStuck(f"no progress towards {until.isoformat()}")
 
     async def _round(self, autoscale: bool) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from autoscaler.market.trace import load_trace
 from simulator.companions import companions_for, no_companions
-from simulator.fleet_bound import fleet_lower_bound, fleet_reachable, per_gpu_prices
+from simulator.fleet_bound import fleet_lower_bound, fleet_offline_optimum, per_gpu_prices
 from tests.support.simulation import TRACES, small_workload, steady_trace
 
 
@@ -57,25 +57,27 @@ def test_an_eight_gpu_trace_is_priced_per_gpu(tmp_path: Path) -> None:
     assert bound <= sum(j.compute_hours for j in jobs) * 1.0 + 1e-9
 
 
-def test_the_reachable_optimum_pays_start_ups_and_lies_above_the_bound() -> None:
-    """An omniscient policy paying each start-up on the trace's own GPUs: never below the
-    bound, and with no spot at all, every job on on-demand with its start-up."""
+def test_the_offline_optimum_pays_start_ups_and_lies_above_the_bound() -> None:
+    """An omniscient policy paying each start-up: never below the bound, and with no spot at
+    all, every job on on-demand with its start-up, in whole steps."""
     trace = load_trace(TRACES)
     jobs = small_workload()
     startup = 720.0
-    reachable = fleet_reachable(trace, jobs, 100, startup)
-    assert reachable >= fleet_lower_bound(trace, jobs, 100, companions_for(trace))
-    assert reachable > fleet_reachable(trace, jobs, 100, 1.0) - 1e-9
+    companions = companions_for(trace)
+    optimum = fleet_offline_optimum(trace, jobs, 100, companions, startup)
+    assert optimum >= fleet_lower_bound(trace, jobs, 100, companions)
+    assert optimum > fleet_offline_optimum(trace, jobs, 100, companions, 1.0) - 1e-9
     none_up = {
         name: replace(zone, available=(0,) * trace.ticks) for name, zone in trace.zones.items()
     }
     dry = replace(trace, zones=none_up)
     on_demand = next(iter(trace.zones.values())).on_demand_price
-    tick_hours = trace.gap.total_seconds() / 3600
+    step_hours = 3 * trace.gap.total_seconds() / 3600  # its ten-minute steps of 195 s probes
     expected = sum(
-        (math.ceil(j.compute_hours / tick_hours - 1e-9) + math.ceil(startup / 3600 / tick_hours))
-        * tick_hours
+        (math.ceil(j.compute_hours / step_hours - 1e-9) + math.ceil(startup / 3600 / step_hours))
+        * step_hours
         * on_demand
         for j in jobs
     )
-    assert fleet_reachable(dry, jobs, 100, startup) == pytest.approx(expected)
+    alone = no_companions(dry)
+    assert fleet_offline_optimum(dry, jobs, 100, alone, startup) == pytest.approx(expected)
