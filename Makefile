@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo demo-loaded lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-gpu-features bench-warm-models bench-worker-flood schema clean
+.PHONY: test demo demo-loaded lint typecheck unit browser focus-validate checkov bench-intake bench-checkpoint bench-cost-report bench-gpu-step bench-cost-per-video bench-gpu-features bench-warm-models bench-worker-flood bench-markets bench-planner-error schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -108,6 +108,14 @@ bench-gpu-features: $(VENV)/.dev-installed
 
 bench-warm-models: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.warm_models
+
+# FrameFleet against Greedy any zone with back to spot on every kind of market (hours on 2 cores).
+bench-markets: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.cost --sections d
+
+# The spot planner's claimed savings against what its moves realized: the guard's margin.
+bench-planner-error: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.planner_error
 
 bench-worker-flood: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.worker_flood
