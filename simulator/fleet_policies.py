@@ -34,6 +34,7 @@ from autoscaler.pool_choice import fits, spot_zone_allowed
 from autoscaler.snapshot import JobDemand, PurchaseSettings
 from kernel.instance_types import kind_of
 from kernel.market import Market
+from simulator.market_families import held_index
 
 RuleMaker = Callable[[SpotHistory], MarketRule]
 # The live autoscaler's round (`AutoscalerSettings.interval_seconds`' default).
@@ -90,9 +91,9 @@ def seen_before(trace: Trace, start_tick: int, instance_types: Iterable[str]) ->
     if start_tick > first:
         zones = np.array([z.available[first:start_tick] for z in trace.zones.values()])
         up = zones.max(axis=0)
-        offsets = np.arange(0.0, (start_tick - first) * gap, step)
-        held = up[(offsets // gap).astype(np.int64)]
-        last = trace.start + timedelta(seconds=first * gap + float(offsets[-1]))
+        index = held_index(start_tick - first, gap, step)
+        held = up[index]
+        last = trace.start + timedelta(seconds=first * gap + (index.size - 1) * step)
         for instance_type in instance_types:  # the companions have the trace's capacity
             history.preload(instance_type, held, last)
     return history

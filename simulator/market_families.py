@@ -102,12 +102,19 @@ class MarketFamily:
         return prices
 
 
+def held_index(probes: int, gap_seconds: float, step_seconds: float) -> npt.NDArray[np.int64]:
+    """For a reading every `step_seconds` from the first of `probes` probes `gap_seconds` apart,
+    the probe whose value it reads (the last one at or before it)."""
+    readings = np.arange(0.0, probes * gap_seconds, step_seconds)
+    return (readings // gap_seconds).astype(np.int64)
+
+
 def resampled(trace: Trace, probe_seconds: float) -> Trace:
     """The same market looked at every `probe_seconds`: each probe reads the value the trace
     held at that moment (finer: each value held; coarser: what lay between probes unseen)."""
     old = trace.gap.total_seconds()
     ticks = int(trace.ticks * old // probe_seconds)
-    index = (np.arange(ticks) * probe_seconds // old).astype(np.int64)
+    index = held_index(trace.ticks, old, probe_seconds)[:ticks]
     zones = {
         name: ZoneTrace(
             zone.zone,

@@ -7,6 +7,7 @@ on it, the instance bought went to another job, or a later round changed its min
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -61,12 +62,8 @@ class OnDemandAnswers:
 
 
 def _first_answers(answers: list[datetime], starts: list[datetime]) -> list[datetime]:
-    """The first answer in each stretch between two starts."""
-    firsts: list[datetime] = []
-    previous_start: datetime | None = None
+    """The first answer in each stretch between two starts (`starts` sorted)."""
+    firsts: dict[int, datetime] = {}
     for answer in sorted(answers):
-        stretch = max((s for s in starts if s <= answer), default=None)
-        if not firsts or stretch != previous_start:
-            firsts.append(answer)
-            previous_start = stretch
-    return firsts
+        firsts.setdefault(bisect_right(starts, answer), answer)
+    return list(firsts.values())

@@ -26,6 +26,7 @@ from autoscaler.spot_planner import Hold, Solution, run_ages
 from autoscaler.throughput import WorkShape
 from kernel.market import Market
 from simulator.fleet_policies import seen_before
+from simulator.market_families import held_index
 from simulator.workload import SimJob
 
 SHAPE = WorkShape("simulated/video", 64, 64, 9)
@@ -121,9 +122,7 @@ def _future(trace: Trace, tick: int, step_seconds: float) -> npt.NDArray[np.int8
     """Some zone up, from `tick` on, in steps of `step_seconds`: a step is up only if every
     probe within it was (and its first probe's value holds until the next)."""
     up = np.array([z.available[tick:] for z in trace.zones.values()]).max(axis=0)
-    gap = trace.gap.total_seconds()
-    seconds = np.arange(0.0, up.size * gap, HISTORY_STEP_SECONDS)
-    held = up[(seconds // gap).astype(np.int64)]
+    held = up[held_index(up.size, trace.gap.total_seconds(), HISTORY_STEP_SECONDS)]
     per_step = max(1, round(step_seconds / HISTORY_STEP_SECONDS))
     whole = held.size // per_step * per_step
     return np.asarray(held[:whole].reshape(-1, per_step).min(axis=1), dtype=np.int8)
