@@ -6,7 +6,9 @@ claim is never extended by placing the job on the same instance again (the store
 first expiry), so a job the scheduler cannot run there (the worker's slots are smaller than the
 type's GPU, or the job avoids it) does not keep an idle instance billed for ever: the claim
 lapses, the instance is used for other work or scaled in, and the job is not bought that type
-again (`pool_choice.lapsed_on`)."""
+again (`pool_choice.lapsed_on`). A claim on an instance taken back or ended before it ran the
+job (a spot interruption during boot) says nothing of the type: it is not counted a lapse, and
+another of the type is bought (issue 47: a job waited hours for a type it had never tried)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from autoscaler.ec2.ports import ObservedInstance
 from autoscaler.instances import InstanceRecord
 from autoscaler.snapshot import JobDemand, LapsedClaim, Plan, PurchaseSettings
 from autoscaler.throughput import ThroughputModel
+from kernel.instance_state import GONE, LEAVING
 from kernel.instance_types import kind_of
 from kernel.job_record import Reservation
 from kernel.market import Market
@@ -75,13 +78,16 @@ class Lapses:
     ) -> dict[str, LapsedClaim]:
         """`lapsed`: job -> the instance of its latest claim that lapsed (among `ids`, the
         jobs read; a job of them with none now was placed, and is forgotten); `records`: the
-        book's instances (kept a day after EC2 last listed them), for each one's type."""
+        book's instances (kept a day after EC2 last listed them), for each one's type and
+        state: one leaving or gone when its claim is first seen lapsed was taken back or ended,
+        not found unable to run the job."""
         for job_id in ids:
             instance_id = lapsed.get(job_id)
+            record = records.get(instance_id) if instance_id is not None else None
             if instance_id is None:
                 self.types.pop(job_id, None)
-            elif instance_id in records:
-                kind = records[instance_id].pool.instance_type
+            elif record is not None and record.state not in LEAVING | GONE:
+                kind = record.pool.instance_type
                 self.types[job_id] = self.types.get(job_id, frozenset()) | {kind}
         return {
             job_id: LapsedClaim(lapsed[job_id], self.types[job_id])

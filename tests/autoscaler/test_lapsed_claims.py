@@ -9,10 +9,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 from autoscaler.ec2.fake import FakeEc2
+from autoscaler.market.trace import load_trace
+from autoscaler.pools import Pool
 from autoscaler.reservations import RESERVATION_GRACE
 from kernel.clock import FakeClock
+from kernel.market import Market
 from orchestrator.store.job_store import JobStore
 from tests.support.autoscaling import autoscaler
+from tests.support.simulation import TRACES
 
 
 async def test_a_claim_the_scheduler_never_uses_lapses_and_frees_the_instance(
@@ -50,3 +54,41 @@ async def test_a_claim_the_scheduler_never_uses_lapses_and_frees_the_instance(
     assert set(queued_store.instance_records.drain_requests()) == bought
     held = queued_store.reservations.of(jobs)
     assert not any(r.holds(trace_clock.now()) for r in held.values())
+
+
+async def test_a_claim_on_an_instance_taken_back_before_it_ran_the_job_is_not_a_lapse(
+    queued_store: JobStore, trace_clock: FakeClock
+) -> None:
+    """Issue 47: the spot instances bought for the jobs are taken back while they boot, no spot
+    is left to buy, and their claims run out after. The type was never tried: the jobs wait
+    for spot as any job does, and are bought the type again once there is some, where they
+    waited for ever behind "could not run it" when it was the only type that fits."""
+    ec2 = FakeEc2(trace_clock)
+    loop = autoscaler(queued_store, trace_clock, ec2)
+    await loop.once()
+    jobs = ["j0", "j1", "j2"]
+    first = queued_store.reservations.of(jobs)
+    taken = {r.instance_id for r in first.values()}
+    assert taken == set(ec2.instances)
+
+    trace_clock.advance(loop.settings.reaction_seconds)
+    for instance_id in taken:
+        del ec2.instances[instance_id]  # reclaimed by EC2, unasked
+    zones = load_trace(TRACES).zones.values()
+    ec2.insufficient |= {Pool(z.instance_type, z.zone, Market.SPOT) for z in zones}
+    await loop.once()  # the jobs' launches fail: no capacity
+
+    lapse = max(r.expires_at for r in first.values())
+    trace_clock.advance((lapse - trace_clock.now()).total_seconds())
+    plans = await loop.once()
+    assert not any("could not run it" in w.reason for plan in plans for w in plan.waits)
+
+    ec2.insufficient.clear()  # spot comes back: the jobs are bought the type again
+    bought: set[str] = set()
+    for _ in range(240):  # an hour of rounds at most: the capacity memory's backoff
+        trace_clock.advance(loop.settings.reaction_seconds)
+        plans = await loop.once()
+        bought |= {job for plan in plans for launch in plan.launches for job in launch.job_ids}
+        if bought == set(jobs):
+            break
+    assert bought == set(jobs)
