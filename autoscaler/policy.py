@@ -37,7 +37,6 @@ from autoscaler.pool_choice import (
     limit_wait,
     pick_pool,
     too_large,
-    type_level_risk,
 )
 from autoscaler.pools import Pool
 from autoscaler.prewarm import warm_gpus
@@ -52,6 +51,7 @@ from autoscaler.snapshot import (
     Terminate,
 )
 from autoscaler.throughput import ThroughputModel
+from autoscaler.zone_risk import type_level_risk, zone_risk_beyond_noise
 from kernel.gpu_fit import gpu_fits
 from kernel.instance_types import InstanceKind, kind_of
 from kernel.market import Market
@@ -72,8 +72,8 @@ def plan(
     model: ThroughputModel,
     rule: MarketRule = choose_market,
 ) -> Plan:
-    if not settings.zone_risk:
-        state = replace(state, market=type_level_risk(state.market))
+    ranked = zone_risk_beyond_noise if settings.zone_risk else type_level_risk
+    state = replace(state, market=ranked(state.market))
     queue = sorted(state.queued, key=urgency)
     fastest = {job.job_id: fastest_on_demand(state, settings, model, job) for job in queue}
     planning = _Round(

@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from autoscaler.market.quotes import MarketSnapshot, PoolQuote
+from autoscaler.market.quotes import PoolQuote
 from autoscaler.pools import Pool
 from autoscaler.quota_room import within_room
 from autoscaler.snapshot import JobDemand, PlanInput, PurchaseSettings
@@ -263,23 +263,4 @@ def explain(quote: PoolQuote, job: JobDemand, video: float, why: str) -> str:
         f"{why}: {quote.pool} at ${quote.price_per_hour:.3f}/h, "
         f"{quote.interruptions_per_hour * 24:.2f} interruptions/day, "
         f"expected ${video:.2f} for the remaining {job.steps_left} steps, start-up included"
-    )
-
-
-def type_level_risk(market: MarketSnapshot) -> MarketSnapshot:
-    """The snapshot with each spot pool's interruption rate replaced by its instance type's
-    mean over the zones quoted: zones of a type then compete on price (`zone_risk` off)."""
-    rates: dict[str, list[float]] = {}
-    for quote in market.quotes.values():
-        if quote.pool.market is Market.SPOT:
-            rates.setdefault(quote.pool.instance_type, []).append(quote.interruptions_per_hour)
-    mean = {kind: sum(values) / len(values) for kind, values in rates.items()}
-    return MarketSnapshot(
-        market.at,
-        {
-            pool: replace(quote, interruptions_per_hour=mean[pool.instance_type])
-            if pool.market is Market.SPOT
-            else quote
-            for pool, quote in market.quotes.items()
-        },
     )

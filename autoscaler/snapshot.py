@@ -114,9 +114,9 @@ class PurchaseSettings:
     # Of the spot fleet in one pool, among pools worth spreading to. 1: no spreading, the
     # default: spreading did not lower the cost on the simulator's 8 weeks (issue 32).
     max_pool_share: float = 1.0
-    # Rank zones of one instance type by each zone's own interruption rate (True, the default:
-    # it lowered the fleet's cost on 7 of the simulator's 8 weeks, 1.5% on the mean) or by
-    # price alone, with the type's mean rate. Types are always ranked with their rates.
+    # Rank zones of one instance type by each zone's own interruption rate where it stands out
+    # of counting noise (True, the default: `autoscaler/zone_risk.py`) or by price alone, with
+    # the type's mean rate. Types are always ranked with their rates.
     zone_risk: bool = True
     # A pool is worth spreading to if its expected cost per video is at most this much above
     # the best pool's.

@@ -17,6 +17,9 @@ class PoolQuote:
     available: bool = True
     why_unavailable: str = ""
     limit: str = ""  # the account limit holding the pool back, if that is why (`limits`)
+    # The hours of watching behind `interruptions_per_hour` when it is a count over them (the
+    # rate x these hours is how many were seen); None for a published rate.
+    risk_hours: float | None = None
 
 
 @dataclass(frozen=True)

@@ -140,11 +140,16 @@ class TraceMarket:
         return self.trace.zones[zone].available[self.trace.tick(at)] == 1
 
     def interruptions_per_hour(self, zone: str, tick: int) -> float:
-        first = max(0, tick - self._lookback_ticks)
-        drops = int(self._drops[zone][tick] - self._drops[zone][first])  # 1 -> 0 up to `tick`
-        ups = int(self._ups[zone][tick + 1] - self._ups[zone][first])
-        up_hours = max(1.0, ups * self.trace.gap.total_seconds() / 3600)
+        drops, up_hours = self.interruptions_seen(zone, tick)
         return drops / up_hours
+
+    def interruptions_seen(self, zone: str, tick: int) -> tuple[int, float]:
+        """The interruptions (1 -> 0) over the lookback up to `tick`, and the hours of it the
+        zone had capacity (at least one)."""
+        first = max(0, tick - self._lookback_ticks)
+        drops = int(self._drops[zone][tick] - self._drops[zone][first])
+        ups = int(self._ups[zone][tick + 1] - self._ups[zone][first])
+        return drops, max(1.0, ups * self.trace.gap.total_seconds() / 3600)
 
     async def snapshot(self, pools: Sequence[Pool]) -> MarketSnapshot:
         now = self._clock.now()
@@ -158,11 +163,13 @@ class TraceMarket:
                 quotes[pool] = PoolQuote(pool, zone.on_demand_price, 0.0)
                 continue
             up = zone.available[tick] == 1
+            drops, up_hours = self.interruptions_seen(zone.zone, tick)
             quotes[pool] = PoolQuote(
                 pool,
                 zone.prices[tick],
-                self.interruptions_per_hour(zone.zone, tick),
+                drops / up_hours,
                 available=up,
                 why_unavailable="" if up else "no spot capacity in the trace at this tick",
+                risk_hours=up_hours,
             )
         return MarketSnapshot(now, quotes)
