@@ -51,6 +51,7 @@ from kernel.instance_state import GONE, InstanceState
 from kernel.instance_types import CATALOG
 from kernel.instance_types import learn as learn_kinds
 from kernel.market import GpuFamily, Market
+from kernel.outage import Outage
 
 log = logging.getLogger(__name__)
 
@@ -345,10 +346,16 @@ class AutoscalerLoop:
 
     async def run(self, stop: asyncio.Event, leads: Callable[[], bool] = lambda: True) -> None:
         """Rounds until `stop`; only while `leads` says this replica holds the buying lease."""
+        outage = Outage("a dependency of the autoscaler's round", log, self.clock)
         while not stop.is_set():
+            wait = self.interval_seconds
             try:
                 if leads():
                     await self.once()
+                outage.answered()
             except FrameFleetError as error:
-                log.warning("autoscaler round failed, retrying: %s", error)
-            await sleep_unless_stopped(self.clock, stop, self.interval_seconds)
+                wait = max(wait, outage.failed(error))
+            except Exception:
+                # A bug, not an input: log it loudly; the next round may fare better.
+                log.exception("autoscaler round failed unexpectedly, retrying")
+            await sleep_unless_stopped(self.clock, stop, wait)

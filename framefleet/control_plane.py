@@ -10,9 +10,9 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import aioboto3
 import boto3
@@ -23,6 +23,7 @@ from framefleet.health_server import HealthServer, ReadinessCheck
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
 from kernel.mqtt_link import LinkSettings, MqttLink
+from kernel.outage import LoopRun, keep_running
 from orchestrator.aws.model_registry import S3RegistryReader
 from orchestrator.aws.ses import SesSender
 from orchestrator.aws.sqs import SqsDeadLetterQueue, SqsQueue, queue_depth
@@ -54,6 +55,10 @@ if TYPE_CHECKING:
     from framefleet.api_server import ApiServer
 
 log = logging.getLogger(__name__)
+
+
+class _Loop(Protocol):
+    async def run(self, stop: asyncio.Event) -> None: ...
 
 
 def boto_config() -> AioConfig:
@@ -190,6 +195,7 @@ class ControlPlane:
     progress: ProgressRecorder | None = None  # workers' job steps, for the API
     leadership: Leadership | None = None  # the lease: whether this replica schedules
     door: ModelDoor | None = None  # the model registry's check, read again now and then
+    clock: Clock = field(default_factory=SystemClock)  # the loops' restarts wait on it
 
     async def run(self, stop: asyncio.Event) -> None:
         if self.health is not None:
@@ -201,24 +207,25 @@ class ControlPlane:
                 await self.health.stop()
 
     async def _run(self, stop: asyncio.Event) -> None:
-        loops = [self.intake.run(stop)]
-        if self.door is not None:
-            loops.append(self.door.run(stop))
-        if self.gauges is not None:
-            loops.append(self.gauges.run(stop))
-        if self.reports is not None:
-            loops.append(self.reports.run(stop))
-        if self.service is not None:
-            loops.append(self.service.run(stop))
-        if self.interruptions is not None:
-            loops.append(self.interruptions.run(stop))
-        if self.api is not None:
-            loops.append(self.api.run(stop))
-        if self.progress is not None:
-            loops.append(self.progress.run(stop))
-        if self.leadership is not None:
-            loops.append(self.leadership.run(stop))
-        await asyncio.gather(*loops)
+        loops: dict[str, LoopRun] = {"intake": self.intake.run}
+        parts: tuple[tuple[str, _Loop | None], ...] = (
+            ("model door", self.door),
+            ("gauges", self.gauges),
+            ("reports", self.reports),
+            ("control", self.service),
+            ("interruptions", self.interruptions),
+            ("API", self.api),
+            ("progress", self.progress),
+            ("leadership", self.leadership),
+        )
+        for name, part in parts:
+            if part is not None:
+                loops[name] = part.run
+        # Each loop survives its own dependencies' outages; `keep_running` is for what it
+        # did not foresee: one loop's fault never ends the process and the others with it.
+        await asyncio.gather(
+            *(keep_running(name, run, stop, self.clock, log) for name, run in loops.items())
+        )
 
 
 @asynccontextmanager
@@ -239,7 +246,7 @@ async def control_plane(
                 door = ModelDoor(reader, clock, refresh)
                 await door.refresh()  # before the first message is taken
             intake = build_intake(sqs, settings, store.intake, clock, metrics, door)
-            plane = ControlPlane(store, intake, metrics, registry, door=door)
+            plane = ControlPlane(store, intake, metrics, registry, door=door, clock=clock)
             if settings.costs.finance_recipients and settings.costs.sender:
                 plane.reports = reporter(settings, store, clock)
             if settings.mqtt.host is not None:

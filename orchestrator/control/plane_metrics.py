@@ -19,6 +19,7 @@ from prometheus_client import Counter as CounterMetric
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
 from kernel.job_state import JobState
+from kernel.outage import Outage
 from orchestrator.scheduling.registry import WorkerRegistry
 
 log = logging.getLogger(__name__)
@@ -153,12 +154,15 @@ class PlaneGauges:
         self.metrics.heartbeat_age.set((now - newest).total_seconds() if newest else 0.0)
 
     async def run(self, stop: asyncio.Event) -> None:
+        outage = Outage("the metrics' store or dead-letter queue", log, self.clock)
         while not stop.is_set():
+            wait = self.every
             try:
                 await asyncio.to_thread(self.refresh_from_store)
                 self.refresh_workers()
                 if self.dead_letters is not None:
                     self.metrics.dead_letters.set(await self.dead_letters())
+                outage.answered()
             except FrameFleetError as error:
-                log.warning("metrics refresh failed, retrying: %s", error)
-            await sleep_unless_stopped(self.clock, stop, self.every)
+                wait = max(wait, outage.failed(error))
+            await sleep_unless_stopped(self.clock, stop, wait)

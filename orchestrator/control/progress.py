@@ -12,6 +12,7 @@ from typing import Protocol
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
+from kernel.outage import Outage
 from kernel.worker_protocol import JobProgress
 from orchestrator.store.job_pages import ProgressReport
 
@@ -55,15 +56,18 @@ class ProgressRecorder:
         self._written.update({r.job_id: (r.attempt, r.step) for r in reports})
 
     async def run(self, stop: asyncio.Event) -> None:
+        outage = Outage("the store, for progress", log, self.clock)
         while not stop.is_set():
             reports = self.changed() if self.leads() else []
+            wait = self.every
             try:
                 if reports:
                     await asyncio.to_thread(self.write, reports)
                 self.remember(reports)
+                outage.answered()
             except FrameFleetError as error:
-                log.warning("progress not recorded, retrying: %s", error)
+                wait = max(wait, outage.failed(error))
             except Exception:
                 # A bug, not an input: the control plane's other loops go on without it.
                 log.exception("progress not recorded, retrying")
-            await sleep_unless_stopped(self.clock, stop, self.every)
+            await sleep_unless_stopped(self.clock, stop, wait)

@@ -20,6 +20,7 @@ from kernel.job_record import JobRecord
 from kernel.job_state import JobState
 from kernel.log_context import log_context
 from kernel.log_throttle import held_back
+from kernel.outage import Outage
 from kernel.worker_protocol import (
     CommandKind,
     EventKind,
@@ -148,16 +149,19 @@ class ControlPlaneService:
             asyncio.create_task(self._process_inbox(stop)),
             asyncio.create_task(self.refusals.run(stop)),
         ]
+        outage = Outage("the control loop's store", log, self._clock)
         while not stop.is_set():
+            wait = self._settings.tick_seconds
             try:
                 if self.leads():
                     await self.tick()
+                outage.answered()
             except FrameFleetError as error:
-                log.warning("tick failed, retrying: %s", error)
+                wait = max(wait, outage.failed(error))
             except Exception:
                 # A bug, not an input: log it loudly and keep the control plane up.
                 log.exception("tick failed unexpectedly, retrying")
-            await sleep_unless_stopped(self._clock, stop, self._settings.tick_seconds)
+            await sleep_unless_stopped(self._clock, stop, wait)
         await link
         for task in background:
             task.cancel()

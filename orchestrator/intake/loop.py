@@ -18,6 +18,7 @@ from kernel.dead_letter import ATTR_BODY_TRUNCATED, dead_letter_attributes
 from kernel.errors import FrameFleetError, MessageTooLarge, StoreUnavailable
 from kernel.job_record import AcceptOutcome, Rejection, Submission
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
+from kernel.outage import Outage
 from kernel.outside_text import printable
 from orchestrator.intake.decode import (
     RejectionReason,
@@ -80,24 +81,26 @@ class IntakeLoop:
         await asyncio.gather(*pollers)
 
     async def _poll(self, stop: asyncio.Event) -> None:
-        backoff = 0.5
+        outage = Outage(
+            "the jobs queue or the store",
+            log,
+            self._clock,
+            longest_wait=self._settings.max_backoff_seconds,
+        )
         while not stop.is_set():
             try:
                 batch = await self._receive_until(stop)
                 if batch:
                     await self.process(batch)
-                backoff = 0.5
+                outage.answered()
             except Exception as error:
                 # Ours (the database or SQS is down) or a bug: nothing was deleted, so the
                 # batch comes back after its visibility timeout; the poller itself goes on.
                 # Messages that fail on their own are dead-lettered inside `_handle`.
                 self._metrics.errors.labels(kind=type(error).__name__).inc()
-                if isinstance(error, FrameFleetError):
-                    log.warning("intake batch left for redelivery: %s", error)
-                else:
+                if not isinstance(error, FrameFleetError):
                     log.exception("intake batch left for redelivery after an unexpected error")
-                await sleep_unless_stopped(self._clock, stop, backoff)
-                backoff = min(backoff * 2, self._settings.max_backoff_seconds)
+                await sleep_unless_stopped(self._clock, stop, outage.failed(error))
 
     async def _receive_until(self, stop: asyncio.Event) -> list[ReceivedMessage]:
         receive = self._queue.receive(

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter
 from kernel.clock import Clock, sleep_unless_stopped, unless_stopped
 from kernel.dead_letter import dead_letter_attributes
 from kernel.errors import FrameFleetError
+from kernel.outage import Outage
 from kernel.outside_text import printable
 from orchestrator.intake.ports import DeadLetterQueue, MessageQueue, ReceivedMessage
 from orchestrator.interruptions.events import (
@@ -87,19 +88,22 @@ class InterruptionsLoop:
         self.handled = 0
 
     async def run(self, stop: asyncio.Event) -> None:
+        outage = Outage("the interruptions queue", log, self._clock)
         while not stop.is_set():
             wait = self._settings.wait_seconds
-            received = await unless_stopped(self._queue.receive(10, wait, 60), stop)
-            if received is None:
-                return
             try:
+                # The receive too: SQS out of reach for a moment stopped every replica when
+                # only the handling was guarded (issue 48).
+                received = await unless_stopped(self._queue.receive(10, wait, 60), stop)
+                if received is None:
+                    return
                 for message in received.value:
                     await self.handle(message)
+                outage.answered()
             except FrameFleetError as error:
                 # SQS itself failed (receive, delete or dead-letter): the process's trouble,
                 # not a message's. What was not deleted comes back.
-                log.warning("interruptions queue unavailable, retrying: %s", error)
-                await sleep_unless_stopped(self._clock, stop, 1.0)
+                await sleep_unless_stopped(self._clock, stop, outage.failed(error))
 
     async def handle(self, message: ReceivedMessage) -> None:
         """One message, start to end. Only SQS failures escape (the message then stays)."""

@@ -1,0 +1,105 @@
+"""The control plane through an outage of SQS (issue 48): with SQS cut off (each connection
+reset, then each held without an answer), every loop keeps trying with backoff and the
+process stays up; when SQS answers again, a job sent meanwhile is stored and an interruption
+notice is acted on, each once. At 072fb48 the interruptions loop's receive raised out of the
+process and stopped it (every replica at once)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.support.intake import running, send, settings_for
+from tests.support.jobs import job_dict
+from tests.support.local_services import REGION, Queues
+from tests.support.mosquitto import LocalMosquitto
+from tests.support.tcp_proxy import Fault, TcpProxy
+from tests.support.waits import async_wait_until
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+@pytest.fixture
+async def proxy(moto_endpoint: str) -> AsyncIterator[TcpProxy]:
+    target = urlsplit(moto_endpoint)
+    found = TcpProxy(target.hostname or "127.0.0.1", target.port or 80)
+    await found.start()
+    yield found
+    await found.stop()
+
+
+def spot_warning(instance_id: str) -> str:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return json.dumps(
+        {
+            "version": "0",
+            "id": f"evt-{uuid.uuid4().hex[:8]}",
+            "detail-type": "EC2 Spot Instance Interruption Warning",
+            "source": "aws.ec2",
+            "time": now,
+            "region": REGION,
+            "detail": {"instance-id": instance_id, "instance-action": "terminate"},
+        }
+    )
+
+
+@pytest.mark.parametrize("fault", [Fault.RESET, Fault.BLACKHOLE])
+async def test_the_control_plane_lives_through_an_sqs_outage_and_resumes(
+    fault: Fault,
+    proxy: TcpProxy,
+    queues: Queues,
+    sqs: SQSClient,
+    sqlite_url: str,
+    broker: LocalMosquitto,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    notices = sqs.create_queue(QueueName=f"notices-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+    settings = settings_for(
+        proxy.url,
+        queues,
+        sqlite_url,
+        interruptions_queue_url=notices,
+        mqtt={"host": "127.0.0.1", "port": broker.port},
+    )
+    caplog.set_level(logging.WARNING)
+    async with running(settings) as plane:
+        interruptions = plane.interruptions
+        assert interruptions is not None
+        proxy.fail(fault)
+        # Past the SQS client's own retries: each loop has seen the outage (a held try
+        # hangs until the outage ends: the client's read timeout is longer than a test).
+        if fault is Fault.RESET:
+            await async_wait_until(
+                lambda: len(outage_lines(caplog)) >= 2, within=90, what="both loops cut off"
+            )
+        else:
+            await async_wait_until(lambda: proxy.failed >= 2, within=90, what="tries held")
+        send(sqs, queues.jobs_url, [json.dumps(job_dict("sent-in-the-outage"))])
+        send(sqs, notices, [spot_warning("i-0123456789abcdef0")])
+        proxy.fail(Fault.NONE)
+        await async_wait_until(
+            lambda: plane.store.find("sent-in-the-outage") is not None,
+            within=90,
+            what="the job sent during the outage stored",
+        )
+        await async_wait_until(
+            lambda: interruptions.handled == 1, within=90, what="the notice handled"
+        )
+    lines = outage_lines(caplog)
+    # One line per loop's outage (the interruptions loop, each of the intake's two pollers),
+    # not one per try.
+    assert len(lines) <= 3
+    if fault is Fault.RESET:
+        assert any("interruptions queue" in line for line in lines)
+
+
+def outage_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "does not answer" in r.getMessage()]

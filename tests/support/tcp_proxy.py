@@ -1,0 +1,77 @@
+"""A TCP proxy in front of one dependency, for the fault tests (issue 48): it passes bytes both
+ways until told to fail, then each new connection is reset (`reset`: accepted and dropped at
+once) or held without an answer (`blackhole`), and every connection open at that moment is
+dropped. It counts the connections it failed, so a test waits for a process to have tried
+rather than for time to pass."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from enum import Enum
+
+
+class Fault(Enum):
+    NONE = "none"
+    RESET = "reset"
+    BLACKHOLE = "blackhole"
+
+
+class TcpProxy:
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self._target = (target_host, target_port)
+        self._server: asyncio.Server | None = None
+        self._open: set[asyncio.StreamWriter] = set()
+        self.fault = Fault.NONE
+        self.failed = 0  # connections refused an answer while failing
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        self.fail(Fault.NONE)
+
+    def fail(self, fault: Fault) -> None:
+        """From now on, `fault` (NONE: pass again); what is open now is dropped."""
+        self.fault = fault
+        for writer in list(self._open):
+            writer.transport.abort()
+        self._open.clear()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.fault is not Fault.NONE:
+            self.failed += 1
+            if self.fault is Fault.RESET:
+                writer.transport.abort()
+                return
+            self._open.add(writer)
+            with contextlib.suppress(ConnectionError):
+                await reader.read()  # held: read what comes, answer nothing, until dropped
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self._target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self._open.update((writer, up_writer))
+        await asyncio.gather(
+            self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
+        )
+        self._open.difference_update((writer, up_writer))
+
+    @staticmethod
+    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while chunk := await source.read(65536):
+                sink.write(chunk)
+                await sink.drain()
+        finally:
+            sink.close()
