@@ -4,6 +4,7 @@ cancelling. Log in with a token; it is kept in an HttpOnly, SameSite=Strict cook
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import secrets
@@ -70,7 +71,16 @@ Services = Annotated[ApiServices, Depends(services)]
 
 
 def page(request: Request, name: str, caller: Caller | None, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, {"caller": caller, **context})
+    logout = session_csrf(request.cookies.get(COOKIE, "")) if caller is not None else ""
+    return templates.TemplateResponse(
+        request, name, {"caller": caller, "logout_csrf": logout, **context}
+    )
+
+
+def session_csrf(token: str) -> str:
+    """The logout form's CSRF field: derived from the session's cookie, which a page
+    elsewhere can neither read nor send (SameSite=Strict), so it cannot forge the field."""
+    return hmac.new(token.encode(), b"framefleet console logout", hashlib.sha256).hexdigest()
 
 
 @router.get("/login")
@@ -98,15 +108,19 @@ def _login_page(request: Request, error: str | None, status: int) -> HTMLRespons
 def _same_origin(request: Request, form: dict[str, list[str]]) -> bool:
     """The form came from this site's own login page: its CSRF field matches the cookie
     that page set (a page elsewhere can read neither), and the Origin, if sent, is ours."""
-    origin = request.headers.get("origin")
-    # The host only: behind a TLS load balancer the browser's scheme is not the server's.
-    # "null": what browsers send under the console's Referrer-Policy: no-referrer; the
-    # SameSite=Strict cookie below is what no other site can send.
-    if origin not in (None, "null") and urlsplit(origin).netloc != request.url.netloc:
+    if not _origin_is_ours(request):
         return False
     expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     sent = form.get("csrf", [""])[0]
     return bool(expected) and hmac.compare_digest(expected.encode(), sent.encode())
+
+
+def _origin_is_ours(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    # The host only: behind a TLS load balancer the browser's scheme is not the server's.
+    # "null": what browsers send under the console's Referrer-Policy: no-referrer; the
+    # SameSite=Strict cookies are what no other site can send.
+    return origin in (None, "null") or urlsplit(origin).netloc == request.url.netloc
 
 
 @router.post("/login")
@@ -137,7 +151,15 @@ async def login(request: Request, services_: Services) -> Response:
 
 
 @router.post("/logout")
-def logout() -> RedirectResponse:
+async def logout(request: Request) -> Response:
+    """Ends the session only for the console's own form: a cross-site POST ended it."""
+    body = await request.body()
+    form = {} if len(body) > LOGIN_BODY_LIMIT else parse_qs(body.decode("utf-8", "replace"))
+    token = request.cookies.get(COOKIE, "")
+    sent = form.get("csrf", [""])[0]
+    own = bool(token) and hmac.compare_digest(session_csrf(token).encode(), sent.encode())
+    if not (own and _origin_is_ours(request)):
+        raise HTTPException(403, "this logout did not come from the console's own page")
     redirect = RedirectResponse("/console/login", status_code=303)
     redirect.delete_cookie(COOKIE, path="/")
     return redirect

@@ -69,3 +69,33 @@ def test_the_console_login_takes_only_its_own_form(api: ServedApi) -> None:
     own = post_login(http, api.base, f"token={token}&csrf={csrf}", {"Cookie": cookie})
     assert own.status == 303
     assert "framefleet_token=" in own.headers["set-cookie"]
+
+
+def post_logout(api: ServedApi, fields: str, headers: dict[str, str]) -> urllib3.BaseHTTPResponse:
+    return api.http.request(
+        "POST",
+        api.base + "/console/logout",
+        body=fields.encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
+        redirect=False,
+    )
+
+
+def test_only_the_consoles_own_form_logs_out(api: ServedApi) -> None:
+    session = {"Cookie": f"framefleet_token={api.tokens['reader']}"}
+    page = api.http.request("GET", api.base + "/console", headers=session, redirect=False)
+    found = re.search(
+        r'action="/console/logout"><input type="hidden" name="csrf" value="(\w+)"',
+        page.data.decode(),
+    )
+    assert found is not None
+    csrf = found.group(1)
+    # A page elsewhere posting the form (its browser would send the cookie only if the
+    # site were the same: SameSite=Strict; here it does, to show the field is checked).
+    assert post_logout(api, "", session).status == 403
+    assert post_logout(api, "csrf=guess", session).status == 403
+    foreign = {**session, "Origin": "https://evil.example"}
+    assert post_logout(api, f"csrf={csrf}", foreign).status == 403
+    own = post_logout(api, f"csrf={csrf}", session)
+    assert own.status == 303
+    assert 'framefleet_token=""' in own.headers["set-cookie"]
