@@ -114,7 +114,12 @@ class _Server(uvicorn.Server):
 
 class ApiServer:
     def __init__(
-        self, services: ApiServices, host: str, port: int, max_connections: int = 1000
+        self,
+        services: ApiServices,
+        host: str,
+        port: int,
+        max_connections: int = 1000,
+        trusted_proxies: tuple[str, ...] = (),
     ) -> None:
         self.host, self.port = host, port
         config = uvicorn.Config(
@@ -127,6 +132,10 @@ class ApiServer:
             server_header=False,
             limit_concurrency=max_connections,  # then 503: file descriptors stay bounded
             timeout_keep_alive=5,
+            # X-Forwarded-For from the trusted proxies only: uvicorn's default believed it
+            # from loopback, where a client could rotate it past the failed-auth throttle.
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=list(trusted_proxies) or None,
         )
         self._server = _Server(config)
 
@@ -164,4 +173,4 @@ def build_api(
     if api.port is None:
         return None
     services = api_services(settings, store, clock, door)
-    return ApiServer(services, api.host, api.port, api.max_connections)
+    return ApiServer(services, api.host, api.port, api.max_connections, api.trusted_proxies)

@@ -6,13 +6,14 @@ FRAMEFLEET_CONFIG (or `framefleet --config FILE`), then defaults.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -210,7 +211,8 @@ class ApiConfig(BaseModel):
     port: int | None = Field(default=None, ge=1, le=65535)
     host: str = "127.0.0.1"
     requests_per_minute: int = Field(default=600, ge=1, le=1_000_000)  # per token and replica
-    # Failed authentications (bad tokens, failed logins) per source address and replica.
+    # Failed authentications (bad tokens, failed logins) per client address, per token prefix
+    # (guesses at one token's secret) and per replica.
     failed_auth_per_minute: int = Field(default=20, ge=1, le=1_000_000)
     max_body_bytes: int | None = Field(default=None, ge=1024, le=1024 * 1024)  # None: SQS's
     event_poll_seconds: float = Field(default=1.0, gt=0, le=60)
@@ -220,6 +222,20 @@ class ApiConfig(BaseModel):
     # Open connections (half-sent requests included) beyond which a new one gets a 503 and is
     # closed: a flood of slow clients cannot use up the process's file descriptors.
     max_connections: int = Field(default=1000, ge=8, le=100_000)
+    # The load balancer's addresses or subnets ("10.0.0.0/24"): only a connection from one of
+    # them may name the client in X-Forwarded-For (uvicorn's proxy headers). None trusted,
+    # the default: the client is the connection's peer, whatever a header says.
+    trusted_proxies: tuple[str, ...] = ()
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for network in value:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ValueError(f"{network!r} is not an address or a subnet") from None
+        return value
 
 
 class ReplayConfig(BaseModel):

@@ -134,7 +134,7 @@ async def login(request: Request, services_: Services) -> Response:
     token = form.get("token", [""])[0].strip()
     caller = caller_of(services_.store.api_tokens, token, services_.clock.now()) if token else None
     if caller is None or not caller.may(Scope.READ):
-        count_failure(request)
+        count_failure(request, token)
         error = "That token is unknown, revoked, or lacks the read scope."
         return _login_page(request, error, 401)
     redirect = RedirectResponse("/console", status_code=303)

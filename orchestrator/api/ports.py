@@ -144,7 +144,7 @@ class DeadLetterView:
 class ApiSettings:
     max_body_bytes: int = 256 * 1024  # the SQS intake's limit
     requests_per_minute: int = 600  # per token, in each replica
-    failed_auth_per_minute: int = 20  # per source address, in each replica; then 429
+    failed_auth_per_minute: int = 20  # per client address and token prefix, in each replica
     event_poll_seconds: float = 1.0  # how often an event stream reads the store
     max_streams_per_token: int = 4  # event streams one token may hold open at once
     output_link_seconds: int = 3600

@@ -2,8 +2,13 @@
 scope the route needs, and the per-token rate limit (the `limits` library's moving window).
 
 A request without a valid token gets 401, a token without the scope 403, a token over its
-rate 429. Failed authentication is limited per source address: past `failed_auth_per_minute`
-failures, that address gets 429 before any token it sends is even looked up.
+rate 429. Failed authentication is limited per client address: past `failed_auth_per_minute`
+failures, that address gets 429 before any token it sends is even looked up. The client address
+is the connection's peer, or X-Forwarded-For's where the peer is one of `trusted_proxies` (the
+load balancer), so a client cannot name itself anew with each guess, and clients behind one
+balancer are not one address. Guesses at one token's secret (its `ff_<id>_` prefix, sent from
+anywhere) are limited too: past the limit they get 429, while the right secret still passes,
+so no one else's guessing locks a good token out.
 
 The console's cookie is HttpOnly and SameSite=Strict; a request that changes
 something with it must also carry the console's header, which no other site can add (no
@@ -54,9 +59,15 @@ class RateLimit:
 
 
 def source_of(request: Request) -> str:
-    """The client's address as the server saw it (behind a load balancer, uvicorn's
-    forwarded-allow-ips decides whether X-Forwarded-For is believed)."""
+    """The client's address: the peer's, or the one a trusted proxy forwarded (uvicorn's
+    proxy headers, on only for `trusted_proxies`)."""
     return request.client.host if request.client else "unknown"
+
+
+def token_prefix(token: str) -> str | None:
+    """The `ff_<id>_` a token claims, the key its guesses are counted under."""
+    parts = token.split("_")
+    return f"ff_{parts[1]}_" if len(parts) == 3 and parts[0] == "ff" and parts[1] else None
 
 
 def refuse_if_failing(request: Request) -> None:
@@ -68,9 +79,19 @@ def refuse_if_failing(request: Request) -> None:
         )
 
 
-def count_failure(request: Request) -> None:
+def count_failure(request: Request, token: str = "") -> None:
+    """One more failure for the client's address, and for the token prefix it guessed at;
+    429 once that prefix's guesses are past the limit (401 before)."""
     failures: RateLimit = request.app.state.failed_auth
     failures.count(source_of(request))
+    prefix = token_prefix(token)
+    if prefix is None:
+        return
+    if failures.exhausted(prefix):
+        raise HTTPException(
+            429, "too many failed authentications for this token", headers={"Retry-After": "60"}
+        )
+    failures.count(prefix)
 
 
 def services(request: Request) -> ApiServices:
@@ -100,7 +121,7 @@ def check_token(request: Request, token: str | None, from_cookie: bool) -> Calle
     found = services(request)
     caller = caller_of(found.store.api_tokens, token, found.clock.now())
     if caller is None:
-        count_failure(request)
+        count_failure(request, token)
         challenge = 'Bearer error="invalid_token"'
         raise HTTPException(
             401, "the token is unknown or revoked", headers={"WWW-Authenticate": challenge}

@@ -118,6 +118,11 @@ locals {
         FRAMEFLEET_API__PORT          = tostring(var.api_port)
         FRAMEFLEET_API__HOST          = "0.0.0.0"
         FRAMEFLEET_API__SECURE_COOKIE = "true"
+        # The client address the failed-authentication throttle counts: X-Forwarded-For,
+        # believed only from the load balancer's nodes.
+        FRAMEFLEET_API__TRUSTED_PROXIES = jsonencode(
+          local.api_load_balancer ? coalesce(var.api_load_balancer_cidrs, [var.vpc_cidr]) : []
+        )
       }
     }
     # The broker's admin: it makes each worker's account, and keeps the control plane's.

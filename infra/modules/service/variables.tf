@@ -156,6 +156,12 @@ variable "api_load_balancer_subnet_ids" {
   description = "Subnets of the API load balancer, two zones at least (null: subnet_ids; public subnets when not internal)."
 }
 
+variable "api_load_balancer_cidrs" {
+  type        = list(string)
+  default     = null
+  description = "Where the API load balancer's nodes have their addresses: the only peers whose X-Forwarded-For names the client (null: vpc_cidr)."
+}
+
 variable "api_access_logs_bucket" {
   type        = string
   default     = null
