@@ -130,7 +130,10 @@ async def submit(
         store.intake.accept_batch, [Submission(spec, request_id)], actor, "API request"
     )
     if outcome is AcceptOutcome.CONFLICT:
-        raise HTTPException(409, f"job_id {spec.job_id!r} was already accepted with another spec")
+        # The same words whoever holds the id: "accepted with another spec" told a team that
+        # another team had used it (issue 48). Ids are one namespace, so that it is taken
+        # is all any answer can say.
+        raise HTTPException(409, f"job_id {spec.job_id!r} is taken: submit under another id")
     if outcome is AcceptOutcome.DUPLICATE:
         response.status_code = 200
     response.headers["Location"] = f"/v1/jobs/{spec.job_id}"

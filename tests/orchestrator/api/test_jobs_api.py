@@ -36,7 +36,7 @@ def test_submit_is_idempotent_by_job_id(api: ServedApi) -> None:
     assert again.json()["job_id"] == job["job_id"]
     other = api.call("POST", "/v1/jobs", "submitter", body={**job, "prompt": "something else"})
     assert other.status == 409
-    assert "another spec" in other.json()["detail"]
+    assert "is taken" in other.json()["detail"]
     assert api.store.get(job["job_id"]).spec.prompt == job["prompt"]
 
 

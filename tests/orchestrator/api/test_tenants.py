@@ -100,3 +100,23 @@ def test_an_expired_token_is_refused(api: ServedApi) -> None:
         api, "new", create_token(api.store.api_tokens, "new", (Scope.READ,), None, later)[1]
     )
     assert fresh.call("GET", "/v1/jobs", "new").status == 200
+
+
+def test_a_taken_job_id_answers_the_same_whichever_team_holds_it(api: ServedApi) -> None:
+    blue_job = team_job(api, "blue")
+    red = with_token(
+        api, "red", create_token(api.store.api_tokens, "red-probe", EVERYTHING, ("red",))[1]
+    )
+    red_job = f"red-{uuid.uuid4().hex[:8]}"
+    assert (
+        red.call("POST", "/v1/jobs", "red", body=job_dict(red_job, tags={"team": "red"})).status
+        == 201
+    )
+    # Red's own id under another spec, and blue's id: one answer, naming no team.
+    own = red.call("POST", "/v1/jobs", "red", body=job_dict(red_job, tags={"team": "red"}, steps=7))
+    probe = red.call("POST", "/v1/jobs", "red", body=job_dict(blue_job, tags={"team": "red"}))
+    assert own.status == probe.status == 409
+    assert own.json()["detail"].replace(red_job, "ID") == probe.json()["detail"].replace(
+        blue_job, "ID"
+    )
+    assert "blue" not in json.dumps(probe.body).replace(blue_job, "")
