@@ -81,6 +81,13 @@ class ServedApi:
         return Answer(reply.status, {k.lower(): v for k, v in reply.headers.items()}, parsed)
 
 
+def from_address(api: ServedApi, address: str) -> ServedApi:
+    """The same API, called from another loopback address (another client, as it sees it)."""
+    http = urllib3.PoolManager(retries=False, source_address=(address, 0))
+    return ServedApi(api.base, api.store, api.tokens, api.log, api.process, http)
+
+
+FAILED_AUTH_PER_MINUTE = 20  # the served API's (the default)
 ROLES = {
     "admin": (Scope.ADMIN,),
     "reader": (Scope.READ,),

@@ -8,15 +8,7 @@ import re
 
 import urllib3
 
-from tests.support.served_api import ServedApi
-
-FAILED_AUTH_PER_MINUTE = 20  # the served API's (the default)
-
-
-def from_address(api: ServedApi, address: str) -> ServedApi:
-    """The same API, called from another loopback address (another client, as it sees it)."""
-    http = urllib3.PoolManager(retries=False, source_address=(address, 0))
-    return ServedApi(api.base, api.store, api.tokens, api.log, api.process, http)
+from tests.support.served_api import FAILED_AUTH_PER_MINUTE, ServedApi, from_address
 
 
 def test_an_address_that_keeps_guessing_tokens_is_held_off(api: ServedApi) -> None:

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.orchestrator.api.test_authentication_abuse import FAILED_AUTH_PER_MINUTE, from_address
-from tests.support.served_api import ServedApi, serve_api
+from tests.support.served_api import FAILED_AUTH_PER_MINUTE, ServedApi, from_address, serve_api
 
 
 @pytest.fixture(scope="module")
