@@ -8,6 +8,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 
 import boto3
@@ -15,6 +16,7 @@ import uvicorn
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from framefleet.bounded_http import ConnectionBounds, bounded_protocol, descriptor_room
 from framefleet.settings import Settings
 from kernel.clock import Clock
 from kernel.errors import ConfigurationError
@@ -118,10 +120,11 @@ class ApiServer:
         services: ApiServices,
         host: str,
         port: int,
-        max_connections: int = 1000,
+        bounds: ConnectionBounds,
         trusted_proxies: tuple[str, ...] = (),
     ) -> None:
         self.host, self.port = host, port
+        bounds = replace(bounds, max_connections=descriptor_room(bounds.max_connections))
         config = uvicorn.Config(
             build_app(services),
             host=host,
@@ -130,7 +133,9 @@ class ApiServer:
             log_config=None,
             timeout_graceful_shutdown=3,
             server_header=False,
-            limit_concurrency=max_connections,  # then 503: file descriptors stay bounded
+            # Connections are bounded as they arrive (`bounded_http`); requests in the app too.
+            http=bounded_protocol(bounds),
+            limit_concurrency=bounds.max_connections,
             timeout_keep_alive=5,
             # X-Forwarded-For from the trusted proxies only: uvicorn's default believed it
             # from loopback, where a client could rotate it past the failed-auth throttle.
@@ -173,4 +178,10 @@ def build_api(
     if api.port is None:
         return None
     services = api_services(settings, store, clock, door)
-    return ApiServer(services, api.host, api.port, api.max_connections, api.trusted_proxies)
+    bounds = ConnectionBounds(
+        api.max_connections,
+        api.max_connections_per_address,
+        api.header_timeout_seconds,
+        api.body_timeout_seconds,
+    )
+    return ApiServer(services, api.host, api.port, bounds, api.trusted_proxies)

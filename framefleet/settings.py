@@ -222,6 +222,12 @@ class ApiConfig(BaseModel):
     # Open connections (half-sent requests included) beyond which a new one gets a 503 and is
     # closed: a flood of slow clients cannot use up the process's file descriptors.
     max_connections: int = Field(default=1000, ge=8, le=100_000)
+    # Of them, from one client address (a load balancer's node counts as one: raise it there).
+    max_connections_per_address: int = Field(default=200, ge=1, le=100_000)
+    # A request's headers must arrive within this of the connection (or of the last
+    # response), its body within `body_timeout_seconds` of them; else 408 and closed.
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     # The load balancer's addresses or subnets ("10.0.0.0/24"): only a connection from one of
     # them may name the client in X-Forwarded-For (uvicorn's proxy headers). None trusted,
     # the default: the client is the connection's peer, whatever a header says.
