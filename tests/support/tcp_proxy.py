@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from enum import Enum
 
 
@@ -75,3 +76,35 @@ class TcpProxy:
                 await sink.drain()
         finally:
             sink.close()
+
+
+class ThreadedTcpProxy:
+    """A `TcpProxy` on an event loop of its own thread: for a client that blocks the test's
+    loop (a synchronous database driver would wait on a proxy that cannot run)."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self._proxy = TcpProxy(target_host, target_port)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._proxy.port
+
+    @property
+    def failed(self) -> int:
+        return self._proxy.failed
+
+    def __enter__(self) -> ThreadedTcpProxy:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._proxy.start(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._proxy.stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def fail(self, fault: Fault) -> None:
+        self._loop.call_soon_threadsafe(self._proxy.fail, fault)
