@@ -40,15 +40,24 @@ OWNER, OTHER = "i-0000000000000aaaa", "i-0000000000000bbbb"
 WORKERS = (OWNER, OTHER)
 
 
-def hello(worker_id: str, clock: FakeClock, vram_gib: float = L4_GIB) -> bytes:
+def hello(
+    worker_id: str,
+    clock: FakeClock,
+    vram_gib: float = L4_GIB,
+    *,
+    instance_type: str = "g6.xlarge",
+    gpus: int = 1,
+    family: str = "l4",
+) -> bytes:
+    """What the worker says it runs on (its GPUs' memory as NVML reports it)."""
     message = Hello(
         worker_id=worker_id,
         sent_at=clock.now(),
         instance_id=worker_id,
-        instance_type="g6.xlarge",
+        instance_type=instance_type,
         availability_zone="us-east-1a",
         market="spot",
-        gpus=(GpuInfo(index=0, family="l4", vram_gib=vram_gib),),  # as NVML reports it
+        gpus=tuple(GpuInfo(index=i, family=family, vram_gib=vram_gib) for i in range(gpus)),
         agent_version="test",
     )
     return message.model_dump_json().encode()
