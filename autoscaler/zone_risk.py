@@ -45,15 +45,16 @@ def type_level_risk(market: MarketSnapshot) -> MarketSnapshot:
 def zone_risk_beyond_noise(market: MarketSnapshot) -> MarketSnapshot:
     """The snapshot with each counted spot pool's rate replaced by its type's pooled rate
     where the zone's own count is within noise of it (`zone_risk` on)."""
+    counted = _counted(market)
     seen: dict[str, float] = {}
     watched: dict[str, float] = {}
-    for quote in _counted(market):
+    for quote in counted:
         kind = quote.pool.instance_type
         hours = quote.risk_hours or 0.0
         seen[kind] = seen.get(kind, 0.0) + quote.interruptions_per_hour * hours
         watched[kind] = watched.get(kind, 0.0) + hours
     quotes = dict(market.quotes)
-    for quote in _counted(market):
+    for quote in counted:
         kind = quote.pool.instance_type
         pooled = seen[kind] / watched[kind]
         if within_noise(quote, pooled):
