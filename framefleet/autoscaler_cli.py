@@ -54,6 +54,7 @@ from framefleet.control_plane import build_store
 from framefleet.health_server import HealthServer
 from framefleet.heap import settle_heap
 from framefleet.instance_catalogue import learn_candidate_types
+from framefleet.outage_report import report_outages
 from framefleet.settings import AutoscalerConfig, Settings
 from kernel.clock import Clock, FakeClock, SystemClock, stop_on_signals
 from kernel.errors import ConfigurationError, JobValidationError
@@ -298,7 +299,11 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
 
             health = HealthServer(
                 registry,
-                {"store": store_answers, "ec2": ec2_answers},
+                {
+                    "store": store_answers,
+                    "ec2": ec2_answers,
+                    "dependencies": report_outages(registry),
+                },
                 settings.metrics_host,
                 config.metrics_port,
             )

@@ -20,6 +20,7 @@ from aiobotocore.config import AioConfig
 from prometheus_client import CollectorRegistry
 
 from framefleet.health_server import HealthServer, ReadinessCheck
+from framefleet.outage_report import report_outages
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
 from kernel.mqtt_link import LinkSettings, MqttLink
@@ -300,7 +301,12 @@ def _observe(plane: ControlPlane, settings: Settings, sqs: SQSClient, clock: Clo
     async def queues_answer() -> None:
         await queue_depth(sqs, jobs_url)
 
-    checks: dict[str, ReadinessCheck] = {"store": store_answers, "queues": queues_answer}
+    checks: dict[str, ReadinessCheck] = {
+        "store": store_answers,
+        "queues": queues_answer,
+        # Any loop cut off from what it needs (S3, SES, EC2 included), retrying.
+        "dependencies": report_outages(plane.registry),
+    }
     service = plane.service
     if service is not None:
         metrics = PlaneMetrics(plane.registry)

@@ -11,7 +11,7 @@ import pytest
 
 from kernel.clock import FakeClock
 from kernel.errors import ConfigurationError, StoreUnavailable
-from kernel.outage import Outage, keep_running
+from kernel.outage import Outage, OutageBoard, keep_running
 
 log = logging.getLogger("test.outage")
 
@@ -52,8 +52,30 @@ async def test_a_loop_that_raises_is_started_again_until_stopped() -> None:
             raise RuntimeError("a bug")
         stop.set()
 
-    await keep_running("flaky", flaky, stop, FakeClock(), log)
+    board = OutageBoard()
+    await keep_running("flaky", flaky, stop, FakeClock(), log, board)
     assert len(runs) == 3
+    assert board.restarts == {"flaky": 2}
+    assert board.ongoing() == {}  # it runs again: counted, not out
+
+
+def test_the_board_shows_each_dependency_out_now_and_since_when() -> None:
+    clock, board = FakeClock(), OutageBoard()
+    intake = Outage("the jobs queue", log, clock, board=board)
+    notices = Outage("the jobs queue", log, clock, board=board)
+    store = Outage("the store", log, clock, board=board)
+    began = clock.now()
+    intake.failed(ConnectionError("reset"))
+    clock.advance(5)
+    notices.failed(ConnectionError("reset"))
+    store.failed(ConnectionError("reset"))
+    assert board.ongoing() == {"the jobs queue": began, "the store": clock.now()}
+    intake.answered()
+    store.answered()
+    assert board.ongoing() == {"the jobs queue": clock.now()}  # one loop still cut off
+    notices.answered()
+    assert board.ongoing() == {}
+    assert board.begun == {"the jobs queue": 2, "the store": 1}
 
 
 async def test_a_configuration_error_still_stops_the_process() -> None:
@@ -62,3 +84,20 @@ async def test_a_configuration_error_still_stops_the_process() -> None:
 
     with pytest.raises(ConfigurationError):
         await keep_running("API", misconfigured, asyncio.Event(), FakeClock(), log)
+
+
+async def test_an_outage_is_not_shown_after_its_loop_stopped_or_started_again() -> None:
+    clock, board, stop = FakeClock(), OutageBoard(), asyncio.Event()
+    runs: list[int] = []
+
+    async def cut_off_then_failing(_: asyncio.Event) -> None:
+        runs.append(1)
+        Outage("the store", log, clock, board=board).failed(ConnectionError("reset"))
+        assert len(board.ongoing()) == 1  # the first run's outage went with it
+        if len(runs) == 1:
+            raise RuntimeError("a bug mid-outage")  # started again, with a new outage
+
+    await asyncio.create_task(keep_running("intake", cut_off_then_failing, stop, clock, log, board))
+    assert len(runs) == 2
+    assert board.ongoing() == {}  # the task that saw the second outage has ended
+    assert board.begun == {"the store": 2}
