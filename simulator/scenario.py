@@ -23,6 +23,7 @@ from autoscaler.actuation import Actuator
 from autoscaler.demand import StoreDemand
 from autoscaler.ec2.fake import FakeEc2
 from autoscaler.ec2.ports import LaunchRequest, LaunchResult
+from autoscaler.fleet_record import FleetRecorder
 from autoscaler.loop import AutoscalerLoop
 from autoscaler.market.capacity import CapacityMemory
 from autoscaler.market.on_demand import fallback_price
@@ -43,6 +44,8 @@ from kernel.model_memory import gpu_need_gib
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
+from orchestrator.costs.fleet_record import StoreFleetRecord
+from orchestrator.costs.ledger import CostLedger
 from orchestrator.intake.ports import ReceivedMessage
 from orchestrator.interruptions.loop import InterruptionSettings, InterruptionsLoop
 from orchestrator.scheduling.quotas import TeamQuota
@@ -215,6 +218,12 @@ class Scenario:
             market_rule=PlannedMarketRule(history),
             spot_history=history,
             interval_seconds=ROUND_EVERY * STEP.total_seconds(),
+            # EC2's list as the product records it: only listed instances get work.
+            recorder=FleetRecorder(
+                StoreFleetRecord(
+                    self.store.cost_facts, CostLedger(self.store.cost_facts, self.clock)
+                )
+            ),
         )
         self.workers: dict[str, ScenarioWorker] = {}
         self.finished: dict[str, datetime] = {}

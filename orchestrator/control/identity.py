@@ -36,6 +36,9 @@ class VettedHello:
     clamped: tuple[str, ...] = ()
 
 
+UNLISTED = "unlisted_instance"  # the refusal a hello waits out (`Reception` keeps it)
+
+
 def vet_hello(
     hello: Hello, known: KnownInstance | None, workers_off_ec2: bool
 ) -> VettedHello | Refused:
@@ -47,6 +50,13 @@ def vet_hello(
         return Refused(
             "foreign_instance",
             f"worker {hello.worker_id} speaks for its own instance only, not {hello.instance_id}",
+        )
+    if known is None and not workers_off_ec2:
+        # Believed on its word, a hello claiming eight H100s got eight jobs (issue 48): an
+        # instance the autoscaler did not launch gets no work until it is listed.
+        return Refused(
+            UNLISTED,
+            f"instance {hello.instance_id} is not one the autoscaler launched: no work until it is",
         )
     instance_type = known.instance_type if known else hello.instance_type
     kind = CATALOG.get(instance_type)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any
@@ -30,12 +31,13 @@ from kernel.worker_protocol import (
 )
 from orchestrator.control.admission import Inbound, Refused, admit
 from orchestrator.control.budgets import BudgetVerdict, MessageBudget, SenderBudgets
-from orchestrator.control.identity import KnownInstance, reported_memory, vet_hello
+from orchestrator.control.identity import UNLISTED, KnownInstance, reported_memory, vet_hello
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.settings import ControlStats, InstanceFacts
 from orchestrator.scheduling.registry import WorkerRegistry
 
 log = logging.getLogger(__name__)
+MAX_UNLISTED = 10_000  # hellos of instances not yet listed, kept to try again (oldest dropped)
 INBOX_BOUND = 50_000  # job events waiting to be written (a few seconds of a large fleet)
 UNKNOWN_SENDER = "?"  # a topic with no worker id: one budget for all of them
 
@@ -70,6 +72,9 @@ class Reception:
         self._quarantine = quarantine
         self.inbox: asyncio.Queue[Inbound] = asyncio.Queue(INBOX_BOUND)
         self._quarantining: set[asyncio.Task[None]] = set()
+        # worker -> its last hello, while its instance is not listed: read again each round,
+        # since the broker hands a retained hello over only once.
+        self._unlisted: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
 
     def remembered(self) -> int:
         return self._budgets.remembered()
@@ -115,8 +120,11 @@ class Reception:
         if isinstance(message, Hello):
             vetted = await self._vet(message)
             if isinstance(vetted, Refused):
-                self._refusals.refuse(vetted.reason, topic_name, vetted.error, payload)
+                self._hold_if_unlisted(message.worker_id, vetted, topic_name, payload)
+                key = f"{message.worker_id}:{message.sent_at.isoformat()}"
+                self._refusals.refuse(vetted.reason, topic_name, vetted.error, payload, key)
                 return
+            self._unlisted.pop(message.worker_id, None)
             message = vetted
         admitted, refused = admit(message, self._registry, self._running())
         if refused is not None:
@@ -126,6 +134,27 @@ class Reception:
                 self.inbox.put_nowait(item)
             except asyncio.QueueFull:
                 self._refusals.drop("inbox_full", message.worker_id)
+
+    def _hold_if_unlisted(
+        self, worker_id: str, refused: Refused, topic_name: str, payload: bytes
+    ) -> None:
+        if refused.reason != UNLISTED:
+            return
+        self._unlisted[worker_id] = (topic_name, payload)
+        self._unlisted.move_to_end(worker_id)
+        while len(self._unlisted) > MAX_UNLISTED:
+            self._unlisted.popitem(last=False)
+
+    async def admit_listed(self) -> None:
+        """The held hellos again (each round): a worker whose instance is listed now is
+        admitted; the others wait, their refusal counted once, when it came."""
+        for worker_id, (topic_name, payload) in list(self._unlisted.items()):
+            hello = decode_worker_message(topic_name, payload)
+            vetted = await self._vet(hello) if isinstance(hello, Hello) else None
+            if isinstance(vetted, Refused) and vetted.reason == UNLISTED:
+                continue
+            del self._unlisted[worker_id]
+            await self.deliver(topic_name, payload)
 
     async def _vet(self, hello: Hello) -> Hello | Refused:
         """The hello as its credentials and EC2 have it (see `identity`); a claim beyond them

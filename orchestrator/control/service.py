@@ -313,6 +313,7 @@ class ControlPlaneService:
             self._held.clear()
             await self._apply(held)
         self.reception.forget_idle()
+        await self.reception.admit_listed()
         async with self._lock:
             for change in self.registry.sweep():
                 if change.after is WorkerHealth.LOST:

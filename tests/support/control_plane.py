@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from kernel.clock import FakeClock
-from kernel.instance_types import L4_GIB
+from kernel.fleet_facts import InstanceSeen
+from kernel.instance_types import CATALOG, L4_GIB
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
+from kernel.market import Market
 from kernel.worker_protocol import (
     Channel,
     EventKind,
@@ -22,7 +24,9 @@ from orchestrator.control.leadership import Leadership
 from orchestrator.control.refusals import RefusedMessages
 from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
+from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
+from orchestrator.store.migrate import upgrade_to_head
 from simulator.fakes import KeptDeadLetters, MemoryLink
 from tests.support.jobs import job_dict
 
@@ -63,6 +67,33 @@ def event(worker_id: str, kind: EventKind, job_id: str, attempt: int, **fields: 
     return message.model_dump_json().encode()
 
 
+def listed(
+    store: JobStore,
+    *instance_ids: str,
+    instance_type: str = "g6.xlarge",
+    market: Market = Market.SPOT,
+) -> None:
+    """The instances as the autoscaler records them from EC2's list: only they get work."""
+    kind = CATALOG[instance_type]
+    store.cost_facts.record_instances_seen(
+        [
+            InstanceSeen(i, instance_type, "us-east-1a", market, NOW, kind.gpus, kind.family.value)
+            for i in instance_ids
+        ]
+    )
+
+
+def listed_in(database_url: str, *instance_ids: str, instance_type: str, market: Market) -> None:
+    """`listed`, in the database of a control plane that may not have started yet."""
+    engine = make_engine(database_url)
+    upgrade_to_head(engine)
+    store = JobStore(engine, FakeClock(NOW))
+    try:
+        listed(store, *instance_ids, instance_type=instance_type, market=market)
+    finally:
+        store.dispose()
+
+
 def plane_in_memory(
     store: JobStore,
     clock: FakeClock,
@@ -72,6 +103,7 @@ def plane_in_memory(
     """The real control plane on the fake clock, its commands kept in memory (no broker); a
     replica of several with `leadership`."""
     link = MemoryLink()
+    listed(store, *WORKERS)
     plane = ControlPlaneService(
         store,
         clock,

@@ -20,7 +20,9 @@ from framefleet.settings import ControlConfig, IntakeConfig, MqttConfig, Setting
 from kernel.clock import SystemClock
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
+from kernel.market import Market
 from orchestrator.store.job_store import JobStore
+from tests.support.control_plane import listed_in
 from tests.support.local_services import Queues
 from tests.support.mosquitto import LocalBroker
 from tests.support.renders import Buckets
@@ -52,6 +54,10 @@ class LocalSystem:
         for spec in specs:
             self.sqs.send_message(QueueUrl=self.queues.jobs_url, MessageBody=spec.canonical_json())
 
+    @property
+    def database_url(self) -> str:
+        return f"sqlite:///{self.tmp_path / 'cp.db'}"
+
     def plane_settings(
         self, control: ControlConfig, interruptions_queue_url: str | None = None
     ) -> Settings:
@@ -60,7 +66,7 @@ class LocalSystem:
             jobs_queue_url=self.queues.jobs_url,
             dead_letter_queue_url=self.queues.dead_letter_url,
             interruptions_queue_url=interruptions_queue_url,
-            database_url=f"sqlite:///{self.tmp_path / 'cp.db'}",
+            database_url=self.database_url,
             intake=IntakeConfig(wait_seconds=1, concurrency=1),
             mqtt=MqttConfig(host="127.0.0.1", port=self.broker.port),
             control=control,
@@ -81,10 +87,16 @@ async def fleet(
     extra_env: dict[str, str] | None = None,
     lifecycle: str = "spot",
     instance_type: str = "g6e.xlarge",
+    database_url: str | None = None,
 ) -> AsyncIterator[Fleet]:
     """`framefleet-worker serve` processes, each with an IMDS emulator of its own saying the
     instance is an `instance_type` on `lifecycle` ("spot" or "on-demand")."""
     settings, tmp_path, broker_port = system.worker_settings, system.tmp_path, system.broker.port
+    market = Market.SPOT if lifecycle == "spot" else Market.ON_DEMAND
+    # Listed, as the autoscaler would have them, where the control plane keeps its store.
+    listed_in(
+        database_url or system.database_url, *worker_ids, instance_type=instance_type, market=market
+    )
     workers = Fleet()
     async with AsyncExitStack() as stack:
         for worker_id in worker_ids:

@@ -116,7 +116,7 @@ async def test_the_leader_is_killed_and_a_standby_finishes_every_job_once(
     ids = [job.job_id for job in jobs]
     replicas = {name: start_replica(system, postgres_url, name) for name in REPLICAS}
     try:
-        async with fleet(system):
+        async with fleet(system, database_url=postgres_url):
 
             def done() -> int:
                 return sum(store.get(i).state is JobState.SUCCEEDED for i in ids if store.find(i))

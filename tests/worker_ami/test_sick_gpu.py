@@ -15,6 +15,8 @@ from framefleet.worker_process import worker_parts
 from kernel.clock import SystemClock
 from kernel.job_record import DrainKind
 from kernel.job_state import JobState
+from kernel.market import Market
+from tests.support.control_plane import listed_in
 from tests.support.renders import video_job
 from tests.support.waits import async_wait_until
 from tests.worker_ami.system import LocalSystem, where_running
@@ -53,6 +55,7 @@ async def worker(
     """A worker on the instance of that id (on EC2 a worker is its instance): a g5.xlarge, as
     its one A10G says."""
     clock = SystemClock()
+    listed_in(system.database_url, worker_id, instance_type="g5.xlarge", market=Market.SPOT)
     identity = InstanceIdentity(instance_id=worker_id, instance_type="g5.xlarge", lifecycle="spot")
     emulator = ImdsEmulator(clock, identity)
     url = await emulator.start()

@@ -39,7 +39,7 @@ from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from simulator.fakes import MemoryLink
 from tests.support.autoscaling import TRACES, autoscaler
-from tests.support.control_plane import plane_in_memory
+from tests.support.control_plane import listed, plane_in_memory
 from tests.support.jobs import assignment, job_dict
 from tests.support.workers import InstantRunner, NoNvml
 from worker_ami.agent.object_store import S3ObjectStore
@@ -117,13 +117,16 @@ async def test_a_long_run_through_the_control_plane_keeps_its_maps_bounded(
     sizes = []
     for generation in range(GENERATIONS):
         workers = [f"i-{generation * 10 + n:017x}" for n in range(WORKERS)]
+        listed(store, *workers, instance_type="g6.12xlarge")  # as the autoscaler records them
         for worker_id in workers:
             await fleet.send(Channel.HELLO, worker_id, fleet.hello(worker_id))
         ids = [f"g{generation}-j{n}" for n in range(JOBS)]
         store.intake.accept_batch(
             [Submission(parse_job(job_dict(i), now=None), f"m-{i}") for i in ids]
         )
-        while store.count_by_state().get(JobState.SUCCEEDED, 0) < (generation + 1) * JOBS:
+        for _ in range(10 * JOBS):  # a bound: a fleet that runs nothing fails, not hangs
+            if store.count_by_state().get(JobState.SUCCEEDED, 0) >= (generation + 1) * JOBS:
+                break
             await plane.tick()
             await fleet.answer()
             await fleet.beat(workers)

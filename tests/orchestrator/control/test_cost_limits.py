@@ -20,7 +20,7 @@ from orchestrator.control.service import ControlPlaneService
 from orchestrator.control.settings import ControlSettings
 from orchestrator.store.job_store import JobStore
 from simulator.fakes import MemoryLink
-from tests.support.control_plane import OWNER, hello, started
+from tests.support.control_plane import OWNER, hello, listed, started
 from tests.support.jobs import job_dict
 from tests.support.market_snapshots import MARKET, NOW, SETTINGS, job
 from tests.support.paces import linear_pace
@@ -59,6 +59,7 @@ async def test_a_job_that_reaches_its_cost_limit_is_cancelled(
         refusals=RefusedMessages(clock, None),
         job_cost=costs.get,
     )
+    listed(store, OWNER)
     await plane.on_message(topic(OWNER, Channel.HELLO), hello(OWNER, clock))
     spec = parse_job(job_dict("capped", max_cost_usd=2.0), now=None)
     store.intake.accept_batch([Submission(spec, "m-capped")])

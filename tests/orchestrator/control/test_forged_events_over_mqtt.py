@@ -22,7 +22,7 @@ from orchestrator.control.settings import ControlSettings
 from orchestrator.store.engine import make_engine
 from orchestrator.store.migrate import upgrade_to_head
 from tests.support.acl_broker import CONTROL_PLANE, acl_broker, as_worker, plane_on_broker
-from tests.support.control_plane import FORGERIES, NOW, OTHER, OWNER, event, hello
+from tests.support.control_plane import FORGERIES, NOW, OTHER, OWNER, event, hello, listed
 from tests.support.jobs import job_dict
 from tests.support.waits import async_wait_until
 
@@ -42,6 +42,7 @@ async def test_forged_events_change_nothing_under_the_acl(
     upgrade_to_head(engine)
     settings = ControlSettings(tick_seconds=0.1, resend_after=timedelta(seconds=30))
     plane, store = plane_on_broker(engine, secured_broker, PASSWORDS[CONTROL_PLANE], settings)
+    listed(store, OWNER, OTHER)
     stop = asyncio.Event()
     task = asyncio.create_task(plane.run(stop))
     try:

@@ -15,7 +15,7 @@ from kernel.market import Market
 from kernel.worker_protocol import GpuInfo, Hello
 from orchestrator.control.admission import Refused
 from orchestrator.control.budgets import BudgetVerdict, MessageBudget, SenderBudgets
-from orchestrator.control.identity import KnownInstance, VettedHello, vet_hello
+from orchestrator.control.identity import UNLISTED, KnownInstance, VettedHello, vet_hello
 from orchestrator.control.readiness import Readiness
 from orchestrator.scheduling.registry import WorkerRegistry
 from orchestrator.store.cost_facts import SlotShare
@@ -79,14 +79,19 @@ def test_ec2s_type_and_market_win_over_the_hellos() -> None:
     assert vetted.clamped
 
 
-def test_an_unseen_instance_is_held_to_the_type_it_names() -> None:
-    vetted = believed(vet_hello(hello(gpus=4), None, workers_off_ec2=False))
+def test_an_instance_the_autoscaler_did_not_launch_gets_no_work() -> None:
+    liar = hello(instance_type="p5.48xlarge", gpus=8, vram_gib=80, family="h100")
+    refused = vet_hello(liar, None, workers_off_ec2=False)
+    assert isinstance(refused, Refused)
+    assert refused.reason == UNLISTED
+    # Where workers off EC2 are allowed, it is held to the type it names.
+    vetted = believed(vet_hello(hello(gpus=4), None, workers_off_ec2=True))
     assert len(vetted.hello.gpus) == 1
 
 
 def test_a_type_nobody_sells_is_refused_unless_workers_off_ec2_are_allowed() -> None:
     odd = hello(instance_type="local")
-    refused = vet_hello(odd, None, workers_off_ec2=False)
+    refused = vet_hello(odd, KnownInstance("local", Market.SPOT), workers_off_ec2=False)
     assert isinstance(refused, Refused)
     assert refused.reason == "unknown_instance_type"
     assert believed(vet_hello(odd, None, workers_off_ec2=True)).hello == odd
@@ -105,7 +110,7 @@ def test_gpus_past_the_types_are_refused() -> None:
     beyond = hello().model_copy(
         update={"gpus": (GpuInfo(index=3, family="a10g", vram_gib=A10G_GIB),)}
     )
-    refused = vet_hello(beyond, None, workers_off_ec2=False)
+    refused = vet_hello(beyond, KnownInstance("g5.xlarge", Market.SPOT), workers_off_ec2=False)
     assert isinstance(refused, Refused)
     assert refused.reason == "unknown_hardware"
 
