@@ -1,7 +1,8 @@
 """A TCP proxy in front of one dependency, for the fault tests (issue 48): it passes bytes both
-ways until told to fail, then each new connection is reset (`reset`: accepted and dropped at
-once) or held without an answer (`blackhole`), and every connection open at that moment is
-dropped. It counts the connections it failed, so a test waits for a process to have tried
+ways until told to fail, then each new connection is refused (`cut`: nothing listens), reset
+(`reset`: accepted and dropped at once), held without an answer (`blackhole`), or served
+slowly (`slow`: each chunk either way a second late), and every connection open at that
+moment is dropped. It counts the connections it failed, so a test waits for a process to have tried
 rather than for time to pass."""
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ class Fault(Enum):
     NONE = "none"
     RESET = "reset"
     BLACKHOLE = "blackhole"
+    CUT = "cut"
+    SLOW = "slow"
+
+
+SLOW_DELAY_SECONDS = 1.0  # per chunk, each way: a congested link, not a dead one
 
 
 class TcpProxy:
@@ -23,6 +29,7 @@ class TcpProxy:
         self._target = (target_host, target_port)
         self._server: asyncio.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()
+        self._restart: asyncio.Task[None] | None = None
         self.fault = Fault.NONE
         self.failed = 0  # connections refused an answer while failing
         self.port = 0
@@ -32,23 +39,34 @@ class TcpProxy:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(
+            self._accept, "127.0.0.1", self.port, reuse_address=True
+        )
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        self.fail(Fault.NONE)
+            self._server = None
+        self._drop_open()
 
     def fail(self, fault: Fault) -> None:
         """From now on, `fault` (NONE: pass again); what is open now is dropped."""
         self.fault = fault
+        self._drop_open()
+        if fault is Fault.CUT and self._server is not None:
+            self._server.close()  # nothing listens: each connection is refused
+            self._server = None
+        elif fault is not Fault.CUT and self._server is None and self.port:
+            self._restart = asyncio.get_running_loop().create_task(self.start())  # listening
+
+    def _drop_open(self) -> None:
         for writer in list(self._open):
             writer.transport.abort()
         self._open.clear()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.fault is not Fault.NONE:
+        if self.fault in (Fault.RESET, Fault.BLACKHOLE):
             self.failed += 1
             if self.fault is Fault.RESET:
                 writer.transport.abort()
@@ -68,10 +86,11 @@ class TcpProxy:
         )
         self._open.difference_update((writer, up_writer))
 
-    @staticmethod
-    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         try:
             while chunk := await source.read(65536):
+                if self.fault is Fault.SLOW:
+                    await asyncio.sleep(SLOW_DELAY_SECONDS)  # the fault itself, not a wait
                 sink.write(chunk)
                 await sink.drain()
         finally:

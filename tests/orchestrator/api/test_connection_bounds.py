@@ -5,12 +5,17 @@ request whose headers or body do not arrive in time is answered 408 and closed. 
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 
+import boto3
 import pytest
 
+from tests.support.jobs import job_dict
+from tests.support.local_services import REGION
 from tests.support.served_api import ServedApi, serve_api
+from tests.support.waits import wait_until
 
 CAP, PER_ADDRESS = 12, 4
 
@@ -61,7 +66,9 @@ def answer(sock: socket.socket) -> bytes:
     return found
 
 
-def test_past_the_cap_a_connection_is_answered_and_closed_at_once(bounded: ServedApi) -> None:
+def test_past_the_cap_a_connection_is_answered_and_closed_at_once(
+    bounded: ServedApi, moto_endpoint: str
+) -> None:
     held: list[socket.socket] = []
     try:
         # From CAP addresses' worth of clients, each within its share.
@@ -70,6 +77,15 @@ def test_past_the_cap_a_connection_is_answered_and_closed_at_once(bounded: Serve
         late = half_sent(bounded, "127.0.2.1")
         assert answer(late).startswith(b"HTTP/1.1 503")
         assert bounded.process.poll() is None
+        # The API at its cap, the control plane's other loops go on: a job sent to the queue
+        # is stored.
+        sqs = boto3.client("sqs", region_name=REGION, endpoint_url=moto_endpoint)
+        sqs.send_message(QueueUrl=bounded.jobs_url, MessageBody=json.dumps(job_dict("at-cap")))
+        wait_until(
+            lambda: bounded.store.find("at-cap") is not None,
+            timeout=60,
+            what="the job stored through SQS while the API is full",
+        )
     finally:
         for sock in held:
             sock.close()

@@ -1,0 +1,118 @@
+"""The autoscaler as `framefleet autoscaler run` builds it, through an outage of AWS (issue 48):
+with EC2 (and every AWS endpoint behind the same address) cut off, each connection reset or
+held without an answer, its rounds keep failing with backoff, it reports not ready, and it
+does not exit; jobs queued meanwhile get their instances once AWS answers, each bought once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import boto3
+import pytest
+
+from autoscaler.ec2.ports import FLEET_TAG
+from framefleet.autoscaler_cli import live_autoscaler
+from framefleet.health_server import HealthServer
+from framefleet.local_ports import free_port
+from framefleet.settings import AutoscalerConfig, Settings
+from kernel.clock import SystemClock
+from kernel.job_record import Submission
+from kernel.job_spec import parse_job
+from orchestrator.store.engine import make_engine
+from orchestrator.store.migrate import upgrade_to_head
+from tests.support.jobs import job_dict
+from tests.support.tcp_proxy import Fault, TcpProxy
+from tests.support.waits import async_wait_until
+
+FLEET = "outage-test"
+ROUND = "a dependency of the autoscaler's round"
+
+
+@pytest.fixture
+async def aws(moto_endpoint: str) -> AsyncIterator[TcpProxy]:
+    target = urlsplit(moto_endpoint)
+    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 80)
+    await proxy.start()
+    yield proxy
+    await proxy.stop()
+
+
+def settings_through(aws: TcpProxy, moto_endpoint: str, sqlite_url: str, tmp: Path) -> Settings:
+    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    return Settings(
+        endpoint_url=aws.url,
+        database_url=sqlite_url,
+        autoscaler=AutoscalerConfig(
+            fleet_id=FLEET,
+            launch_template="framefleet-outage-test",
+            image_id=image,
+            zones=["us-east-1a"],
+            candidate_types=["g6e.xlarge"],
+            advisor_url=(tmp / "no-feed-offline.json").as_uri(),  # the shipped snapshot
+            interval_seconds=0.5,
+            metrics_port=free_port(),
+        ),
+    )
+
+
+def fleet_size(moto_endpoint: str) -> int:
+    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)
+    found = ec2.describe_instances(Filters=[{"Name": f"tag:{FLEET_TAG}", "Values": [FLEET]}])
+    return sum(len(r["Instances"]) for r in found["Reservations"])
+
+
+async def ready(health: HealthServer, check: str) -> bool:
+    return (await health.readiness())[check] == "ok"
+
+
+async def out(health: HealthServer, check: str) -> bool:
+    return not await ready(health, check)
+
+
+@pytest.mark.parametrize("fault", [Fault.CUT, Fault.RESET, Fault.BLACKHOLE, Fault.SLOW])
+async def test_the_autoscaler_lives_through_an_aws_outage_and_buys_after(
+    fault: Fault, aws: TcpProxy, moto_endpoint: str, sqlite_url: str, tmp_path: Path
+) -> None:
+    engine = make_engine(sqlite_url)
+    upgrade_to_head(engine)
+    settings = settings_through(aws, moto_endpoint, sqlite_url, tmp_path)
+    stop = asyncio.Event()
+    async with live_autoscaler(settings, SystemClock()) as live:
+        health = live.health
+        assert health is not None
+        rounds = asyncio.create_task(live.loop.run(stop))
+        try:
+            await async_wait_until(lambda: ready(health, "ec2"), within=60, what="EC2 answers")
+            aws.fail(fault)
+            if fault is not Fault.SLOW:  # slow answers are answers: it buys through them
+                await async_wait_until(lambda: out(health, "ec2"), within=60, what="cut off")
+            live.store.intake.accept_batch(
+                [
+                    Submission(parse_job(job_dict(f"queued-{i}", seed=i), now=None), f"m{i}")
+                    for i in range(2)
+                ]
+            )
+            if fault in (Fault.CUT, Fault.RESET):
+                # Its rounds fail, and /readyz says which dependency is out.
+                await async_wait_until(
+                    lambda: out(health, "dependencies"), within=90, what="the round's outage"
+                )
+                assert ROUND in (await health.readiness())["dependencies"]
+            elif fault is Fault.BLACKHOLE:
+                await async_wait_until(lambda: aws.failed >= 2, within=90, what="tries held")
+            assert not rounds.done()  # alive: it did not exit for it
+            aws.fail(Fault.NONE)
+            await async_wait_until(
+                lambda: fleet_size(moto_endpoint) == 2, within=90, what="the queue's instances"
+            )
+            await async_wait_until(
+                lambda: ready(health, "dependencies"), within=90, what="the outage over"
+            )
+            assert fleet_size(moto_endpoint) == 2  # each bought once
+        finally:
+            stop.set()
+            await asyncio.wait_for(rounds, timeout=30)
