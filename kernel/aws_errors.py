@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from enum import StrEnum
 
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 
 from kernel.errors import (
     AccessDenied,
@@ -19,6 +20,11 @@ from kernel.errors import (
     QueueNotFound,
     Throttled,
 )
+
+# What the wire can do besides answering with an AWS error: no connection, a timeout, or an
+# answer botocore cannot read (a proxy's error page; botocore's parser error is no
+# BotoCoreError). Each means AWS is out of reach for now, not that the request was wrong.
+UNREACHABLE = (BotoCoreError, ResponseParserError)
 
 
 class AwsFault(StrEnum):
@@ -150,5 +156,5 @@ def translated(operation: str) -> Iterator[None]:
         yield
     except ClientError as error:
         raise to_typed_error(operation, error) from None
-    except BotoCoreError as error:
+    except UNREACHABLE as error:
         raise AwsUnavailable(f"{operation}: {error}") from None

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from autoscaler.ec2.ports import (
     FLEET_TAG,
@@ -21,7 +21,14 @@ from autoscaler.ec2.ports import (
     ObservedInstance,
 )
 from autoscaler.pools import Pool
-from kernel.aws_errors import AwsFault, classify, error_code, to_typed_error, translated
+from kernel.aws_errors import (
+    UNREACHABLE,
+    AwsFault,
+    classify,
+    error_code,
+    to_typed_error,
+    translated,
+)
 from kernel.errors import AwsError, AwsUnavailable
 from kernel.instance_types import kind_of
 from kernel.market import Market
@@ -132,7 +139,7 @@ class Ec2FleetAdapter:
             if refused is None:
                 raise to_typed_error("CreateFleet", failure) from None
             return refused
-        except BotoCoreError as failure:
+        except UNREACHABLE as failure:
             raise AwsUnavailable(f"CreateFleet: {failure}") from None
         errors, limits, others = fleet_errors(response.get("Errors", []), request, self._subnets)
         ids = [i for group in response.get("Instances", []) for i in group.get("InstanceIds", [])]
@@ -180,7 +187,7 @@ class Ec2FleetAdapter:
                 errors.extend(refused.errors)
                 limits.extend(refused.limits)
                 continue
-            except BotoCoreError as failure:
+            except UNREACHABLE as failure:
                 raise AwsUnavailable(f"RunInstances: {failure}") from None
             ids = [i["InstanceId"] for i in response.get("Instances", [])]
             instances = tuple(await self._describe_ids(ids))

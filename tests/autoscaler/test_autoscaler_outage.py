@@ -73,7 +73,9 @@ async def out(health: HealthServer, check: str) -> bool:
     return not await ready(health, check)
 
 
-@pytest.mark.parametrize("fault", [Fault.CUT, Fault.RESET, Fault.BLACKHOLE, Fault.SLOW])
+@pytest.mark.parametrize(
+    "fault", [Fault.CUT, Fault.RESET, Fault.BLACKHOLE, Fault.SLOW, Fault.ERRORS]
+)
 async def test_the_autoscaler_lives_through_an_aws_outage_and_buys_after(
     fault: Fault, aws: TcpProxy, moto_endpoint: str, sqlite_url: str, tmp_path: Path
 ) -> None:
@@ -96,7 +98,7 @@ async def test_the_autoscaler_lives_through_an_aws_outage_and_buys_after(
                     for i in range(2)
                 ]
             )
-            if fault in (Fault.CUT, Fault.RESET):
+            if fault in (Fault.CUT, Fault.RESET, Fault.ERRORS):
                 # Its rounds fail, and /readyz says which dependency is out.
                 await async_wait_until(
                     lambda: out(health, "dependencies"), within=90, what="the round's outage"

@@ -60,7 +60,7 @@ def spot_warning(instance_id: str) -> str:
     )
 
 
-@pytest.mark.parametrize("fault", [Fault.CUT, Fault.RESET, Fault.BLACKHOLE])
+@pytest.mark.parametrize("fault", [Fault.CUT, Fault.RESET, Fault.BLACKHOLE, Fault.ERRORS])
 async def test_the_control_plane_lives_through_an_sqs_outage_and_resumes(
     fault: Fault,
     proxy: TcpProxy,

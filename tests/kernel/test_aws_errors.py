@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.parsers import ResponseParserError
 
 from kernel.aws_errors import AWS_ERROR_CODES, AwsFault, classify, translated
 from kernel.errors import (
@@ -60,6 +61,8 @@ def test_each_code_means_one_thing(code: str, fault: AwsFault) -> None:
         (client_error("WeirdFailure", 503), AwsUnavailable),
         (client_error("WeirdFailure", 400), AwsError),
         (EndpointConnectionError(endpoint_url="http://127.0.0.1:1"), AwsUnavailable),
+        # An answer botocore cannot read (a proxy's error page): AWS out of reach, not a bug.
+        (ResponseParserError("invalid XML received"), AwsUnavailable),
     ],
 )
 def test_each_failure_becomes_one_typed_error(error: Exception, typed: type[AwsError]) -> None:

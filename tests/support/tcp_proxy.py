@@ -1,9 +1,9 @@
 """A TCP proxy in front of one dependency, for the fault tests (issue 48): it passes bytes both
 ways until told to fail, then each new connection is refused (`cut`: nothing listens), reset
-(`reset`: accepted and dropped at once), held without an answer (`blackhole`), or served
-slowly (`slow`: each chunk either way a second late), and every connection open at that
-moment is dropped. It counts the connections it failed, so a test waits for a process to have tried
-rather than for time to pass."""
+(`reset`: accepted and dropped at once), held without an answer (`blackhole`), served slowly
+(`slow`: each chunk either way a second late) or answered 500 (`errors`, for an HTTP
+dependency), and every connection open at that moment is dropped. It counts the connections
+it failed, so a test waits for a process to have tried rather than for time to pass."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class Fault(Enum):
     BLACKHOLE = "blackhole"
     CUT = "cut"
     SLOW = "slow"
+    ERRORS = "errors"  # an HTTP dependency answering 500 to every request
 
 
 SLOW_DELAY_SECONDS = 1.0  # per chunk, each way: a congested link, not a dead one
@@ -66,6 +67,10 @@ class TcpProxy:
         self._open.clear()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.fault is Fault.ERRORS:
+            self.failed += 1
+            await self._answer_500(reader, writer)
+            return
         if self.fault in (Fault.RESET, Fault.BLACKHOLE):
             self.failed += 1
             if self.fault is Fault.RESET:
@@ -85,6 +90,25 @@ class TcpProxy:
             self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
         )
         self._open.difference_update((writer, up_writer))
+
+    async def _answer_500(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Each request on the connection answered 500 (its body read and dropped)."""
+        self._open.add(writer)
+        try:
+            while self.fault is Fault.ERRORS:
+                head = await reader.readuntil(b"\r\n\r\n")
+                fields = dict(
+                    (name.strip().lower(), value.strip())
+                    for name, _, value in (line.partition(b":") for line in head.split(b"\r\n"))
+                )
+                await reader.readexactly(int(fields.get(b"content-length", b"0") or b"0"))
+                writer.write(_error_answer(fields.get(b"content-type", b"")))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            pass
+        finally:
+            self._open.discard(writer)
+            writer.transport.abort()
 
     async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         try:
@@ -127,3 +151,19 @@ class ThreadedTcpProxy:
 
     def fail(self, fault: Fault) -> None:
         self._loop.call_soon_threadsafe(self._proxy.fail, fault)
+
+
+def _error_answer(request_type: bytes) -> bytes:
+    """A 500 as the service would send it: XML to a query-protocol call (EC2's form posts),
+    JSON to the others (SQS)."""
+    if request_type.startswith(b"application/x-www-form-urlencoded"):
+        kind = b"text/xml"
+        body = (
+            b"<Response><Errors><Error><Code>InternalError</Code><Message>the proxy says no"
+            b"</Message></Error></Errors><RequestID>proxy</RequestID></Response>"
+        )
+    else:
+        kind = b"application/x-amz-json-1.0"
+        body = b'{"__type":"InternalFailure","message":"the proxy says no"}'
+    head = b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+    return head % (kind, len(body)) + body

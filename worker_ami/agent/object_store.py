@@ -13,9 +13,9 @@ import boto3
 from aiobotocore.config import AioConfig
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from kernel.aws_errors import AwsFault, classify, error_code
+from kernel.aws_errors import UNREACHABLE, AwsFault, classify, error_code
 from worker_ami.agent.errors import ObjectNotFound, ObjectStoreError, OutputRefused
 from worker_ami.agent.settings import WorkerSettings
 
@@ -56,7 +56,7 @@ def _translated(operation: str, bucket: str, key: str = "") -> Iterator[None]:
         if classify(code) is AwsFault.NOT_FOUND:
             raise ObjectNotFound(f"s3://{bucket}/{key} not found") from None
         raise ObjectStoreError(f"{operation} s3://{bucket}/{key}: {code}") from None
-    except BotoCoreError as error:
+    except UNREACHABLE as error:
         raise ObjectStoreError(f"{operation} s3://{bucket}/{key}: {error}") from None
 
 
@@ -116,7 +116,7 @@ class S3ObjectStore:
             if fault in (AwsFault.ACCESS_DENIED, AwsFault.NOT_FOUND):
                 raise OutputRefused(f"PutObject s3://{bucket}/{key}: {code}") from None
             raise ObjectStoreError(f"PutObject s3://{bucket}/{key}: {code}") from None
-        except BotoCoreError as error:
+        except UNREACHABLE as error:
             raise ObjectStoreError(f"PutObject s3://{bucket}/{key}: {error}") from None
         return True
 
