@@ -6,12 +6,14 @@ does not exit; jobs queued meanwhile get their instances once AWS answers, each 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import boto3
 import pytest
+from sqlalchemy.engine import make_url
 
 from autoscaler.ec2.ports import FLEET_TAG
 from framefleet.autoscaler_cli import live_autoscaler
@@ -22,12 +24,12 @@ from kernel.clock import SystemClock
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
 from orchestrator.store.engine import make_engine
+from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.support.jobs import job_dict
-from tests.support.tcp_proxy import Fault, TcpProxy
+from tests.support.tcp_proxy import Fault, TcpProxy, ThreadedTcpProxy
 from tests.support.waits import async_wait_until
 
-FLEET = "outage-test"
 ROUND = "a dependency of the autoscaler's round"
 
 
@@ -40,14 +42,16 @@ async def aws(moto_endpoint: str) -> AsyncIterator[TcpProxy]:
     await proxy.stop()
 
 
-def settings_through(aws: TcpProxy, moto_endpoint: str, sqlite_url: str, tmp: Path) -> Settings:
+def settings_through(
+    aws_url: str, moto_endpoint: str, database_url: str, tmp: Path, fleet: str
+) -> Settings:
     ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     return Settings(
-        endpoint_url=aws.url,
-        database_url=sqlite_url,
+        endpoint_url=aws_url,
+        database_url=database_url,
         autoscaler=AutoscalerConfig(
-            fleet_id=FLEET,
+            fleet_id=fleet,
             launch_template="framefleet-outage-test",
             image_id=image,
             zones=["us-east-1a"],
@@ -59,9 +63,9 @@ def settings_through(aws: TcpProxy, moto_endpoint: str, sqlite_url: str, tmp: Pa
     )
 
 
-def fleet_size(moto_endpoint: str) -> int:
+def fleet_size(moto_endpoint: str, fleet: str) -> int:
     ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_endpoint)
-    found = ec2.describe_instances(Filters=[{"Name": f"tag:{FLEET_TAG}", "Values": [FLEET]}])
+    found = ec2.describe_instances(Filters=[{"Name": f"tag:{FLEET_TAG}", "Values": [fleet]}])
     return sum(len(r["Instances"]) for r in found["Reservations"])
 
 
@@ -81,7 +85,8 @@ async def test_the_autoscaler_lives_through_an_aws_outage_and_buys_after(
 ) -> None:
     engine = make_engine(sqlite_url)
     upgrade_to_head(engine)
-    settings = settings_through(aws, moto_endpoint, sqlite_url, tmp_path)
+    fleet = f"outage-{uuid.uuid4().hex[:8]}"  # moto lives the whole session
+    settings = settings_through(aws.url, moto_endpoint, sqlite_url, tmp_path, fleet)
     stop = asyncio.Event()
     async with live_autoscaler(settings, SystemClock()) as live:
         health = live.health
@@ -109,12 +114,60 @@ async def test_the_autoscaler_lives_through_an_aws_outage_and_buys_after(
             assert not rounds.done()  # alive: it did not exit for it
             aws.fail(Fault.NONE)
             await async_wait_until(
-                lambda: fleet_size(moto_endpoint) == 2, within=90, what="the queue's instances"
+                lambda: fleet_size(moto_endpoint, fleet) == 2,
+                within=90,
+                what="the queue's instances",
             )
             await async_wait_until(
                 lambda: ready(health, "dependencies"), within=90, what="the outage over"
             )
-            assert fleet_size(moto_endpoint) == 2  # each bought once
+            assert fleet_size(moto_endpoint, fleet) == 2  # each bought once
         finally:
             stop.set()
             await asyncio.wait_for(rounds, timeout=30)
+
+
+@pytest.mark.parametrize("fault", [Fault.CUT, Fault.RESET, Fault.BLACKHOLE])
+async def test_the_autoscaler_lives_through_a_database_outage_and_buys_after(
+    fault: Fault, moto_endpoint: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """PostgreSQL (the queue it buys for) cut off: the rounds fail and back off, the process
+    lives, and the jobs queued meanwhile get their instances once it answers."""
+    url = make_url(postgres_url)
+    fleet = f"outage-{uuid.uuid4().hex[:8]}"  # moto lives the whole session
+    upgrade_to_head(make_engine(postgres_url))
+    with ThreadedTcpProxy(url.host or "127.0.0.1", url.port or 5432) as database:
+        proxied = url.set(port=database.port).render_as_string(hide_password=False)
+        settings = settings_through(moto_endpoint, moto_endpoint, proxied, tmp_path, fleet)
+        stop = asyncio.Event()
+        async with live_autoscaler(settings, SystemClock()) as live:
+            health = live.health
+            assert health is not None
+            rounds = asyncio.create_task(live.loop.run(stop))
+            try:
+                await async_wait_until(lambda: ready(health, "store"), within=60, what="answers")
+                database.fail(fault)
+                await async_wait_until(lambda: out(health, "store"), within=60, what="cut off")
+                queue_directly(postgres_url, 2)  # producers reach the database another way
+                assert not rounds.done()
+                database.fail(Fault.NONE)
+                await async_wait_until(
+                    lambda: fleet_size(moto_endpoint, fleet) == 2, within=90, what="the instances"
+                )
+                assert fleet_size(moto_endpoint, fleet) == 2  # each bought once
+            finally:
+                stop.set()
+                await asyncio.wait_for(rounds, timeout=60)
+
+
+def queue_directly(database_url: str, count: int) -> None:
+    store = JobStore(make_engine(database_url), SystemClock())
+    try:
+        store.intake.accept_batch(
+            [
+                Submission(parse_job(job_dict(f"queued-{i}", seed=i), now=None), f"m{i}")
+                for i in range(count)
+            ]
+        )
+    finally:
+        store.dispose()
