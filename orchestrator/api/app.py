@@ -16,7 +16,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernel.outside_text import printable
-from orchestrator.api import console, console_pages, events, fleet_routes, jobs_routes
+from orchestrator.api import (
+    console,
+    console_pages,
+    events,
+    fleet_routes,
+    jobs_routes,
+    token_routes,
+)
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import RateLimit
 
@@ -100,6 +107,7 @@ def declare_app() -> FastAPI:
     app.add_exception_handler(console.LoginNeeded, _to_login)
     app.include_router(jobs_routes.router)
     app.include_router(fleet_routes.router)
+    app.include_router(token_routes.router)
     app.include_router(events.router)
     app.include_router(console.router)
     app.include_router(console_pages.router)

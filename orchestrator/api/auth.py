@@ -50,6 +50,14 @@ class TokenReader(Protocol):
     def token_with_digest(self, sha256: str) -> StoredToken | None: ...
 
 
+class TokenBook(TokenBookPort, TokenReader, Protocol):
+    """The tokens as the API's token routes keep them."""
+
+    def tokens(self) -> list[StoredToken]: ...
+
+    def revoke_token(self, token_id: str) -> bool: ...
+
+
 class UnknownScope(FrameFleetError):
     pass
 

@@ -21,7 +21,7 @@ from kernel.job_record import (
 )
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
-from orchestrator.api.auth import TokenReader
+from orchestrator.api.auth import TokenBook
 from orchestrator.costs.job_cost import JobCostParts
 from orchestrator.costs.summary import CostSummary
 from orchestrator.intake.model_door import DoorRefusal
@@ -68,7 +68,7 @@ class ApiStore(Protocol):
     def cost_facts(self) -> LivesAndPrices: ...
 
     @property
-    def api_tokens(self) -> TokenReader: ...
+    def api_tokens(self) -> TokenBook: ...
 
     @property
     def faults(self) -> GpuFaultReader: ...

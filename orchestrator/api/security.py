@@ -166,7 +166,16 @@ def visible_job(services: ApiServices, caller: Caller, job_id: str) -> JobRecord
     return job
 
 
+def administrator(caller: Annotated[Caller, Depends(needs(Scope.ADMIN))]) -> Caller:
+    """Tokens are made and revoked by an operator's admin token only: a team's admin token
+    could otherwise mint one of every team."""
+    if caller.teams is not None:
+        raise HTTPException(403, "tokens are managed with an admin token of every team")
+    return caller
+
+
 Reader = Annotated[Caller, Depends(needs(Scope.READ))]
+Administrator = Annotated[Caller, Depends(administrator)]
 Operator = Annotated[Caller, Depends(every_team)]
 Submitter = Annotated[Caller, Depends(needs(Scope.SUBMIT))]
 Canceller = Annotated[Caller, Depends(needs(Scope.CANCEL))]
