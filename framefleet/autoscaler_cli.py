@@ -208,14 +208,14 @@ QUOTA_READS = AioConfig(retries={"max_attempts": 1}, connect_timeout=5, read_tim
 
 
 @dataclass
-class _Live:
+class LiveAutoscaler:
     loop: AutoscalerLoop
     store: JobStore
     health: HealthServer | None = None
 
 
 @asynccontextmanager
-async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Live]:
+async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[LiveAutoscaler]:
     config = settings.autoscaler
     session = aioboto3.Session(region_name=settings.region)
     store = build_store(settings, clock)  # the same store, migrated the same way, as serve
@@ -308,7 +308,7 @@ async def live_autoscaler(settings: Settings, clock: Clock) -> AsyncIterator[_Li
                 config.metrics_port,
             )
         try:
-            yield _Live(loop, store, health)
+            yield LiveAutoscaler(loop, store, health)
         finally:
             store.dispose()
 
@@ -325,7 +325,7 @@ async def _plan_live(args: argparse.Namespace, settings: Settings) -> tuple[Plan
         return plan(state, loop.settings, loop.model), state
 
 
-def buying_lease(live: _Live, settings: Settings, clock: Clock) -> Leadership:
+def buying_lease(live: LiveAutoscaler, settings: Settings, clock: Clock) -> Leadership:
     """One replica buys at a time: the holder of the autoscaler's lease."""
     holder = settings.control.replica_id or f"ff-as-{uuid.uuid4().hex[:12]}"
     ttl = timedelta(seconds=settings.control.lease_seconds)

@@ -8,15 +8,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import boto3
 import pytest
 from sqlalchemy.engine import make_url
 
 from autoscaler.ec2.ports import FLEET_TAG
-from framefleet.autoscaler_cli import live_autoscaler
+from framefleet.autoscaler_cli import LiveAutoscaler, live_autoscaler
 from framefleet.health_server import HealthServer
 from framefleet.local_ports import free_port
 from framefleet.settings import AutoscalerConfig, Settings
@@ -27,7 +27,7 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.support.jobs import job_dict
-from tests.support.tcp_proxy import Fault, TcpProxy, ThreadedTcpProxy
+from tests.support.tcp_proxy import Fault, TcpProxy, ThreadedTcpProxy, proxy_before
 from tests.support.waits import async_wait_until
 
 ROUND = "a dependency of the autoscaler's round"
@@ -35,11 +35,23 @@ ROUND = "a dependency of the autoscaler's round"
 
 @pytest.fixture
 async def aws(moto_endpoint: str) -> AsyncIterator[TcpProxy]:
-    target = urlsplit(moto_endpoint)
-    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 80)
-    await proxy.start()
-    yield proxy
-    await proxy.stop()
+    async with proxy_before(moto_endpoint) as proxy:
+        yield proxy
+
+
+@asynccontextmanager
+async def rounds_running(settings: Settings) -> AsyncIterator[tuple[LiveAutoscaler, HealthServer]]:
+    """`framefleet autoscaler run`'s loop, running; stopped (and alive till then) after."""
+    stop = asyncio.Event()
+    async with live_autoscaler(settings, SystemClock()) as live:
+        assert live.health is not None
+        rounds = asyncio.create_task(live.loop.run(stop))
+        try:
+            yield live, live.health
+            assert not rounds.done()  # alive: it did not exit for the outage
+        finally:
+            stop.set()
+            await asyncio.wait_for(rounds, timeout=60)
 
 
 def settings_through(
@@ -83,48 +95,31 @@ async def out(health: HealthServer, check: str) -> bool:
 async def test_the_autoscaler_lives_through_an_aws_outage_and_buys_after(
     fault: Fault, aws: TcpProxy, moto_endpoint: str, sqlite_url: str, tmp_path: Path
 ) -> None:
-    engine = make_engine(sqlite_url)
-    upgrade_to_head(engine)
+    upgrade_to_head(make_engine(sqlite_url))
     fleet = f"outage-{uuid.uuid4().hex[:8]}"  # moto lives the whole session
     settings = settings_through(aws.url, moto_endpoint, sqlite_url, tmp_path, fleet)
-    stop = asyncio.Event()
-    async with live_autoscaler(settings, SystemClock()) as live:
-        health = live.health
-        assert health is not None
-        rounds = asyncio.create_task(live.loop.run(stop))
-        try:
-            await async_wait_until(lambda: ready(health, "ec2"), within=60, what="EC2 answers")
-            aws.fail(fault)
-            if fault is not Fault.SLOW:  # slow answers are answers: it buys through them
-                await async_wait_until(lambda: out(health, "ec2"), within=60, what="cut off")
-            live.store.intake.accept_batch(
-                [
-                    Submission(parse_job(job_dict(f"queued-{i}", seed=i), now=None), f"m{i}")
-                    for i in range(2)
-                ]
-            )
-            if fault in (Fault.CUT, Fault.RESET, Fault.ERRORS):
-                # Its rounds fail, and /readyz says which dependency is out.
-                await async_wait_until(
-                    lambda: out(health, "dependencies"), within=90, what="the round's outage"
-                )
-                assert ROUND in (await health.readiness())["dependencies"]
-            elif fault is Fault.BLACKHOLE:
-                await async_wait_until(lambda: aws.failed >= 2, within=90, what="tries held")
-            assert not rounds.done()  # alive: it did not exit for it
-            aws.fail(Fault.NONE)
+    async with rounds_running(settings) as (live, health):
+        await async_wait_until(lambda: ready(health, "ec2"), within=60, what="EC2 answers")
+        aws.fail(fault)
+        if fault is not Fault.SLOW:  # slow answers are answers: it buys through them
+            await async_wait_until(lambda: out(health, "ec2"), within=60, what="cut off")
+        queue(live.store, 2)
+        if fault in (Fault.CUT, Fault.RESET, Fault.ERRORS):
+            # Its rounds fail, and /readyz says which dependency is out.
             await async_wait_until(
-                lambda: fleet_size(moto_endpoint, fleet) == 2,
-                within=90,
-                what="the queue's instances",
+                lambda: out(health, "dependencies"), within=90, what="the round's outage"
             )
-            await async_wait_until(
-                lambda: ready(health, "dependencies"), within=90, what="the outage over"
-            )
-            assert fleet_size(moto_endpoint, fleet) == 2  # each bought once
-        finally:
-            stop.set()
-            await asyncio.wait_for(rounds, timeout=30)
+            assert ROUND in (await health.readiness())["dependencies"]
+        elif fault is Fault.BLACKHOLE:
+            await async_wait_until(lambda: aws.failed >= 2, within=90, what="tries held")
+        aws.fail(Fault.NONE)
+        await async_wait_until(
+            lambda: fleet_size(moto_endpoint, fleet) == 2, within=90, what="the instances"
+        )
+        await async_wait_until(
+            lambda: ready(health, "dependencies"), within=90, what="the outage over"
+        )
+        assert fleet_size(moto_endpoint, fleet) == 2  # each bought once
 
 
 @pytest.mark.parametrize("fault", [Fault.CUT, Fault.RESET, Fault.BLACKHOLE])
@@ -139,35 +134,27 @@ async def test_the_autoscaler_lives_through_a_database_outage_and_buys_after(
     with ThreadedTcpProxy(url.host or "127.0.0.1", url.port or 5432) as database:
         proxied = url.set(port=database.port).render_as_string(hide_password=False)
         settings = settings_through(moto_endpoint, moto_endpoint, proxied, tmp_path, fleet)
-        stop = asyncio.Event()
-        async with live_autoscaler(settings, SystemClock()) as live:
-            health = live.health
-            assert health is not None
-            rounds = asyncio.create_task(live.loop.run(stop))
+        async with rounds_running(settings) as (_, health):
+            await async_wait_until(lambda: ready(health, "store"), within=60, what="answers")
+            database.fail(fault)
+            await async_wait_until(lambda: out(health, "store"), within=60, what="cut off")
+            # Producers reach the database another way (the API of a replica beside it).
+            store = JobStore(make_engine(postgres_url), SystemClock())
             try:
-                await async_wait_until(lambda: ready(health, "store"), within=60, what="answers")
-                database.fail(fault)
-                await async_wait_until(lambda: out(health, "store"), within=60, what="cut off")
-                queue_directly(postgres_url, 2)  # producers reach the database another way
-                assert not rounds.done()
-                database.fail(Fault.NONE)
-                await async_wait_until(
-                    lambda: fleet_size(moto_endpoint, fleet) == 2, within=90, what="the instances"
-                )
-                assert fleet_size(moto_endpoint, fleet) == 2  # each bought once
+                queue(store, 2)
             finally:
-                stop.set()
-                await asyncio.wait_for(rounds, timeout=60)
+                store.dispose()
+            database.fail(Fault.NONE)
+            await async_wait_until(
+                lambda: fleet_size(moto_endpoint, fleet) == 2, within=90, what="the instances"
+            )
+            assert fleet_size(moto_endpoint, fleet) == 2  # each bought once
 
 
-def queue_directly(database_url: str, count: int) -> None:
-    store = JobStore(make_engine(database_url), SystemClock())
-    try:
-        store.intake.accept_batch(
-            [
-                Submission(parse_job(job_dict(f"queued-{i}", seed=i), now=None), f"m{i}")
-                for i in range(count)
-            ]
-        )
-    finally:
-        store.dispose()
+def queue(store: JobStore, count: int) -> None:
+    store.intake.accept_batch(
+        [
+            Submission(parse_job(job_dict(f"queued-{i}", seed=i), now=None), f"m{i}")
+            for i in range(count)
+        ]
+    )

@@ -51,7 +51,7 @@ async def test_the_control_planes_endpoints_answer_and_its_metrics_move_with_the
         _, body = await get(f"{base}/readyz")
         assert json.loads(body) == {
             "ready": True,
-            "checks": {"broker": "ok", "queues": "ok", "store": "ok"},
+            "checks": {"broker": "ok", "dependencies": "ok", "queues": "ok", "store": "ok"},
         }
         send(
             sqs,

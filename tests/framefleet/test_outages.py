@@ -12,7 +12,6 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import aiomqtt
 import pytest
@@ -29,7 +28,7 @@ from tests.support.intake import running, send, settings_for
 from tests.support.jobs import job_dict
 from tests.support.local_services import REGION, Queues
 from tests.support.mosquitto import LocalMosquitto
-from tests.support.tcp_proxy import Fault, TcpProxy, ThreadedTcpProxy
+from tests.support.tcp_proxy import Fault, TcpProxy, ThreadedTcpProxy, proxy_before
 from tests.support.waits import async_wait_until
 
 if TYPE_CHECKING:
@@ -38,11 +37,8 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 async def proxy(moto_endpoint: str) -> AsyncIterator[TcpProxy]:
-    target = urlsplit(moto_endpoint)
-    found = TcpProxy(target.hostname or "127.0.0.1", target.port or 80)
-    await found.start()
-    yield found
-    await found.stop()
+    async with proxy_before(moto_endpoint) as found:
+        yield found
 
 
 def spot_warning(instance_id: str) -> str:

@@ -40,15 +40,22 @@ OWNER, OTHER = "i-0000000000000aaaa", "i-0000000000000bbbb"
 WORKERS = (OWNER, OTHER)
 
 
-def hello(worker_id: str, clock: FakeClock, vram_gib: float = L4_GIB) -> bytes:
+def hello(
+    worker_id: str,
+    clock: FakeClock,
+    vram_gib: float = L4_GIB,
+    instance_type: str = "g6.xlarge",
+    gpus: tuple[GpuInfo, ...] = (),
+) -> bytes:
+    """A worker's hello: one L4 (as NVML reports it) unless `gpus` says what it claims."""
     message = Hello(
         worker_id=worker_id,
         sent_at=clock.now(),
         instance_id=worker_id,
-        instance_type="g6.xlarge",
+        instance_type=instance_type,
         availability_zone="us-east-1a",
         market="spot",
-        gpus=(GpuInfo(index=0, family="l4", vram_gib=vram_gib),),  # as NVML reports it
+        gpus=gpus or (GpuInfo(index=0, family="l4", vram_gib=vram_gib),),
         agent_version="test",
     )
     return message.model_dump_json().encode()

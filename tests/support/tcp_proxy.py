@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import AsyncIterator
 from enum import Enum
+from urllib.parse import urlsplit
 
 
 class Fault(Enum):
@@ -119,6 +121,18 @@ class TcpProxy:
                 await sink.drain()
         finally:
             sink.close()
+
+
+@contextlib.asynccontextmanager
+async def proxy_before(url: str) -> AsyncIterator[TcpProxy]:
+    """A started `TcpProxy` before the HTTP endpoint `url` (moto's, for AWS)."""
+    target = urlsplit(url)
+    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 80)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
 
 
 class ThreadedTcpProxy:

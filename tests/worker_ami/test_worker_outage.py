@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -17,7 +16,7 @@ from kernel.clock import SystemClock
 from kernel.job_state import JobState
 from orchestrator.store.job_store import JobStore
 from tests.support.renders import video_job
-from tests.support.tcp_proxy import Fault, TcpProxy
+from tests.support.tcp_proxy import Fault, TcpProxy, proxy_before
 from tests.support.waits import async_wait_until
 from tests.support.worker_process import FREQUENT_CHECKPOINTS
 from tests.worker_ami.system import LocalSystem, fleet
@@ -31,11 +30,8 @@ FAST_CONTROL = ControlConfig(
 
 @pytest.fixture
 async def s3_proxy(system: LocalSystem) -> AsyncIterator[TcpProxy]:
-    target = urlsplit(system.moto_endpoint)
-    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 80)
-    await proxy.start()
-    yield proxy
-    await proxy.stop()
+    async with proxy_before(system.moto_endpoint) as proxy:
+        yield proxy
 
 
 def checkpointed(store: JobStore, job_id: str) -> bool:

@@ -9,29 +9,17 @@ from kernel.clock import FakeClock
 from kernel.instance_types import A10G_GIB
 from kernel.job_record import Submission
 from kernel.job_spec import parse_job
-from kernel.worker_protocol import Channel, GpuInfo, Hello, topic
+from kernel.worker_protocol import Channel, GpuInfo, topic
 from orchestrator.store.job_store import JobStore
-from tests.support.control_plane import NOW, listed, plane_in_memory
+from tests.support.control_plane import NOW, hello, listed, plane_in_memory
 from tests.support.jobs import job_dict
 
 STRANGER = "i-0cccccccccccccccc"
 
 
 def grand_hello(clock: FakeClock) -> bytes:
-    return (
-        Hello(
-            worker_id=STRANGER,
-            sent_at=clock.now(),
-            instance_id=STRANGER,
-            instance_type="p5.48xlarge",
-            availability_zone="us-east-1a",
-            market="spot",
-            gpus=tuple(GpuInfo(index=i, family="h100", vram_gib=80) for i in range(8)),
-            agent_version="test",
-        )
-        .model_dump_json()
-        .encode()
-    )
+    claimed = tuple(GpuInfo(index=i, family="h100", vram_gib=80) for i in range(8))
+    return hello(STRANGER, clock, instance_type="p5.48xlarge", gpus=claimed)
 
 
 async def test_an_unlisted_instance_gets_no_work_until_it_is_listed(store: JobStore) -> None:
