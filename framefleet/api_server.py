@@ -22,7 +22,11 @@ from kernel.clock import Clock
 from kernel.errors import ConfigurationError
 from orchestrator.api.app import build_app
 from orchestrator.api.ports import ApiServices, ApiSettings, DeadLetterView
-from orchestrator.aws.dead_letters import peek_dead_letters
+from orchestrator.aws.dead_letters import (
+    discard_dead_letter,
+    peek_dead_letters,
+    redrive_dead_letter,
+)
 from orchestrator.costs.job_cost import JobCostParts, job_cost
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.summary import CostSummary, summarize
@@ -72,7 +76,7 @@ def api_services(
         body: bytes = found["Body"].read(limit)
         return body.decode("utf-8", errors="replace")
 
-    dead_letters = None
+    dead_letters = redrive = discard = None
     if settings.dead_letter_queue_url:
         sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)
         queue_url = settings.dead_letter_queue_url
@@ -82,6 +86,15 @@ def api_services(
                 DeadLetterView(letter.message_id, letter.reason, letter.errors, letter.body[:2000])
                 for letter in peek_dead_letters(sqs, queue_url, limit=200)
             ]
+
+        def discard(message_id: str) -> bool:
+            return discard_dead_letter(sqs, queue_url, message_id)
+
+        if settings.jobs_queue_url:
+            jobs_url = settings.jobs_queue_url
+
+            def redrive(message_id: str) -> bool:
+                return redrive_dead_letter(sqs, queue_url, jobs_url, message_id)
 
     config = settings.api
     return ApiServices(
@@ -93,6 +106,8 @@ def api_services(
         history=HistoryFacts(store.engine),
         read_text=read_text,
         dead_letters=dead_letters,
+        redrive_dead_letter=redrive,
+        discard_dead_letter=discard,
         admit=door.admit if door is not None else None,
         settings=ApiSettings(
             max_body_bytes=config.max_body_bytes or settings.max_message_bytes,

@@ -19,6 +19,7 @@ from kernel.outside_text import printable
 from orchestrator.api import (
     console,
     console_pages,
+    dead_letter_routes,
     events,
     fleet_routes,
     jobs_routes,
@@ -108,6 +109,7 @@ def declare_app() -> FastAPI:
     app.include_router(jobs_routes.router)
     app.include_router(fleet_routes.router)
     app.include_router(token_routes.router)
+    app.include_router(dead_letter_routes.router)
     app.include_router(events.router)
     app.include_router(console.router)
     app.include_router(console_pages.router)

@@ -170,6 +170,9 @@ class ApiServices:
     read_text: Callable[[str, str, int], str | None] | None = None
     # The dead-letter queue's messages, read without taking them (None: no queue configured)
     dead_letters: Callable[[], list[DeadLetterView]] | None = None
+    # One dead letter sent to the jobs queue again, or deleted (False: no such message)
+    redrive_dead_letter: Callable[[str], bool] | None = None
+    discard_dead_letter: Callable[[str], bool] | None = None
     # The model registry's check at the door: the job as accepted, or why not (None: any
     # model is accepted)
     admit: Callable[[JobSpec], JobSpec | DoorRefusal] | None = None
