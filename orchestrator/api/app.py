@@ -23,6 +23,7 @@ from orchestrator.api import (
     events,
     fleet_routes,
     jobs_routes,
+    operator_routes,
     token_routes,
 )
 from orchestrator.api.ports import ApiServices
@@ -110,6 +111,7 @@ def declare_app() -> FastAPI:
     app.include_router(fleet_routes.router)
     app.include_router(token_routes.router)
     app.include_router(dead_letter_routes.router)
+    app.include_router(operator_routes.router)
     app.include_router(events.router)
     app.include_router(console.router)
     app.include_router(console_pages.router)

@@ -23,8 +23,8 @@ from kernel.job_state import JobState
 from orchestrator.api.auth import Caller, Scope, caller_of
 from orchestrator.api.fleet_routes import fleet_view, period_bounds
 from orchestrator.api.jobs_routes import TagFilter, job_detail, job_summaries
-from orchestrator.api.models import JobDetail
 from orchestrator.api.money_groups import GROUPINGS, Grouping, grouped
+from orchestrator.api.operator_routes import attempt_logs
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import (
     COOKIE,
@@ -45,8 +45,6 @@ templates.env.filters["cents"] = lambda usd: f"{cents(Decimal(str(usd))):,.2f}"
 COOKIE_SECONDS = 12 * 3600
 LOGIN_BODY_LIMIT = 4096
 QUEUE_ROWS = 50  # a page of the queue
-LOG_BYTES = 256 * 1024  # of each attempt's log, on the job's page
-MAX_LOGGED_ATTEMPTS = 10  # the newest attempts' logs are shown
 LOGIN_CSRF_COOKIE = "framefleet_login_csrf"
 
 
@@ -238,18 +236,6 @@ def job_page(job_id: str, request: Request, caller: Viewer, services_: Services)
         logs=attempt_logs(services_, job),
         may_cancel=caller.may(Scope.CANCEL),
     )
-
-
-def attempt_logs(services_: ApiServices, job: JobDetail) -> list[tuple[int, str]]:
-    """Each attempt's log lines the worker wrote beside the video (newest attempt last)."""
-    if services_.read_text is None:
-        return []
-    logs = []
-    for attempt in range(max(1, job.attempt - MAX_LOGGED_ATTEMPTS + 1), job.attempt + 1):
-        text = services_.read_text(*job.spec.attempt_log(attempt), LOG_BYTES)
-        if text is not None:
-            logs.append((attempt, text))
-    return logs
 
 
 @router.get("/fleet")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import replace
+from typing import Any
 
 import boto3
 
@@ -30,7 +31,9 @@ def test_an_operator_reads_redrives_and_deletes_dead_letters(
     sqs = boto3.client("sqs", region_name=REGION, endpoint_url=moto_endpoint)
     dead = dead_letter_queue(api, moto_endpoint)
     # As the intake dead-letters: the body, and why in the message's attributes.
-    why = {"framefleet-reason": {"DataType": "String", "StringValue": "store_unavailable"}}
+    why: dict[str, Any] = {
+        "framefleet-reason": {"DataType": "String", "StringValue": "store_unavailable"}
+    }
     job_id = f"redriven-{uuid.uuid4().hex[:8]}"
     kept = sqs.send_message(
         QueueUrl=dead, MessageBody=json.dumps(job_dict(job_id)), MessageAttributes=why
