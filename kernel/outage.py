@@ -55,8 +55,8 @@ class OutageBoard:
         """Each dependency out now, and since when (the earliest, where loops share one)."""
         out: dict[str, datetime] = {}
         for key, (outage, task) in list(self._ongoing.items()):
-            if task is not None and task.done():
-                del self._ongoing[key]
+            if task is not None and (task.done() or task.get_loop().is_closed()):
+                del self._ongoing[key]  # its loop is gone (a loop closed with it pending too)
             elif outage.since is not None and (
                 outage.what not in out or outage.since < out[outage.what]
             ):

@@ -101,3 +101,19 @@ async def test_an_outage_is_not_shown_after_its_loop_stopped_or_started_again() 
     assert len(runs) == 2
     assert board.ongoing() == {}  # the task that saw the second outage has ended
     assert board.begun == {"the store": 2}
+
+
+def test_an_outage_of_a_closed_event_loop_is_not_shown() -> None:
+    board = OutageBoard()
+    loop = asyncio.new_event_loop()
+
+    async def cut_off_for_ever() -> None:
+        Outage("the broker", log, FakeClock(), board=board).failed(ConnectionError("reset"))
+        await asyncio.Event().wait()
+
+    task = loop.create_task(cut_off_for_ever())
+    loop.run_until_complete(asyncio.sleep(0))  # the task starts, sees the outage, waits
+    assert "the broker" in board.ongoing()
+    loop.close()  # with the task pending, as a process's end or a test's may leave it
+    assert not task.done()
+    assert board.ongoing() == {}
