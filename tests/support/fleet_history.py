@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import boto3
+
 from kernel.clock import FakeClock
 from kernel.fleet_facts import InstanceSeen, PriceSeen
 from kernel.job_record import Submission
@@ -19,6 +21,7 @@ from kernel.worker_protocol import EventKind, WorkerEvent
 from orchestrator.control.job_events import apply_event
 from orchestrator.store.job_store import JobStore
 from tests.support.jobs import apply_decision, job_dict
+from tests.support.local_services import REGION
 
 SPOT = Decimal("0.918")
 ON_DEMAND = Decimal("3.06")
@@ -172,3 +175,14 @@ def a_day_of_work(fleet: FleetHistory) -> tuple[datetime, datetime]:
     fleet.end(steady)
     clock.advance((day + timedelta(days=1, minutes=30) - clock.now()).total_seconds())
     return day, day + timedelta(days=1)
+
+
+def job_with_log(store: JobStore, moto_endpoint: str, job_id: str, lines: str) -> None:
+    """A job on its first attempt whose worker wrote `lines` to its log beside the video."""
+    fleet = FleetHistory(store, FakeClock())
+    fleet.submit(job_id)
+    fleet.assign(job_id, f"i-0{uuid.uuid4().hex[:16]}")
+    bucket, key = store.get(job_id).spec.attempt_log(1)
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=moto_endpoint)
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key=key, Body=lines.encode())

@@ -8,13 +8,9 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
 
-import boto3
-
-from kernel.clock import FakeClock
 from kernel.fleet_facts import GpuFault, GpuFaultKind
 from orchestrator.api.auth import Scope, create_token
-from tests.support.fleet_history import FleetHistory
-from tests.support.local_services import REGION
+from tests.support.fleet_history import job_with_log
 from tests.support.served_api import ServedApi
 
 
@@ -22,14 +18,8 @@ def test_a_jobs_logs_are_given_per_attempt_to_whoever_sees_the_job(
     api: ServedApi, moto_endpoint: str
 ) -> None:
     job_id = f"logged-{uuid.uuid4().hex[:8]}"
-    fleet = FleetHistory(api.store, FakeClock())
-    fleet.submit(job_id)
-    fleet.assign(job_id, "i-0ccccccccccccccc1")
-    bucket, key = api.store.get(job_id).spec.attempt_log(1)
-    s3 = boto3.client("s3", region_name=REGION, endpoint_url=moto_endpoint)
-    s3.create_bucket(Bucket=bucket)
     lines = "INFO job started\nINFO step 3 of 30 <b>as text</b>\n"
-    s3.put_object(Bucket=bucket, Key=key, Body=lines.encode())
+    job_with_log(api.store, moto_endpoint, job_id, lines)
 
     logs = api.call("GET", f"/v1/jobs/{job_id}/logs", "reader").json()
     assert logs == {"job_id": job_id, "attempts": [{"attempt": 1, "log": lines}]}

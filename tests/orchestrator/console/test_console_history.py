@@ -15,7 +15,6 @@ from pathlib import Path
 import boto3
 from playwright.sync_api import Page, expect
 
-from kernel.clock import FakeClock
 from kernel.fleet_facts import GpuFault, GpuFaultKind, InstanceSeen, PriceSeen
 from kernel.instance_state import InstanceState
 from kernel.job_record import Submission
@@ -23,7 +22,7 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from kernel.market import Market
 from tests.support.console import log_in
-from tests.support.fleet_history import FleetHistory
+from tests.support.fleet_history import job_with_log
 from tests.support.jobs import job_dict
 from tests.support.local_services import REGION
 from tests.support.served_api import ServedApi
@@ -164,14 +163,8 @@ def test_a_jobs_page_shows_its_workers_lines_as_text(
     page: Page, api: ServedApi, moto_endpoint: str, screenshots: Path
 ) -> None:
     job_id = f"logged-{uuid.uuid4().hex[:8]}"
-    fleet = FleetHistory(api.store, FakeClock())
-    fleet.submit(job_id)
-    fleet.assign(job_id, "i-0bbbbbbbbbbbbbbb1")
-    bucket, key = api.store.get(job_id).spec.attempt_log(1)
-    s3 = boto3.client("s3", region_name=REGION, endpoint_url=moto_endpoint)
-    s3.create_bucket(Bucket=bucket)
     lines = "INFO job started\nINFO <script>document.title='owned'</script> step 3 of 30\n"
-    s3.put_object(Bucket=bucket, Key=key, Body=lines.encode())
+    job_with_log(api.store, moto_endpoint, job_id, lines)
     log_in(page, api.base, api.tokens["console"])
     page.goto(f"{api.base}/console/jobs/{job_id}")
     expect(page.locator("#log-1")).to_contain_text("<script>document.title='owned'</script>")
