@@ -22,6 +22,7 @@ from orchestrator.api import (
     dead_letter_routes,
     events,
     fleet_routes,
+    instance_routes,
     jobs_routes,
     operator_routes,
     token_routes,
@@ -109,6 +110,7 @@ def declare_app() -> FastAPI:
     app.add_exception_handler(console.LoginNeeded, _to_login)
     app.include_router(jobs_routes.router)
     app.include_router(fleet_routes.router)
+    app.include_router(instance_routes.router)
     app.include_router(token_routes.router)
     app.include_router(dead_letter_routes.router)
     app.include_router(operator_routes.router)

@@ -11,8 +11,11 @@ from typing import Protocol
 
 from kernel.clock import Clock
 from kernel.fleet_facts import GpuFault
+from kernel.instance_state import InstanceChange
 from kernel.job_record import (
     AcceptOutcome,
+    DrainKind,
+    DrainRequest,
     JobEvent,
     JobRecord,
     Placement,
@@ -73,6 +76,9 @@ class ApiStore(Protocol):
     @property
     def faults(self) -> GpuFaultReader: ...
 
+    @property
+    def instance_records(self) -> InstanceAsks: ...
+
 
 class ReservationsRead(Protocol):
     def of(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
@@ -112,6 +118,19 @@ class LivesAndPrices(Protocol):
     def price_changes(
         self, pools: Sequence[PoolKey], until: datetime
     ) -> dict[PoolKey, list[tuple[datetime, Decimal]]]: ...
+
+
+class InstanceAsks(Protocol):
+    """An instance's history, and an operator's ask to drain it (the autoscaler terminates it
+    once the control plane has emptied it)."""
+
+    def instance_history(self, instance_id: str) -> list[InstanceChange]: ...
+
+    def ask_to_drain(
+        self, instance_ids: Sequence[str], reason: str, kind: DrainKind = ..., actor: str = ...
+    ) -> None: ...
+
+    def drain_requests(self) -> dict[str, DrainRequest]: ...
 
 
 class GpuFaultReader(Protocol):
