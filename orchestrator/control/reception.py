@@ -146,14 +146,14 @@ class Reception:
             self._unlisted.popitem(last=False)
 
     async def admit_listed(self) -> None:
-        """The held hellos again (each round): a worker whose instance is listed now is
-        admitted; the others wait, their refusal counted once, when it came."""
-        for worker_id, (topic_name, payload) in list(self._unlisted.items()):
-            hello = decode_worker_message(topic_name, payload)
-            vetted = await self._vet(hello) if isinstance(hello, Hello) else None
-            if isinstance(vetted, Refused) and vetted.reason == UNLISTED:
-                continue
-            del self._unlisted[worker_id]
+        """The held hellos again (each round): those whose instance is listed now are
+        delivered (and vetted) as they came; the others wait, their refusal counted once.
+        One query a round for all of them, however many are held."""
+        if not self._unlisted:
+            return
+        listed = await asyncio.to_thread(self._instances.listed_among, list(self._unlisted))
+        for worker_id in [w for w in self._unlisted if w in listed]:
+            topic_name, payload = self._unlisted.pop(worker_id)
             await self.deliver(topic_name, payload)
 
     async def _vet(self, hello: Hello) -> Hello | Refused:

@@ -207,6 +207,18 @@ class InstanceRecordBook(StoreBase):
             return None
         return row.instance_type, Market(row.market)
 
+    def listed_among(self, instance_ids: Sequence[str]) -> set[str]:
+        """Those of `instance_ids` the autoscaler has seen in EC2's list (one query)."""
+        if not instance_ids:
+            return set()
+        with self._session() as session:
+            found = session.exec(
+                select(InstanceLifeRow.instance_id).where(
+                    col(InstanceLifeRow.instance_id).in_(list(instance_ids))
+                )
+            ).all()
+        return set(found)
+
     def described_kinds(self) -> list[InstanceKind]:
         """The GPU types EC2 described to the autoscaler (`instance_kinds.py`)."""
         return self._kinds.kinds()

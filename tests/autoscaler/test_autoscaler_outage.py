@@ -13,7 +13,6 @@ from pathlib import Path
 
 import boto3
 import pytest
-from sqlalchemy.engine import make_url
 
 from autoscaler.ec2.ports import FLEET_TAG
 from framefleet.autoscaler_cli import LiveAutoscaler, live_autoscaler
@@ -27,7 +26,7 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
 from tests.support.jobs import job_dict
-from tests.support.tcp_proxy import Fault, TcpProxy, ThreadedTcpProxy, proxy_before
+from tests.support.tcp_proxy import Fault, TcpProxy, database_behind_proxy, proxy_before
 from tests.support.waits import async_wait_until
 
 ROUND = "a dependency of the autoscaler's round"
@@ -128,11 +127,9 @@ async def test_the_autoscaler_lives_through_a_database_outage_and_buys_after(
 ) -> None:
     """PostgreSQL (the queue it buys for) cut off: the rounds fail and back off, the process
     lives, and the jobs queued meanwhile get their instances once it answers."""
-    url = make_url(postgres_url)
     fleet = f"outage-{uuid.uuid4().hex[:8]}"  # moto lives the whole session
     upgrade_to_head(make_engine(postgres_url))
-    with ThreadedTcpProxy(url.host or "127.0.0.1", url.port or 5432) as database:
-        proxied = url.set(port=database.port).render_as_string(hide_password=False)
+    with database_behind_proxy(postgres_url) as (database, proxied):
         settings = settings_through(moto_endpoint, moto_endpoint, proxied, tmp_path, fleet)
         async with rounds_running(settings) as (_, health):
             await async_wait_until(lambda: ready(health, "store"), within=60, what="answers")

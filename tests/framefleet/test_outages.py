@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 import aiomqtt
 import pytest
 from prometheus_client import CollectorRegistry
-from sqlalchemy.engine import make_url
 
 from framefleet.health_server import HealthServer
 from framefleet.local_ports import free_port
@@ -28,7 +27,7 @@ from tests.support.intake import running, send, settings_for
 from tests.support.jobs import job_dict
 from tests.support.local_services import REGION, Queues
 from tests.support.mosquitto import LocalMosquitto
-from tests.support.tcp_proxy import Fault, TcpProxy, ThreadedTcpProxy, proxy_before
+from tests.support.tcp_proxy import Fault, TcpProxy, database_behind_proxy, proxy_before
 from tests.support.waits import async_wait_until
 
 if TYPE_CHECKING:
@@ -158,9 +157,7 @@ async def test_the_control_plane_lives_through_a_database_outage_and_resumes(
 ) -> None:
     """PostgreSQL cut off under a running control plane: the job sent meanwhile is stored
     once when the database answers again (after the batch's visibility timeout)."""
-    url = make_url(postgres_url)
-    with ThreadedTcpProxy(url.host or "127.0.0.1", url.port or 5432) as database:
-        proxied = url.set(port=database.port).render_as_string(hide_password=False)
+    with database_behind_proxy(postgres_url) as (database, proxied):
         settings = settings_for(
             moto_endpoint,
             queues,

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from enum import Enum
 from urllib.parse import urlsplit
+
+from sqlalchemy.engine import make_url
 
 
 class Fault(Enum):
@@ -181,3 +183,11 @@ def _error_answer(request_type: bytes) -> bytes:
         body = b'{"__type":"InternalFailure","message":"the proxy says no"}'
     head = b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
     return head % (kind, len(body)) + body
+
+
+@contextlib.contextmanager
+def database_behind_proxy(database_url: str) -> Iterator[tuple[ThreadedTcpProxy, str]]:
+    """A `ThreadedTcpProxy` before the database of `database_url`, and the URL through it."""
+    url = make_url(database_url)
+    with ThreadedTcpProxy(url.host or "127.0.0.1", url.port or 5432) as proxy:
+        yield proxy, url.set(port=proxy.port).render_as_string(hide_password=False)
