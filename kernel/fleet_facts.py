@@ -53,6 +53,8 @@ class GpuFaultKind(StrEnum):
     ERRORS = "errors"  # uncorrected ECC or critical XID errors
     SLOW = "slow"  # steps far slower than the family's learned rate
     QUARANTINE = "quarantine"  # no more work there; the instance is replaced
+    # An operator lifted the quarantine: the faults before it no longer count.
+    RELEASE = "release"
 
 
 @dataclass(frozen=True)

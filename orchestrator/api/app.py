@@ -22,7 +22,9 @@ from orchestrator.api import (
     dead_letter_routes,
     events,
     fleet_routes,
+    history_routes,
     instance_routes,
+    job_change_routes,
     jobs_routes,
     operator_routes,
     token_routes,
@@ -109,8 +111,10 @@ def declare_app() -> FastAPI:
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(console.LoginNeeded, _to_login)
     app.include_router(jobs_routes.router)
+    app.include_router(job_change_routes.router)
     app.include_router(fleet_routes.router)
     app.include_router(instance_routes.router)
+    app.include_router(history_routes.router)
     app.include_router(token_routes.router)
     app.include_router(dead_letter_routes.router)
     app.include_router(operator_routes.router)

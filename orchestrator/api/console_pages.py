@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from kernel.job_state import JobState
 from orchestrator.api.console import Services, Viewer, as_utc, page
 from orchestrator.api.fleet_routes import checked_range
-from orchestrator.api.history import charts, history_view
+from orchestrator.api.history import charts
+from orchestrator.api.history_routes import load_history
 from orchestrator.api.security import every_team
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -35,23 +36,8 @@ def history_page(
     until: datetime | None = None,
 ) -> HTMLResponse:
     every_team(caller)
-    if services_.history is None:
-        raise HTTPException(404, "no history in this deployment")
-    now = services_.clock.now()
-    since, until = date_range(now, since, until)
-    store = services_.store
-    lives = store.cost_facts.instance_lives(since, until)
-    view = history_view(
-        since,
-        until,
-        services_.history.state_moves_until(until),
-        lives,
-        store.cost_facts.price_changes([life.pool for life in lives], until),
-        store.pages.gone_between(since, until),
-        services_.history.deadline_outcomes(since, until),
-        services_.period_costs(since, min(until, now), None)[0].by_day_market,
-        now,
-    )
+    since, until = date_range(services_.clock.now(), since, until)
+    view = load_history(services_, since, until)
     return page(
         request,
         "history.html",

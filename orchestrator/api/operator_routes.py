@@ -1,23 +1,28 @@
 """What an operator reads besides jobs and money (issue 49): a job's logs, each attempt's lines
 as its worker wrote them beside the video, and the GPUs' health (faults and quarantines), the
-same the console shows."""
+same the console shows; and an operator's release of a quarantined GPU."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException, Path
 from pydantic import BaseModel
 
+from kernel.fleet_facts import GpuFault
+from kernel.worker_protocol import WORKER_ID_PATTERN
 from orchestrator.api.jobs_routes import ERRORS, job_detail
 from orchestrator.api.models import JobDetail
 from orchestrator.api.ports import ApiServices
-from orchestrator.api.security import Operator, Reader, Services
+from orchestrator.api.security import Administrator, Operator, Reader, Services
 
 router = APIRouter(prefix="/v1", tags=["operations"])
 LOG_BYTES = 256 * 1024  # of each attempt's log
 MAX_LOGGED_ATTEMPTS = 10  # the newest attempts' logs are given
 MAX_FAULTS = 500  # the newest
+WorkerId = Annotated[str, Path(pattern=WORKER_ID_PATTERN)]
+GpuIndex = Annotated[int, Path(ge=0, le=63)]
 
 
 class AttemptLog(BaseModel):
@@ -85,20 +90,38 @@ def job_logs(job_id: str, caller: Reader, services: Services) -> JobLogs:
 def gpu_health(_: Operator, services: Services) -> GpuHealth:
     faults = services.store.faults.gpu_faults()[-MAX_FAULTS:][::-1]
     return GpuHealth(
-        faults=[
-            GpuFaultOut(
-                worker_id=f.worker_id,
-                instance_id=f.instance_id,
-                gpu_index=f.gpu_index,
-                kind=f.kind.value,
-                detail=f.detail,
-                at=f.at,
-                job_id=f.job_id,
-            )
-            for f in faults
-        ],
+        faults=[_fault_out(f) for f in faults],
         quarantined=[
             QuarantinedGpu(worker_id=w, gpu_index=g)
             for w, g in sorted(services.store.faults.quarantined_gpus())
         ],
+    )
+
+
+@router.post(
+    "/gpus/{worker_id}/{gpu_index}/release",
+    response_model=GpuFaultOut,
+    responses=ERRORS,
+    summary="Release a quarantined GPU: it takes work again, its earlier faults no longer count",
+)
+def release_gpu(
+    worker_id: WorkerId, gpu_index: GpuIndex, caller: Administrator, services: Services
+) -> GpuFaultOut:
+    released = services.store.faults.release_gpu(
+        worker_id, gpu_index, f"operator token {caller.token_id}"
+    )
+    if released is None:
+        raise HTTPException(404, f"GPU {gpu_index} of {worker_id!r} is not quarantined")
+    return _fault_out(released)
+
+
+def _fault_out(fault: GpuFault) -> GpuFaultOut:
+    return GpuFaultOut(
+        worker_id=fault.worker_id,
+        instance_id=fault.instance_id,
+        gpu_index=fault.gpu_index,
+        kind=fault.kind.value,
+        detail=fault.detail,
+        at=fault.at,
+        job_id=fault.job_id,
     )

@@ -79,6 +79,17 @@ class ApiStore(Protocol):
     @property
     def instance_records(self) -> InstanceAsks: ...
 
+    @property
+    def changes(self) -> QueuedChanges: ...
+
+
+class QueuedChanges(Protocol):
+    """An operator's change to a queued job's spec (its priority or deadline)."""
+
+    def replace_queued_spec(
+        self, spec: JobSpec, *, expected_version: int, actor: str, reason: str
+    ) -> JobRecord: ...
+
 
 class ReservationsRead(Protocol):
     def of(self, job_ids: Sequence[str]) -> dict[str, Reservation]: ...
@@ -134,11 +145,14 @@ class InstanceAsks(Protocol):
 
 
 class GpuFaultReader(Protocol):
-    """The GPU faults recorded and the GPUs quarantined (the console's GPU page)."""
+    """The GPU faults recorded and the GPUs quarantined (the console's GPU page), and an
+    operator's release of a quarantine."""
 
     def gpu_faults(self, worker_id: str | None = ...) -> list[GpuFault]: ...
 
     def quarantined_gpus(self) -> set[tuple[str, int]]: ...
+
+    def release_gpu(self, worker_id: str, gpu_index: int, actor: str) -> GpuFault | None: ...
 
 
 class HistoryPort(Protocol):

@@ -59,8 +59,18 @@ def too_slow(steps: int, seconds: float, peers: Sequence[float], rule: SickRule)
     return f"{pace:.2f} s per step, {pace / family:.1f}x its family's {family:.2f} s"
 
 
+def since_release(faults: Sequence[GpuFault]) -> Sequence[GpuFault]:
+    """The faults after an operator's last release of the GPU (oldest first): what still
+    counts against it."""
+    for index in range(len(faults) - 1, -1, -1):
+        if faults[index].kind is GpuFaultKind.RELEASE:
+            return faults[index + 1 :]
+    return faults
+
+
 def quarantine_reason(faults: Sequence[GpuFault], rule: SickRule) -> str | None:
-    """The faults of one GPU: why they quarantine it, or None."""
+    """The faults of one GPU (oldest first): why they quarantine it, or None."""
+    faults = since_release(faults)
     for fault in faults:
         if fault.kind in (GpuFaultKind.ERRORS, GpuFaultKind.SLOW):
             return fault.detail

@@ -33,9 +33,9 @@ def table_of(row: type[object]) -> Table:
 JOBS, ATTEMPTS = table_of(JobRow), table_of(JobAttemptRow)
 ATTEMPT_GPUS = table_of(AttemptGpuRow)
 RESERVATIONS = table_of(ReservationRow)
-# A job's columns but its spec: specs never change once stored and are parsed once a process,
-# so the hot reads (queue, placements, a batch of moves) take the digest and fetch the text
-# only of a spec this process has not seen.
+# A job's columns but its spec: a spec is parsed once a process, keyed by its fingerprint (an
+# operator's change gives it a new one), so the hot reads (queue, placements, a batch of
+# moves) take the digest and fetch the text only of a spec this process has not seen.
 JOB_COLUMNS = tuple(column for column in JOBS.c if column.name != "spec_json")
 # A job's row joined to the row of its current attempt (who runs it, on which GPU).
 CURRENT_ATTEMPT = (ATTEMPTS.c.job_id == JOBS.c.job_id) & (ATTEMPTS.c.attempt == JOBS.c.attempt)
@@ -148,7 +148,7 @@ class StoreBase:
         return {record.job_id: record for record in self._light_records(session, rows)}
 
     def _cached_record(self, row: JobRow, worker_id: str | None = None) -> JobRecord:
-        # Parsing a spec costs more than reading its row; specs never change once stored.
+        # Parsing a spec costs more than reading its row; a changed spec has a new fingerprint.
         spec = self._specs.get(row.spec_sha256) or self._remember_spec(
             row.spec_sha256, row.spec_json
         )

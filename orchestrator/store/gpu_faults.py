@@ -35,14 +35,39 @@ class GpuFaultBook(StoreBase):
         return [_fault(r) for r in rows]
 
     def quarantined_gpus(self) -> set[tuple[str, int]]:
-        """(worker, GPU) of every quarantine: few rows, whatever the fleet's size."""
+        """(worker, GPU) of every quarantine not released since: few rows, whatever the
+        fleet's size."""
+        marks = (GpuFaultKind.QUARANTINE.value, GpuFaultKind.RELEASE.value)
         with self._session() as session:
             rows = session.exec(
-                select(GpuFaultRow.worker_id, GpuFaultRow.gpu_index).where(
-                    col(GpuFaultRow.kind) == GpuFaultKind.QUARANTINE.value
-                )
+                select(GpuFaultRow.worker_id, GpuFaultRow.gpu_index, GpuFaultRow.kind)
+                .where(col(GpuFaultRow.kind).in_(marks))
+                .order_by(col(GpuFaultRow.id))
             ).all()
-        return {(worker_id, gpu_index) for worker_id, gpu_index in rows}
+        last = {(worker_id, gpu_index): kind for worker_id, gpu_index, kind in rows}
+        return {slot for slot, kind in last.items() if kind == GpuFaultKind.QUARANTINE.value}
+
+    def release_gpu(self, worker_id: str, gpu_index: int, actor: str) -> GpuFault | None:
+        """Lift a quarantine (an operator judged the GPU sound): the release is recorded as
+        a fault row, so the GPU's record keeps both; its faults before it no longer count.
+        None when the GPU is not quarantined."""
+        if (worker_id, gpu_index) not in self.quarantined_gpus():
+            return None
+        quarantine = [
+            f
+            for f in self.gpu_faults(worker_id)
+            if f.gpu_index == gpu_index and f.kind is GpuFaultKind.QUARANTINE
+        ][-1]
+        release = GpuFault(
+            worker_id,
+            quarantine.instance_id,
+            gpu_index,
+            GpuFaultKind.RELEASE,
+            f"released by {actor}",
+            self._clock.now(),
+        )
+        self.record_gpu_fault(release)
+        return release
 
 
 def _fault(row: GpuFaultRow) -> GpuFault:

@@ -41,11 +41,14 @@ class IntakeBook(StoreBase):
         now = self._clock.now()
         ids = [item.spec.job_id for item in submissions]
         with self._session() as session:
-            stored = dict(
-                session.exec(
-                    select(JobRow.job_id, JobRow.spec_sha256).where(col(JobRow.job_id).in_(ids))
+            stored = {
+                job_id: submitted or current
+                for job_id, current, submitted in session.exec(
+                    select(JobRow.job_id, JobRow.spec_sha256, JobRow.submitted_sha256).where(
+                        col(JobRow.job_id).in_(ids)
+                    )
                 ).all()
-            )
+            }
             outcomes: list[AcceptOutcome] = []
             for item in submissions:
                 fingerprint = item.spec.fingerprint()

@@ -41,6 +41,7 @@ from orchestrator.store.gpu_faults import GpuFaultBook
 from orchestrator.store.instance_kinds import InstanceKindBook
 from orchestrator.store.instance_records import InstanceRecordBook
 from orchestrator.store.intake_book import IntakeBook
+from orchestrator.store.job_changes import JobChangeBook
 from orchestrator.store.job_moves import (
     ATTEMPT_FIELDS_CHANGED,
     JOB_FIELDS_MOVED,
@@ -105,6 +106,7 @@ class JobStore(JobQueries):
         parts = (engine, clock, self._specs)
         self.intake = IntakeBook(*parts)
         self.pages = JobPageBook(*parts)
+        self.changes = JobChangeBook(*parts)
         self.instance_records = InstanceRecordBook(*parts)
         self.cost_facts = CostFactBook(*parts)
         self.leases = LeaseBook(*parts)

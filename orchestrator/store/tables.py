@@ -42,6 +42,9 @@ class JobRow(SQLModel, table=True):
     model: str = Field(max_length=130)
     spec_json: str = Field(sa_column=Column(Text, nullable=False))
     spec_sha256: str = Field(max_length=64)
+    # The fingerprint of the spec as submitted, once an operator changed it (None: unchanged):
+    # a resend of the submitted spec is a duplicate still.
+    submitted_sha256: str | None = Field(default=None, max_length=64)
     source_message_id: str = Field(max_length=128)
     created_at: datetime = Field(sa_column=_utc_column(index=True))
     updated_at: datetime = Field(sa_column=_utc_column())

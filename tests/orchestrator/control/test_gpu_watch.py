@@ -64,6 +64,14 @@ def test_two_stalls_quarantine_a_gpu_and_one_does_not() -> None:
     assert quarantine_reason([stall, stall], SickRule()) is not None
 
 
+def test_the_faults_before_a_release_no_longer_count() -> None:
+    stall = GpuFault("w", "i-1", 0, GpuFaultKind.STALL, "no step", START)
+    release = replace(stall, kind=GpuFaultKind.RELEASE, detail="released by an operator")
+    assert quarantine_reason([stall, stall, release], SickRule()) is None
+    assert quarantine_reason([stall, stall, release, stall], SickRule()) is None
+    assert quarantine_reason([stall, release, stall, stall], SickRule()) is not None
+
+
 class FaultBook:
     def __init__(self) -> None:
         self.faults: list[GpuFault] = []
