@@ -11,8 +11,10 @@ $(BIN)/python:
 
 # torch is pinned for the dev/CI install: a CPU build lies on the CI machine's disk, and an
 # unpinned resolve would pull a multi-GB CUDA build.
-$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[dev]"
+# The producers' client (client/) is a distribution of its own, without the server's
+# dependencies; the CLI's API mode uses it.
+$(VENV)/.dev-installed: pyproject.toml client/pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[dev]" -e ./client
 	touch $@
 
 # tools/house_rules.py: modules of at most 400 lines as the formatter writes them, and the

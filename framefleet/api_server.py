@@ -27,6 +27,7 @@ from orchestrator.aws.dead_letters import (
     peek_dead_letters,
     redrive_dead_letter,
 )
+from orchestrator.costs.focus import FocusExport, focus_export
 from orchestrator.costs.job_cost import JobCostParts, job_cost
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.summary import CostSummary, summarize
@@ -58,6 +59,9 @@ def api_services(
         if teams is not None:
             period = period.of_teams(teams)
         return summarize(period, ledger.s3_usd(period.attempts)), period.incomplete
+
+    def export(since: datetime, until: datetime) -> FocusExport:
+        return focus_export(ledger, since, until, settings.costs.billing_account_id)
 
     def presign(bucket: str, key: str, seconds: int) -> str:
         url: str = s3.generate_presigned_url(
@@ -109,6 +113,7 @@ def api_services(
         redrive_dead_letter=redrive,
         discard_dead_letter=discard,
         admit=door.admit if door is not None else None,
+        focus_export=export,
         settings=ApiSettings(
             max_body_bytes=config.max_body_bytes or settings.max_message_bytes,
             requests_per_minute=config.requests_per_minute,

@@ -24,14 +24,26 @@ from rich.text import Text
 from autoscaler.market.trace_format import trace_json_schema
 from framefleet.autoscaler_cli import add_commands as add_autoscaler_commands
 from framefleet.autoscaler_cli import run_command as run_autoscaler_command
+from framefleet.contexts import Contexts
 from framefleet.control_plane import build_store, control_plane
 from framefleet.costs_cli import add_commands as add_costs_commands
 from framefleet.costs_cli import job_costs
 from framefleet.costs_cli import run_command as run_costs_command
+from framefleet.dead_letters_cli import dead_letters
 from framefleet.fleet_cli import add_commands as add_fleet_commands
 from framefleet.fleet_cli import run_command as run_fleet_command
 from framefleet.heap import settle_heap
 from framefleet.jobs_output import JobsOutput, print_jobs
+from framefleet.remote_cli import (
+    NOT_FOUND,
+    REMOTE_COMMANDS,
+    contexts_command,
+    exit_status,
+    login,
+    run_remote,
+)
+from framefleet.remote_cli import add_commands as add_remote_commands
+from framefleet.remote_tables import outside, with_output
 from framefleet.settings import Settings, load_settings
 from framefleet.simulate_cli import add_commands as add_simulate_commands
 from framefleet.simulate_cli import run_command as run_simulate_command
@@ -39,18 +51,19 @@ from framefleet.submit_check import check_at_the_door
 from framefleet.tokens_cli import add_commands as add_token_commands
 from framefleet.tokens_cli import run_command as run_token_commands
 from kernel.clock import SystemClock, stop_on_signals
-from kernel.errors import ConfigurationError
+from kernel.errors import ConfigurationError, JobNotFound, NotFound
 from kernel.job_spec import job_json_schema
 from kernel.job_state import ACTIVE_STATES, JobState
 from kernel.outside_text import printable
 from kernel.settings_support import configure_logging, exit_with
-from orchestrator.aws.dead_letters import DeadLetter, peek_dead_letters
 from orchestrator.aws.secrets import SecretWriter
 from orchestrator.client import submit_job
 from orchestrator.control.cancel import cancel_job
 from orchestrator.store.job_store import JobStore
 
 log = logging.getLogger("framefleet")
+# Commands with no database mode (yet): a context is needed.
+API_ONLY = frozenset({"logs", "retry", "change", "gpus", "instances", "drain", "history"})
 
 
 def secret_writer(settings: Settings) -> SecretWriter:
@@ -63,6 +76,11 @@ def secret_writer(settings: Settings) -> SecretWriter:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="framefleet", description=__doc__)
     parser.add_argument("--config", type=Path, help="TOML settings file (FRAMEFLEET_CONFIG)")
+    parser.add_argument(
+        "--context",
+        help="the deployment (`framefleet login`) to go through (FRAMEFLEET_CONTEXT; default: "
+        "the current one; none logged in: the database)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     commands.add_parser("serve", help="run the control plane (and the API, when api.port is set)")
@@ -71,13 +89,14 @@ def _parser() -> argparse.ArgumentParser:
     jobs.add_argument("--state", choices=[s.value for s in JobState])
     jobs.add_argument("--limit", type=int, default=200)
     jobs.add_argument(
+        "-o",
         "--output",
         choices=[o.value for o in JobsOutput],
         help="table (on a terminal, the default), plain (tab-separated whole values, the "
         "default in a pipe) or json (one object a line)",
     )
 
-    job = commands.add_parser("job", help="one job: spec, state, history")
+    job = with_output(commands.add_parser("job", help="one job: spec, state, history"))
     job.add_argument("job_id")
 
     cancel = commands.add_parser(
@@ -94,7 +113,13 @@ def _parser() -> argparse.ArgumentParser:
         submit.add_argument(f"--{flag}", type=int)
     submit.add_argument("--guidance", type=float)
 
-    commands.add_parser("dead-letters", help="show the dead-letter queue (without consuming it)")
+    letters = with_output(
+        commands.add_parser("dead-letters", help="the dead-letter queue (read, not consumed)")
+    )
+    letter_actions = letters.add_subparsers(dest="action")
+    letter_actions.add_parser("list", help="every message refused, with why (the default)")
+    for action, text in (("redrive", "send it to the jobs queue again"), ("delete", "drop it")):
+        letter_actions.add_parser(action, help=text).add_argument("message_id")
 
     schema = commands.add_parser("schema", help="print or write a JSON Schema")
     schema.add_argument("--output", type=Path)
@@ -113,10 +138,14 @@ def _parser() -> argparse.ArgumentParser:
     add_fleet_commands(commands)
     add_costs_commands(commands)
     add_token_commands(commands)
+    add_remote_commands(commands)
     demo = commands.add_parser(
         "demo", help="the whole system on this machine (make demo)", add_help=False
     )
     demo.add_argument("demo_args", nargs="*", help="see `framefleet demo --help`")
+    for name, command in commands.choices.items():
+        if name != "demo":  # --context after the command too, as kubectl takes it
+            command.add_argument("--context", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 
@@ -148,40 +177,6 @@ def _job_from_args(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None:
             job[name] = value
     return job
-
-
-def dead_letter_table(letters: list[DeadLetter]) -> Table:
-    table = Table(title=f"dead-letter queue ({len(letters)})")
-    for column in ("original message", "reason", "errors", "body"):
-        table.add_column(column, overflow="fold")
-    for letter in letters:
-        table.add_row(
-            outside(letter.original_message_id, 8),
-            outside(letter.reason, 64),
-            outside("\n".join(_error_lines(letter.errors)), 2000, keep_newlines=True),
-            outside(letter.body, 57),
-        )
-    return table
-
-
-def outside(text: str, limit: int, keep_newlines: bool = False) -> Text:
-    """Text from producers or workers as plain text: rich reads no markup in it (no colours,
-    no links), and control characters are escaped."""
-    if keep_newlines:
-        return Text("\n".join(printable(line, limit) for line in text.splitlines()))
-    return Text(printable(text, limit))
-
-
-def _error_lines(errors: str) -> list[str]:
-    """The errors attribute is a JSON list we wrote, but the queue is open to anyone who may
-    send to it: anything else is shown as it is."""
-    try:
-        parsed = json.loads(errors) if errors else []
-    except (ValueError, RecursionError):
-        return [errors]
-    if isinstance(parsed, list) and all(isinstance(line, str) for line in parsed):
-        return parsed
-    return [errors]
 
 
 def cancel(store: JobStore, job_id: str, reason: str, console: Console) -> None:
@@ -256,6 +251,19 @@ def run(argv: Sequence[str] | None = None) -> int:
         return run_demo(argv[1:])
     args = _parser().parse_args(argv)
     console = Console()
+    if args.command == "login":
+        login(args, console)
+        return 0
+    if args.command in ("logout", "contexts"):
+        contexts_command(args, console)
+        return 0
+    if args.command in REMOTE_COMMANDS:
+        context = Contexts.load().selected(args.context)
+        if context is not None:
+            run_remote(args, context, console)
+            return 0
+    if args.command in API_ONLY:
+        raise ConfigurationError(f"`framefleet {args.command}` goes through the API: log in first")
     settings = load_settings(args.config)
     configure_logging(settings.log_level, settings.library_log_level, settings.log_format)
     if args.command == "serve":
@@ -287,9 +295,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     elif args.command == "fleet":
         run_fleet_command(args, settings)
     elif args.command == "dead-letters":
-        _, dead_letter_url = settings.require_queues()
-        sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)
-        console.print(dead_letter_table(peek_dead_letters(sqs, dead_letter_url)))
+        dead_letters(settings, args, console)
     else:
         store = build_store(settings, SystemClock())
         try:
@@ -316,5 +322,21 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _run_with_status(argv: Sequence[str] | None) -> int:
+    """`run`, with the exit statuses the README lists: 3 not found, 4 refused, 5 the API
+    failed (an expected error's one line on stderr, as exit_with prints it)."""
+    try:
+        return run(argv)
+    except (JobNotFound, NotFound) as error:
+        print(f"framefleet: error: {error}", file=sys.stderr)
+        return NOT_FOUND
+    except Exception as error:
+        status = exit_status(error)
+        if status is None:
+            raise
+        print(f"framefleet: error: {printable(str(error), 2000)}", file=sys.stderr)
+        return status
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    exit_with("framefleet", lambda: run(argv))
+    exit_with("framefleet", lambda: _run_with_status(argv))

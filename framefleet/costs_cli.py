@@ -12,10 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from framefleet.control_plane import reporter
+from framefleet.remote_tables import with_output
 from framefleet.settings import Settings
 from kernel.clock import Clock
 from kernel.errors import ConfigurationError
-from orchestrator.costs.focus import focus_rows, write_csv, write_parquet
+from orchestrator.costs.focus import focus_export, write_csv, write_parquet
 from orchestrator.costs.job_cost import job_cost
 from orchestrator.costs.ledger import CostLedger
 from orchestrator.costs.money import ZERO, apportion, usd
@@ -28,13 +29,15 @@ def add_commands(commands: Any) -> None:
     actions = costs.add_subparsers(dest="action", required=True)
     export = actions.add_parser("export", help="write the ledger as FinOps FOCUS 1.0 rows")
     export.add_argument("--format", choices=["focus"], default="focus")
-    export.add_argument("--since", type=_utc, help="UTC (default: 30 days ago)")
-    export.add_argument("--until", type=_utc, help="UTC (default: now)")
+    export.add_argument("--since", type=utc_moment, help="UTC (default: 30 days ago)")
+    export.add_argument("--until", type=utc_moment, help="UTC (default: now)")
     export.add_argument("--output", type=Path, required=True, help=".csv or .parquet")
-    report = commands.add_parser("report", help="a period's finance report, emailed by SES")
+    report = with_output(
+        commands.add_parser("report", help="a period's finance report, emailed by SES")
+    )
     report.add_argument("--period", choices=["day", "week", "month"], default="day")
-    report.add_argument("--since", type=_utc, help="UTC; default: the last complete period")
-    report.add_argument("--until", type=_utc, help="UTC; with --since, a period of your own")
+    report.add_argument("--since", type=utc_moment, help="UTC; default: the last complete period")
+    report.add_argument("--until", type=utc_moment, help="UTC; with --since, a period of your own")
     report.add_argument("--force", action="store_true", help="send even if sent before")
     report.add_argument("--no-email", action="store_true", help="write the files only")
 
@@ -81,25 +84,21 @@ def _export(
     now = clock.now()
     since, until = args.since or now - timedelta(days=30), args.until or now
     ledger = CostLedger(store.cost_facts, clock, settings.costs.ledger())
-    period = ledger.period(since, until)
-    account = settings.costs.billing_account_id
-    s3 = ledger.s3_usd(period.attempts)
-    rows = list(focus_rows(period, s3, account))
+    export = focus_export(ledger, since, until, settings.costs.billing_account_id)
     suffix = args.output.suffix.lower()
     if suffix == ".parquet":
         try:
-            write_parquet(rows, args.output)
+            write_parquet(export.rows, args.output)
         except ImportError:
             raise ConfigurationError(
                 "Parquet needs pyarrow: pip install 'framefleet[parquet]'"
             ) from None
     elif suffix == ".csv":
-        write_csv(rows, args.output)
+        write_csv(export.rows, args.output)
     else:
         raise ConfigurationError(f"--output must end in .csv or .parquet, not {suffix!r}")
-    total = sum((period.total, *s3.values()), ZERO)
-    console.print(f"{len(rows)} FOCUS 1.0 rows, {usd(total)}, to {args.output}")
-    for note in period.incomplete:
+    console.print(f"{len(export.rows)} FOCUS 1.0 rows, {usd(export.total)}, to {args.output}")
+    for note in export.incomplete:
         console.print(f"incomplete: {note}", markup=False, highlight=False)
 
 
@@ -112,7 +111,7 @@ def _period(args: argparse.Namespace, clock: Clock) -> Period:
     return last_complete(kind, clock.now())
 
 
-def _utc(text: str) -> datetime:
+def utc_moment(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:

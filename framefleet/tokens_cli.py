@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from framefleet.remote_tables import with_output
 from kernel.clock import SystemClock
 from kernel.errors import ConfigurationError, FrameFleetError
 from orchestrator.api.auth import (
@@ -49,7 +50,7 @@ def add_commands(commands: Any) -> None:
         metavar="SECRET_ARN",
         help="write the token into this Secrets Manager secret instead of printing it",
     )
-    actions.add_parser("list", help="every token, without the tokens themselves")
+    with_output(actions.add_parser("list", help="every token, without the tokens themselves"))
     revoke = actions.add_parser("revoke", help="revoke a token by its id")
     revoke.add_argument("token_id")
 

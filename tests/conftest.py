@@ -31,6 +31,9 @@ pytest_plugins = ["tests.support.autoscaling", "tests.support.catalogue"]
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+# The CLI's contexts (`framefleet login`): none, whatever the developer logged in to, so that
+# the CLI the tests run reads the database unless a test logs in (in a folder of its own).
+os.environ["FRAMEFLEET_CLI_CONFIG"] = str(Path(__file__).parent / "no-cli-contexts.json")
 
 # Every AWS call the code makes is recorded with its process role
 # (tests/support/aws_actions.py); after the suite, tests/support/iam_check.py holds infra/'s IAM

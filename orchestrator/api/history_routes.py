@@ -1,7 +1,8 @@
 """/v1/history (issue 49): the console's "what happened" page as JSON, for an operator's
 scripts and the CLI's `framefleet history`: over a date range in equal buckets, the jobs in
 each state, the fleet by market, its price per hour, the interruptions and the deadlines
-missed; and the spend per day."""
+missed; and the spend per day. /v1/costs/focus: the ledger's FOCUS rows, as the CLI's
+`costs export` writes them."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from orchestrator.api.jobs_routes import ERRORS
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import Operator, Services
 from orchestrator.api.views import money
+from orchestrator.costs.focus import focus_csv
 
 router = APIRouter(prefix="/v1", tags=["fleet and money"])
 DEFAULT_RANGE = timedelta(hours=24)
+EXPORT_RANGE = timedelta(days=30)  # as `framefleet costs export`
 
 
 class HistoryPointOut(BaseModel):
@@ -35,6 +38,15 @@ class HistoryPointOut(BaseModel):
 class DaySpend(BaseModel):
     day: date
     usd: str  # a decimal string
+
+
+class FocusCsv(BaseModel):
+    since: datetime
+    until: datetime
+    rows: int
+    total_usd: str  # a decimal string, the rows' sum
+    incomplete: list[str]  # why the period's numbers may be short
+    csv: str  # FinOps FOCUS 1.0 rows, as `framefleet costs export` writes them
 
 
 class HistoryOut(BaseModel):
@@ -96,4 +108,31 @@ def history(
             for p in view.points
         ],
         spend_per_day=[DaySpend(day=d, usd=money(usd)) for d, usd in view.spend_per_day],
+    )
+
+
+@router.get(
+    "/costs/focus",
+    response_model=FocusCsv,
+    responses=ERRORS,
+    summary="The cost ledger as FinOps FOCUS 1.0 rows (CSV) over since/until (30 days by default)",
+)
+def focus(
+    _: Operator,
+    services: Services,
+    since: AwareDatetime | None = None,
+    until: AwareDatetime | None = None,
+) -> FocusCsv:
+    if services.focus_export is None:
+        raise HTTPException(404, "no cost ledger in this deployment")
+    end = until or services.clock.now()
+    start, end = checked_range(since or end - EXPORT_RANGE, end)
+    export = services.focus_export(start, end)
+    return FocusCsv(
+        since=start,
+        until=end,
+        rows=len(export.rows),
+        total_usd=money(export.total),
+        incomplete=export.incomplete,
+        csv=focus_csv(export.rows),
     )

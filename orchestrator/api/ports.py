@@ -25,6 +25,7 @@ from kernel.job_record import (
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from orchestrator.api.auth import TokenBook
+from orchestrator.costs.focus import FocusExport
 from orchestrator.costs.job_cost import JobCostParts
 from orchestrator.costs.summary import CostSummary
 from orchestrator.intake.model_door import DoorRefusal
@@ -209,3 +210,5 @@ class ApiServices:
     # The model registry's check at the door: the job as accepted, or why not (None: any
     # model is accepted)
     admit: Callable[[JobSpec], JobSpec | DoorRefusal] | None = None
+    # (since, until) -> the ledger's FinOps FOCUS 1.0 rows (None: no ledger here)
+    focus_export: Callable[[datetime, datetime], FocusExport] | None = None

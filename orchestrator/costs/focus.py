@@ -10,13 +10,14 @@ import csv
 import io
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
 from kernel.market import Market
 from orchestrator.costs.attribution import WASTE, CostLine
-from orchestrator.costs.ledger import LedgerPeriod
+from orchestrator.costs.ledger import CostLedger, LedgerPeriod
 from orchestrator.costs.line_items import item_cents
 from orchestrator.costs.money import ZERO
 
@@ -92,6 +93,23 @@ def focus_rows(
     for job_id, usd in sorted(s3_by_job.items()):
         if usd > 0:
             yield _s3_row(job_id, usd, period, account_id) | {CENTS: str(allocated.s3[job_id])}
+
+
+@dataclass(frozen=True)
+class FocusExport:
+    rows: list[Row]
+    total: Decimal  # USD, the rows' sum
+    incomplete: list[str]  # why the period's numbers may be short
+
+
+def focus_export(
+    ledger: CostLedger, since: datetime, until: datetime, account_id: str
+) -> FocusExport:
+    """The ledger's rows over [since, until] (the CLI's export and the API's)."""
+    period = ledger.period(since, until)
+    s3 = ledger.s3_usd(period.attempts)
+    rows = list(focus_rows(period, s3, account_id))
+    return FocusExport(rows, sum((period.total, *s3.values()), ZERO), period.incomplete)
 
 
 def focus_csv(rows: Sequence[Row]) -> str:

@@ -121,7 +121,7 @@ def test_jobs_table_and_job_detail(tmp_path: Path) -> None:
     assert '"prompt"' in detail.stdout
 
     unknown = framefleet("job", "gamma", env=env)
-    assert unknown.returncode == 2
+    assert unknown.returncode == 3  # not found (README, "The command line")
     assert unknown.stderr.strip() == "framefleet: error: job 'gamma' not found"
 
 

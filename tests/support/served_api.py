@@ -10,6 +10,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ import urllib3
 
 from framefleet.local_ports import free_port
 from kernel.clock import SystemClock
+from kernel.fleet_facts import InstanceSeen
+from kernel.market import Market
 from orchestrator.api.auth import Scope, create_token
 from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
@@ -173,3 +176,20 @@ def serve_api(
         process.terminate()
         process.wait(timeout=30)
         store.dispose()
+
+
+def alive_instance(api: ServedApi) -> str:
+    """An instance EC2 lists now, as the autoscaler records it (the API may drain it)."""
+    instance_id = f"i-{uuid.uuid4().hex[:17]}"
+    launched = datetime.now(UTC)
+    api.store.cost_facts.record_instances_seen(
+        [InstanceSeen(instance_id, "g6.xlarge", "us-east-1a", Market.SPOT, launched, 1, "l4")]
+    )
+    return instance_id
+
+
+def dead_letter_queue(api: ServedApi, moto_endpoint: str) -> str:
+    """The served API's dead-letter queue (beside its jobs queue)."""
+    sqs = boto3.client("sqs", region_name=REGION, endpoint_url=moto_endpoint)
+    name = api.jobs_url.rsplit("/", 1)[1].replace("api-jobs-", "api-dlq-")
+    return sqs.get_queue_url(QueueName=name)["QueueUrl"]

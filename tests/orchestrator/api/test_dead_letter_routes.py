@@ -14,15 +14,8 @@ import boto3
 from orchestrator.api.auth import Scope, create_token
 from tests.support.jobs import job_dict
 from tests.support.local_services import REGION
-from tests.support.served_api import ServedApi
+from tests.support.served_api import ServedApi, dead_letter_queue
 from tests.support.waits import wait_until
-
-
-def dead_letter_queue(api: ServedApi, moto_endpoint: str) -> str:
-    """The served API's dead-letter queue (beside its jobs queue)."""
-    sqs = boto3.client("sqs", region_name=REGION, endpoint_url=moto_endpoint)
-    name = api.jobs_url.rsplit("/", 1)[1].replace("api-jobs-", "api-dlq-")
-    return sqs.get_queue_url(QueueName=name)["QueueUrl"]
 
 
 def test_an_operator_reads_redrives_and_deletes_dead_letters(

@@ -5,24 +5,11 @@ and the autoscaler carry out as a scale-in; the first ask holds; an instance not
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
-from datetime import UTC, datetime
 
-from kernel.fleet_facts import InstanceSeen
 from kernel.job_record import DrainKind
-from kernel.market import Market
 from orchestrator.api.auth import Scope, create_token
-from tests.support.served_api import ServedApi
-
-
-def alive_instance(api: ServedApi) -> str:
-    instance_id = f"i-{uuid.uuid4().hex[:17]}"
-    launched = datetime.now(UTC)
-    api.store.cost_facts.record_instances_seen(
-        [InstanceSeen(instance_id, "g6.xlarge", "us-east-1a", Market.SPOT, launched, 1, "l4")]
-    )
-    return instance_id
+from tests.support.served_api import ServedApi, alive_instance
 
 
 def test_an_operator_reads_an_instance_and_asks_to_drain_it(api: ServedApi) -> None:
