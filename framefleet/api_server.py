@@ -123,6 +123,7 @@ def api_services(
             output_link_seconds=config.output_link_seconds,
             secure_cookie=config.secure_cookie,
             output_prefixes=settings.output_prefixes,
+            webhooks=settings.notices.rule(),
         ),
     )
 

@@ -6,6 +6,7 @@ No module-level state anywhere else: tests build the same graph with their own s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from aiobotocore.config import AioConfig
 from prometheus_client import CollectorRegistry
 
 from framefleet.health_server import HealthServer, ReadinessCheck
+from framefleet.notices_wiring import notice_service
 from framefleet.outage_report import report_outages
 from framefleet.settings import Settings
 from kernel.clock import Clock, SystemClock
@@ -45,6 +47,7 @@ from orchestrator.intake.metrics import IntakeMetrics
 from orchestrator.intake.model_door import ModelDoor
 from orchestrator.intake.ports import JobSink
 from orchestrator.interruptions.loop import InterruptionMetrics, InterruptionsLoop
+from orchestrator.notices.service import NoticeService
 from orchestrator.store.engine import make_engine, redact_url
 from orchestrator.store.job_store import JobStore
 from orchestrator.store.migrate import upgrade_to_head
@@ -90,7 +93,9 @@ def build_intake(
         sink=sink,
         clock=clock,
         metrics=metrics,
-        settings=settings.intake.to_settings(settings.max_message_bytes, settings.output_prefixes),
+        settings=settings.intake.to_settings(
+            settings.max_message_bytes, settings.output_prefixes, settings.notices.rule()
+        ),
         source_queue=jobs_url,
         door=door,
     )
@@ -196,6 +201,7 @@ class ControlPlane:
     progress: ProgressRecorder | None = None  # workers' job steps, for the API
     leadership: Leadership | None = None  # the lease: whether this replica schedules
     door: ModelDoor | None = None  # the model registry's check, read again now and then
+    notices: NoticeService | None = None  # completion notices, when a target is configured
     clock: Clock = field(default_factory=SystemClock)  # the loops' restarts wait on it
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -218,6 +224,7 @@ class ControlPlane:
             ("API", self.api),
             ("progress", self.progress),
             ("leadership", self.leadership),
+            ("notices", self.notices),
         )
         for name, part in parts:
             if part is not None:
@@ -239,7 +246,11 @@ async def control_plane(
     registry = CollectorRegistry()
     metrics = IntakeMetrics(registry)
     try:
-        async with sqs_client(settings) as sqs, s3_client(settings) as s3:
+        async with (
+            sqs_client(settings) as sqs,
+            s3_client(settings) as s3,
+            contextlib.AsyncExitStack() as senders,
+        ):
             door = None
             if settings.model_registry:
                 reader = S3RegistryReader(s3, settings.model_registry)
@@ -275,6 +286,8 @@ async def control_plane(
                         settings.interruption_settings(),
                         InterruptionMetrics(registry),
                     )
+            leads = plane.leadership.leading if plane.leadership else lambda: True
+            plane.notices = await notice_service(settings, store, clock, leads, registry, senders)
             _observe(plane, settings, sqs, clock)
             if settings.api.port is not None:
                 from framefleet.api_server import build_api  # FastAPI: only when it serves

@@ -22,6 +22,7 @@ from framefleet.scheduling_settings import SchedulingConfig
 from kernel.errors import ConfigurationError
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
 from kernel.mqtt_link import LinkSettings
+from kernel.notify_spec import WebhookRule
 from kernel.replay_clock import PaceFile, ReplayClock
 from kernel.settings_support import EnvThenTomlSettings, load
 from orchestrator.costs.ledger import CostSettings
@@ -43,7 +44,10 @@ class IntakeConfig(BaseModel):
     sender_teams: dict[str, list[str]] = Field(default_factory=dict, max_length=10000)
 
     def to_settings(
-        self, max_message_bytes: int, output_prefixes: tuple[str, ...] = ()
+        self,
+        max_message_bytes: int,
+        output_prefixes: tuple[str, ...] = (),
+        webhooks: WebhookRule | None = None,
     ) -> IntakeSettings:
         return IntakeSettings(
             concurrency=self.concurrency,
@@ -52,6 +56,7 @@ class IntakeConfig(BaseModel):
             visibility_timeout=self.visibility_timeout,
             max_message_bytes=max_message_bytes,
             output_prefixes=output_prefixes,
+            webhooks=webhooks or WebhookRule(),
             sender_teams={sender: tuple(teams) for sender, teams in self.sender_teams.items()},
         )
 
@@ -244,6 +249,28 @@ class ApiConfig(BaseModel):
         return value
 
 
+class NoticesConfig(BaseModel):
+    """Completion notices (README, "Completion notices")."""
+
+    # The EventBridge bus every job's end, interruption and resume goes to (its name or ARN;
+    # Terraform makes one). None: no bus.
+    event_bus: str | None = None
+    # The key webhooks are signed with (HMAC-SHA256; Terraform keeps it in Secrets Manager).
+    # None: this deployment sends no webhooks, and a job naming one is refused at the door.
+    webhook_secret: SecretStr | None = None
+    # Non-public networks a webhook may point into all the same (CIDRs), and plain http: a
+    # test bench's, never production's.
+    webhook_allowed_networks: tuple[str, ...] = ()
+    webhook_allow_http: bool = False
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    max_attempts: int = Field(default=12, ge=1, le=100)
+
+    def rule(self) -> WebhookRule:
+        return WebhookRule.of(
+            self.webhook_allowed_networks, self.webhook_allow_http, self.webhook_secret is not None
+        )
+
+
 class ReplayConfig(BaseModel):
     """A spot trace replayed in compressed time instead of the live market (the demo): the
     autoscaler's prices and spot capacity, and the local fleet's interruptions, come from it.
@@ -315,6 +342,7 @@ class Settings(EnvThenTomlSettings):
     replay: ReplayConfig | None = None
     costs: CostsConfig = Field(default_factory=CostsConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
+    notices: NoticesConfig = Field(default_factory=NoticesConfig)
 
     def interruption_settings(self) -> InterruptionSettings:
         return InterruptionSettings(

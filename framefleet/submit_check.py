@@ -22,7 +22,12 @@ async def check_at_the_door(settings: Settings, job: dict[str, Any]) -> None:
     if not settings.model_registry:
         return
     try:
-        spec = parse_job(job, now=datetime.now(UTC), outputs=settings.output_prefixes)
+        spec = parse_job(
+            job,
+            now=datetime.now(UTC),
+            outputs=settings.output_prefixes,
+            webhooks=settings.notices.rule(),
+        )
     except JobValidationError:
         return
     async with s3_client(settings) as s3:

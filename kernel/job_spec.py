@@ -24,6 +24,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from kernel.errors import JobValidationError
 from kernel.market import GpuFamily
+from kernel.notify_spec import NotifySpec, WebhookRule
 from kernel.outside_text import printable
 
 JOB_SCHEMA_TAG = "framefleet.job/v1"
@@ -132,6 +133,25 @@ class JobSpec(_Strict):
         "that would cost more, and it is cancelled once its cost reaches this",
         exclude_if=lambda value: value is None,
     )
+    notify: NotifySpec | None = Field(
+        default=None,
+        description="A webhook told when the job ends (and, if asked, of its interruptions)",
+        exclude_if=lambda value: value is None,
+    )
+
+    @field_validator("notify")
+    @classmethod
+    def _webhook_allowed(cls, value: NotifySpec | None, info: ValidationInfo) -> NotifySpec | None:
+        # At the door only (the caller passes `now`): the deployment's rule, public https by
+        # default; a stored job loads whatever the rule has become since.
+        context = info.context if isinstance(info.context, dict) else {}
+        if value is None or "now" not in context:
+            return value
+        rule = context.get("webhooks") or WebhookRule()
+        problem = rule.url_refusal(value.webhook)
+        if problem is not None:
+            raise ValueError(f"webhook: {problem}")
+        return value
 
     @field_validator("prompt", "negative_prompt")
     @classmethod
@@ -225,6 +245,7 @@ def parse_job(
     *,
     now: datetime | None,
     outputs: tuple[str, ...] = (),
+    webhooks: WebhookRule | None = None,
 ) -> JobSpec:
     """Validate one job strictly (no coercion: `true` is not a priority, `"30"` is not a
     number of steps); raises JobValidationError with one line per problem.
@@ -233,11 +254,14 @@ def parse_job(
     deeper than its recursion limit and numbers out of range instead of raising, and every
     field has a size bound. `now` enables the deadline-in-the-future check (pass it for new
     submissions). `outputs`: the prefixes a new job's output must lie under (the places the
-    workers may write); none: anywhere.
+    workers may write); none: anywhere. `webhooks`: where a new job's `notify` may point (with
+    `now`; the default: public https only).
     """
     context: dict[str, Any] = {"now": now} if now is not None else {}
     if outputs:
         context["outputs"] = outputs
+    if webhooks is not None:
+        context["webhooks"] = webhooks
     try:
         text = to_json(data) if isinstance(data, dict) else data
     except PydanticSerializationError as error:

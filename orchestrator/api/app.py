@@ -26,6 +26,7 @@ from orchestrator.api import (
     instance_routes,
     job_change_routes,
     jobs_routes,
+    notice_routes,
     operator_routes,
     token_routes,
 )
@@ -118,6 +119,7 @@ def declare_app() -> FastAPI:
     app.include_router(token_routes.router)
     app.include_router(dead_letter_routes.router)
     app.include_router(operator_routes.router)
+    app.include_router(notice_routes.router)
     app.include_router(events.router)
     app.include_router(console.router)
     app.include_router(console_pages.router)

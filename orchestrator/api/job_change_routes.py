@@ -42,7 +42,13 @@ def changed_spec(services: ApiServices, spec: JobSpec, change: JobChange, job_id
     data: dict[str, Any] = {**spec.model_dump(mode="json", by_alias=True), "job_id": job_id}
     data.update(change.model_dump(mode="json", include=change.model_fields_set))
     try:
-        new = parse_job(data, now=services.clock.now(), outputs=services.settings.output_prefixes)
+        settings = services.settings
+        new = parse_job(
+            data,
+            now=services.clock.now(),
+            outputs=settings.output_prefixes,
+            webhooks=settings.webhooks,
+        )
     except JobValidationError as error:
         raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
     if services.admit is not None:

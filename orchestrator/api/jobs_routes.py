@@ -111,7 +111,12 @@ async def submit(
 ) -> JobSummary:
     body = await _body(request, services.settings.max_body_bytes)
     try:
-        spec = parse_job(body, now=services.clock.now(), outputs=services.settings.output_prefixes)
+        spec = parse_job(
+            body,
+            now=services.clock.now(),
+            outputs=services.settings.output_prefixes,
+            webhooks=services.settings.webhooks,
+        )
     except JobValidationError as error:
         raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
     if services.admit is not None:

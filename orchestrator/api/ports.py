@@ -4,7 +4,7 @@ composition root: the store's reads and writes, the cost ledger, and S3 links.""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
@@ -24,6 +24,7 @@ from kernel.job_record import (
 )
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
+from kernel.notify_spec import WebhookRule
 from orchestrator.api.auth import TokenBook
 from orchestrator.costs.focus import FocusExport
 from orchestrator.costs.job_cost import JobCostParts
@@ -38,6 +39,7 @@ from orchestrator.store.job_pages import (
     PageCursor,
     StoredProgress,
 )
+from orchestrator.store.notice_book import StoredNotice
 
 
 class ApiStore(Protocol):
@@ -82,6 +84,19 @@ class ApiStore(Protocol):
 
     @property
     def changes(self) -> QueuedChanges: ...
+
+    @property
+    def notices(self) -> NoticeRecords: ...
+
+
+class NoticeRecords(Protocol):
+    """The completion notices' outbox, as an operator reads it."""
+
+    def notices(
+        self, state: str | None = ..., job_id: str | None = ..., limit: int = ...
+    ) -> list[StoredNotice]: ...
+
+    def redeliver(self, row_id: int) -> bool: ...
 
 
 class QueuedChanges(Protocol):
@@ -184,6 +199,7 @@ class ApiSettings:
     output_link_seconds: int = 3600
     secure_cookie: bool = False  # behind TLS (a load balancer): the console's cookie says so
     output_prefixes: tuple[str, ...] = ()  # where a job's output may go (none: anywhere)
+    webhooks: WebhookRule = field(default_factory=WebhookRule)  # where `notify` may point
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from enum import StrEnum
 from kernel.errors import JobValidationError
 from kernel.job_record import Rejection, Submission
 from kernel.job_spec import parse_job
+from kernel.notify_spec import WebhookRule
 from orchestrator.intake.ports import ReceivedMessage
 
 
@@ -35,16 +36,23 @@ _NOT_OBJECT = "(message): Input should be an object"
 
 
 def decode_message(
-    message: ReceivedMessage, *, max_bytes: int, now: datetime, outputs: tuple[str, ...] = ()
+    message: ReceivedMessage,
+    *,
+    max_bytes: int,
+    now: datetime,
+    outputs: tuple[str, ...] = (),
+    webhooks: WebhookRule | None = None,
 ) -> Submission | Rejection:
-    """`outputs`: the prefixes a job's output must lie under (where the workers may write)."""
+    """`outputs`: the prefixes a job's output must lie under (where the workers may write);
+    `webhooks`: where its `notify` may point."""
     size = len(message.body.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         return _reject(
             message, RejectionReason.OVERSIZED, f"message is {size} bytes, limit {max_bytes}"
         )
     try:
-        spec = parse_job(message.body.encode("utf-8", "surrogatepass"), now=now, outputs=outputs)
+        body = message.body.encode("utf-8", "surrogatepass")
+        spec = parse_job(body, now=now, outputs=outputs, webhooks=webhooks)
     except JobValidationError as error:
         if len(error.errors) == 1 and error.errors[0].startswith(_NOT_JSON):
             detail = error.errors[0].removeprefix("(message): ")

@@ -18,6 +18,7 @@ from kernel.dead_letter import ATTR_BODY_TRUNCATED, dead_letter_attributes
 from kernel.errors import FrameFleetError, MessageTooLarge, StoreUnavailable
 from kernel.job_record import AcceptOutcome, Rejection, Submission
 from kernel.job_spec import DEFAULT_MAX_MESSAGE_BYTES
+from kernel.notify_spec import WebhookRule
 from kernel.outage import Outage
 from kernel.outside_text import printable
 from orchestrator.intake.decode import (
@@ -47,6 +48,8 @@ class IntakeSettings:
     max_backoff_seconds: float = 30.0
     # Where a job's output may go: under one of these prefixes (the workers' writable places).
     output_prefixes: tuple[str, ...] = ()
+    # Where a job's `notify` webhook may point (notices.*): public https by default.
+    webhooks: WebhookRule = field(default_factory=WebhookRule)
     # SQS SenderId (an IAM user's or role's id) -> the teams it submits for (`sender_teams`).
     sender_teams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -155,6 +158,7 @@ class IntakeLoop:
                 max_bytes=self._settings.max_message_bytes,
                 now=now,
                 outputs=self._settings.output_prefixes,
+                webhooks=self._settings.webhooks,
             )
             if not isinstance(decoded, Submission):
                 return decoded

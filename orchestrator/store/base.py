@@ -15,12 +15,18 @@ from sqlmodel import Session
 
 from kernel.clock import Clock
 from kernel.errors import StoreUnavailable
-from kernel.job_record import JobRecord
+from kernel.job_record import JobEvent, JobRecord
 from kernel.job_spec import JobSpec, parse_job
 from kernel.job_state import JobState
 from kernel.render_stage import RenderStage
 from orchestrator.store.migrate import upgrade_to_head
-from orchestrator.store.tables import AttemptGpuRow, JobAttemptRow, JobRow, ReservationRow
+from orchestrator.store.tables import (
+    AttemptGpuRow,
+    JobAttemptRow,
+    JobEventRow,
+    JobRow,
+    ReservationRow,
+)
 
 
 def table_of(row: type[object]) -> Table:
@@ -86,6 +92,20 @@ class JobColumns(Protocol):
 def utc(value: datetime) -> datetime:
     # SQLite hands back naive datetimes; everything we store is UTC.
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def job_event(row: JobEventRow) -> JobEvent:
+    """A line of a job's history as the store keeps it."""
+    return JobEvent(
+        row.job_id,
+        utc(row.at),
+        JobState(row.from_state) if row.from_state else None,
+        JobState(row.to_state),
+        row.version,
+        row.attempt,
+        row.actor,
+        row.reason,
+    )
 
 
 def _record(row: JobColumns, spec: JobSpec, worker_id: str | None) -> JobRecord:

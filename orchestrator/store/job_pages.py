@@ -13,7 +13,7 @@ from sqlmodel import col, select
 from kernel.instance_state import GONE, InstanceState
 from kernel.job_record import JobEvent, JobRecord
 from kernel.job_state import JobState
-from orchestrator.store.base import StoreBase, in_chunks, utc
+from orchestrator.store.base import StoreBase, in_chunks, job_event, utc
 from orchestrator.store.tables import (
     InstanceChangeRow,
     JobAttemptRow,
@@ -203,22 +203,7 @@ class JobPageBook(StoreBase):
                 .order_by(col(JobEventRow.id))
                 .limit(limit)
             ).all()
-        return [
-            (
-                row.id or 0,
-                JobEvent(
-                    row.job_id,
-                    utc(row.at),
-                    JobState(row.from_state) if row.from_state else None,
-                    JobState(row.to_state),
-                    row.version,
-                    row.attempt,
-                    row.actor,
-                    row.reason,
-                ),
-            )
-            for row in rows
-        ]
+        return [(row.id or 0, job_event(row)) for row in rows]
 
     def last_job_event_id(self) -> int:
         with self._session() as session:

@@ -21,6 +21,7 @@ from orchestrator.store.base import (
     JOBS,
     RESERVATIONS,
     StoreBase,
+    job_event,
     utc,
 )
 from orchestrator.store.job_moves import WORKER_FAULT
@@ -94,19 +95,7 @@ class JobQueries(StoreBase):
                 .where(col(JobEventRow.job_id) == job_id)
                 .order_by(col(JobEventRow.version))
             ).all()
-        return [
-            JobEvent(
-                job_id=row.job_id,
-                at=utc(row.at),
-                from_state=JobState(row.from_state) if row.from_state else None,
-                to_state=JobState(row.to_state),
-                version=row.version,
-                attempt=row.attempt,
-                actor=row.actor,
-                reason=row.reason,
-            )
-            for row in rows
-        ]
+        return [job_event(row) for row in rows]
 
     def finished_since(self, since: datetime, limit: int = 500) -> list[FinishedRun]:
         """Jobs that succeeded after `since` in their first attempt, with the denoising time

@@ -51,6 +51,7 @@ from orchestrator.store.job_moves import (
 from orchestrator.store.job_pages import JobPageBook
 from orchestrator.store.job_queries import JobQueries
 from orchestrator.store.leases import Fence, LeaseBook, check_fence
+from orchestrator.store.notice_book import NoticeBook
 from orchestrator.store.pool_marks import PoolMarkBook
 from orchestrator.store.pool_rates import PoolRateBook
 from orchestrator.store.preemption_holds import PreemptionHoldBook
@@ -107,6 +108,7 @@ class JobStore(JobQueries):
         self.intake = IntakeBook(*parts)
         self.pages = JobPageBook(*parts)
         self.changes = JobChangeBook(*parts)
+        self.notices = NoticeBook(*parts)
         self.instance_records = InstanceRecordBook(*parts)
         self.cost_facts = CostFactBook(*parts)
         self.leases = LeaseBook(*parts)

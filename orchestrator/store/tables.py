@@ -348,3 +348,35 @@ class InstanceKindRow(SQLModel, table=True):
     vram_gib: float  # per GPU, as a worker will report it
     vcpus: int
     described_at: datetime = Field(sa_column=_utc_column())
+
+
+class NoticeRow(SQLModel, table=True):
+    """A completion notice to deliver (the outbox): made from a job's history line in the same
+    transaction that moves the relay's cursor past it, so a failover neither loses nor doubles
+    one; sent by the leader until delivered, then kept; `dead` after the last try."""
+
+    __tablename__ = "notices"
+    __table_args__ = (UniqueConstraint("notice_id", "target", name="uq_notices_notice_target"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    notice_id: str = Field(max_length=64)  # the idempotency key a receiver sees
+    target: str = Field(max_length=16)  # webhook | eventbridge
+    job_id: str = Field(max_length=128, index=True)
+    kind: str = Field(max_length=32)  # job.succeeded, job.failed, job.interrupted, ...
+    body: str = Field(sa_column=Column(Text, nullable=False))  # framefleet.notice/v1 JSON
+    url: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    state: str = Field(max_length=16, index=True)  # pending | delivered | dead
+    attempts: int = Field(default=0)
+    next_at: datetime = Field(sa_column=_utc_column(index=True))
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(sa_column=_utc_column())
+    delivered_at: datetime | None = Field(default=None, sa_column=_utc_column(nullable=True))
+
+
+class NoticeCursorRow(SQLModel, table=True):
+    """How far the relay has read the job history (its last line's id)."""
+
+    __tablename__ = "notice_cursor"
+
+    name: str = Field(primary_key=True, max_length=32)
+    last_event_id: int = Field(sa_column=Column(BigInteger, nullable=False))
