@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
@@ -16,10 +17,12 @@ import uvicorn
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from framefleet.api_settings import SsoConfig
 from framefleet.bounded_http import ConnectionBounds, bounded_protocol, descriptor_room
 from framefleet.settings import Settings
 from kernel.clock import Clock
 from kernel.errors import ConfigurationError
+from orchestrator.api.alb_identity import AlbIdentity, SsoRule
 from orchestrator.api.app import build_app
 from orchestrator.api.ports import ApiServices, ApiSettings, DeadLetterView
 from orchestrator.aws.dead_letters import (
@@ -101,6 +104,7 @@ def api_services(
                 return redrive_dead_letter(sqs, queue_url, jobs_url, message_id)
 
     config = settings.api
+    identity = single_sign_on(config.sso) if config.sso is not None else None
     return ApiServices(
         store=store,
         clock=clock,
@@ -114,6 +118,7 @@ def api_services(
         discard_dead_letter=discard,
         admit=door.admit if door is not None else None,
         focus_export=export,
+        identity=identity.caller if identity is not None else None,
         settings=ApiSettings(
             max_body_bytes=config.max_body_bytes or settings.max_message_bytes,
             requests_per_minute=config.requests_per_minute,
@@ -126,6 +131,24 @@ def api_services(
             webhooks=settings.notices.rule(),
         ),
     )
+
+
+def single_sign_on(config: SsoConfig) -> AlbIdentity:
+    """The load balancer's sign-on header believed as `config` says, its keys fetched from
+    the region's published place."""
+    rule = SsoRule(
+        load_balancer_arn=config.load_balancer_arn,
+        keys_url=config.keys_url.replace("{region}", config.region),
+        group_claim=config.group_claim,
+        operator_groups=frozenset(config.operator_groups),
+        team_groups={group: tuple(teams) for group, teams in config.team_groups.items()},
+    )
+
+    def fetch_key(url: str) -> str:
+        with urllib.request.urlopen(url, timeout=5) as answer:  # noqa: S310 - https (settings)
+            return str(answer.read(16_384).decode("ascii"))
+
+    return AlbIdentity(rule, fetch_key)
 
 
 class _Server(uvicorn.Server):

@@ -33,6 +33,7 @@ from orchestrator.api.security import (
     every_team,
     refuse_if_failing,
     services,
+    signed_on,
 )
 from orchestrator.api.views import costs_view, decode_cursor, encode_cursor
 from orchestrator.costs.money import apportion, cents
@@ -54,7 +55,9 @@ class LoginNeeded(Exception):
 
 def console_caller(request: Request) -> Caller:
     try:
-        caller = check_token(request, request.cookies.get(COOKIE), from_cookie=True)
+        caller = signed_on(request) or check_token(
+            request, request.cookies.get(COOKIE), from_cookie=True
+        )
     except HTTPException as error:
         if error.status_code == 401:
             raise LoginNeeded from None

@@ -25,7 +25,7 @@ from kernel.job_record import (
 from kernel.job_spec import JobSpec
 from kernel.job_state import JobState
 from kernel.notify_spec import WebhookRule
-from orchestrator.api.auth import TokenBook
+from orchestrator.api.auth import Caller, TokenBook
 from orchestrator.costs.focus import FocusExport
 from orchestrator.costs.job_cost import JobCostParts
 from orchestrator.costs.summary import CostSummary
@@ -226,5 +226,8 @@ class ApiServices:
     # The model registry's check at the door: the job as accepted, or why not (None: any
     # model is accepted)
     admit: Callable[[JobSpec], JobSpec | DoorRefusal] | None = None
+    # The load balancer's signed sign-on header -> the person it names (None: not believed);
+    # None: no single sign-on (orchestrator/api/alb_identity.py)
+    identity: Callable[[str], Caller | None] | None = None
     # (since, until) -> the ledger's FinOps FOCUS 1.0 rows (None: no ledger here)
     focus_export: Callable[[datetime, datetime], FocusExport] | None = None

@@ -33,6 +33,9 @@ from orchestrator.api.ports import ApiServices
 COOKIE = "framefleet_token"
 CONSOLE_HEADER = "X-FrameFleet-Console"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SSO_HEADER = (
+    "x-amzn-oidc-data"  # the load balancer's signed claims (orchestrator/api/alb_identity.py)
+)
 
 
 class RateLimit:
@@ -104,10 +107,31 @@ Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
 def authenticate(request: Request, credentials: Bearer) -> Caller:
-    """The caller of a request with a bearer token or the console's cookie."""
+    """The caller of a request with a bearer token, the load balancer's sign-on header, or
+    the console's cookie."""
     if credentials is not None and credentials.credentials:
         return check_token(request, credentials.credentials, from_cookie=False)
-    return check_token(request, request.cookies.get(COOKIE), from_cookie=True)
+    return signed_on(request) or check_token(request, request.cookies.get(COOKIE), from_cookie=True)
+
+
+def signed_on(request: Request) -> Caller | None:
+    """The person the load balancer signed on (single sign-on), when it is configured and its
+    header checks out; a change needs the console's header, as with the cookie (CSRF)."""
+    identity = services(request).identity
+    header = request.headers.get(SSO_HEADER)
+    if identity is None or not header:
+        return None
+    caller = identity(header)
+    if caller is None:
+        return None
+    if request.method not in SAFE_METHODS and request.headers.get(CONSOLE_HEADER) != "1":
+        raise HTTPException(403, f"a change made in the console needs the {CONSOLE_HEADER} header")
+    limit: RateLimit = request.app.state.rate_limit
+    wait = limit.retry_after(caller.token_id)
+    if wait is not None:
+        raise HTTPException(429, "too many requests", headers={"Retry-After": str(wait)})
+    request.state.caller = caller
+    return caller
 
 
 def check_token(request: Request, token: str | None, from_cookie: bool) -> Caller:

@@ -132,3 +132,69 @@ def the_alerts_are_deployed(aws: dict[str, Any], outputs: dict[str, Any]) -> Non
     assert namespace["data"] == RULES.read_bytes()
     definition = amp.describe_alert_manager_definition(workspaceId=workspace["workspaceId"])
     assert outputs["alarm_topic_arn"] in definition["alertManagerDefinition"]["data"].decode()
+
+
+def subscribe_to_notices(aws: dict[str, Any], outputs: dict[str, Any]) -> str:
+    """README, "Completion notices": an operator's rule on the Terraform bus sends every
+    notice to a queue of theirs. Returns the queue."""
+    bus = outputs["notice_bus_name"]
+    queue = aws["sqs"].create_queue(QueueName="rehearsal-notices")["QueueUrl"]
+    arn = aws["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])
+    pattern = json.dumps({"source": ["framefleet"]})
+    aws["events"].put_rule(Name="framefleet-notices", EventBusName=bus, EventPattern=pattern)
+    aws["events"].put_targets(
+        Rule="framefleet-notices",
+        EventBusName=bus,
+        Targets=[{"Id": "queue", "Arn": arn["Attributes"]["QueueArn"]}],
+    )
+    return str(queue)
+
+
+def the_jobs_end_reaches_the_bus(aws: dict[str, Any], queue: str, job_id: str) -> None:
+    """The control plane put the job's end on the Terraform bus, with its own role."""
+    heard: list[dict[str, Any]] = []
+
+    def succeeded() -> bool:
+        for message in (
+            aws["sqs"].receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
+        ):
+            heard.append(json.loads(message["Body"]))
+        return any(
+            e["detail-type"] == "job.succeeded" and e["detail"]["job_id"] == job_id for e in heard
+        )
+
+    wait_until(succeeded, timeout=90, what="the job's end on the notices bus")
+
+
+def ecs_exec_has_its_volumes(launches: dict[str, TaskLaunch]) -> None:
+    """ECS Exec's agent writes to volumes of the task's own: the root stays read-only."""
+    for launch in launches.values():
+        assert launch.read_only_root
+        assert launch.exec_paths == (
+            "/managed-agents",
+            "/var/lib/amazon/ssm",
+            "/var/log/amazon/ssm",
+        )
+
+
+def the_console_signs_people_on(aws: dict[str, Any], control_plane: TaskLaunch) -> None:
+    """The console's pages need a person signed on at the load balancer; the API's routes pass
+    a session on and let tokens through; the API believes that load balancer only."""
+    [balancer] = aws["elbv2"].describe_load_balancers()["LoadBalancers"]
+    [listener] = aws["elbv2"].describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])[
+        "Listeners"
+    ]
+    rules = aws["elbv2"].describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]
+    signing = {
+        tuple(rule["Conditions"][0]["Values"]): rule["Actions"][0]
+        for rule in rules
+        if rule["Actions"] and rule["Actions"][0]["Type"] == "authenticate-oidc"
+    }
+    allowed = {
+        paths: action["AuthenticateOidcConfig"]["OnUnauthenticatedRequest"]
+        for paths, action in signing.items()
+    }
+    assert allowed == {("/console*", "/static/*", "/"): "authenticate", ("/v1/*",): "allow"}
+    env = control_plane.environment
+    assert env["FRAMEFLEET_API__SSO__LOAD_BALANCER_ARN"] == balancer["LoadBalancerArn"]
+    assert json.loads(env["FRAMEFLEET_API__SSO__TEAM_GROUPS"]) == {"video-research": ["research"]}

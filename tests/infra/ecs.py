@@ -48,7 +48,8 @@ class TaskLaunch:
     command: list[str]
     environment: dict[str, str]
     read_only_root: bool
-    scratch: str  # the container path of its one writable volume
+    scratch: str  # the container path of its one writable volume the process uses
+    exec_paths: tuple[str, ...] = ()  # where ECS Exec's agent writes (volumes of their own)
 
     def argv(self, command: list[str] | None = None) -> list[str]:
         """The entrypoint with the definition's command, or with an override (run-task)."""
@@ -62,14 +63,21 @@ def task_launch(ecs: Any, secretsmanager: Any, family: str, container_name: str)
     environment = {item["name"]: item["value"] for item in container.get("environment", [])}
     for secret in container.get("secrets", []):
         environment[secret["name"]] = resolve_secret(secretsmanager, secret["valueFrom"])
-    writable = [m for m in container.get("mountPoints", []) if not m.get("readOnly", False)]
-    assert len(writable) == 1, writable
+    writable = {
+        m["sourceVolume"]: m["containerPath"]
+        for m in container.get("mountPoints", [])
+        if not m.get("readOnly", False)
+    }
+    # Besides the scratch volume, only ECS Exec's agent writes (it is not run here).
+    exec_paths = {name: path for name, path in writable.items() if name.startswith("ssm-")}
+    assert set(writable) - set(exec_paths) == {"scratch"}, writable
     return TaskLaunch(
         family=family,
         command=list(container.get("command", [])),
         environment=environment,
         read_only_root=bool(container.get("readonlyRootFilesystem")),
-        scratch=writable[0]["containerPath"],
+        scratch=writable["scratch"],
+        exec_paths=tuple(sorted(exec_paths.values())),
     )
 
 

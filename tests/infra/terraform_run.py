@@ -27,7 +27,19 @@ SERVICES += " secretsmanager sesv2 sns sqs ssm sts"
 
 
 def clients(endpoint: str) -> dict[str, Any]:
-    names = ["ec2", "ecs", "events", "rds", "s3", "secretsmanager", "ses", "sqs", "acm", "amp"]
+    names = [
+        "ec2",
+        "ecs",
+        "events",
+        "rds",
+        "s3",
+        "secretsmanager",
+        "ses",
+        "sqs",
+        "acm",
+        "amp",
+        "elbv2",
+    ]
     session = boto3.Session(region_name=REGION)
     return {name: session.client(name, endpoint_url=endpoint) for name in names}  # type: ignore[call-overload]
 
@@ -81,6 +93,19 @@ def user_part(aws: dict[str, Any]) -> UserPart:
     )
 
 
+# README, "Single sign-on": the organisation's identity provider (never called here).
+CONSOLE_OIDC = {
+    "issuer": "https://idp.rehearsal.example",
+    "authorization_endpoint": "https://idp.rehearsal.example/authorize",
+    "token_endpoint": "https://idp.rehearsal.example/token",
+    "user_info_endpoint": "https://idp.rehearsal.example/userinfo",
+    "client_id": "framefleet-console",
+    "client_secret": "rehearsal-client-secret",
+    "operator_groups": ["platform"],
+    "team_groups": {"video-research": ["research"]},
+}
+
+
 class Deployment:
     """The example in a folder of its own, applied and destroyed with Terraform."""
 
@@ -105,6 +130,7 @@ class Deployment:
             "rehearsal_omits": MOTO_LACKS,
             "api_certificate_arn": user.api_certificate_arn,
             "api_allowed_cidrs": ["10.30.0.0/16"],
+            "console_oidc": CONSOLE_OIDC,
         }
 
     def _run(self, *args: str) -> str:

@@ -31,9 +31,13 @@ from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
 from tests.infra.checks import (
     a_scheduled_retirement_drains_the_instance,
+    ecs_exec_has_its_volumes,
     launched_into_the_deployment,
+    subscribe_to_notices,
     the_alerts_are_deployed,
+    the_console_signs_people_on,
     the_first_token_opens_the_api,
+    the_jobs_end_reaches_the_bus,
     the_report_reaches_finance,
 )
 from tests.infra.ecs import start_in_namespace, task_launch
@@ -189,6 +193,9 @@ def rehearse(
         family: task_launch(aws["ecs"], secrets, f"framefleet-{family}", family)
         for family in ("control-plane", "autoscaler")
     }
+    ecs_exec_has_its_volumes(launches)
+    the_console_signs_people_on(aws, launches["control-plane"])
+    notices = subscribe_to_notices(aws, outputs)
     database = aws["rds"].describe_db_instances()["DBInstances"][0]
     database_host = database["Endpoint"]["Address"]
     assert (
@@ -252,6 +259,7 @@ def rehearse(
     finally:
         store.dispose()
     launched_into_the_deployment(aws, outputs, fleet)
+    the_jobs_end_reaches_the_bus(aws, notices, JOB_ID)
     assert any(
         o["Key"].startswith("videos/rehearsal/") and o["Key"].endswith(".mp4")
         for o in aws["s3"].list_objects_v2(Bucket=bucket, Prefix="videos/").get("Contents", [])

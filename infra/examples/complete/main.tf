@@ -131,6 +131,7 @@ module "iam" {
   jobs_queue_arn           = module.queues.jobs_queue_arn
   dead_letter_queue_arn    = module.queues.dead_letter_queue_arn
   interruptions_queue_arn  = module.queues.interruptions_queue_arn
+  notice_bus_arn           = module.queues.notice_bus_arn
   ses_identity_arn         = aws_sesv2_email_identity.reports.arn
   video_objects_arn        = "${module.storage.bucket_arn}/videos/*"
   model_objects_arn        = "${module.storage.bucket_arn}/models/*"
@@ -182,6 +183,9 @@ module "service" {
   api_allowed_cidrs               = var.api_allowed_cidrs
   api_load_balancer_internal      = var.api_load_balancer_internal
   api_load_balancer_subnet_ids    = var.api_load_balancer_subnet_ids
+  notice_bus_name                 = module.queues.notice_bus_name
+  webhook_secret_arn              = var.webhook_secret_arn
+  console_oidc                    = var.console_oidc
   settings = {
     FRAMEFLEET_REGION                       = var.region
     FRAMEFLEET_MODEL_REGISTRY               = "s3://${module.storage.bucket}/models/registry.json"

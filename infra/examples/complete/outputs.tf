@@ -57,3 +57,8 @@ output "cluster" {
   value       = module.service.cluster_arn
   description = "The ECS cluster (aws ecs run-task --cluster)."
 }
+
+output "notice_bus_name" {
+  value       = module.queues.notice_bus_name
+  description = "The EventBridge bus of completion notices: add a rule on it to route them (source framefleet)."
+}

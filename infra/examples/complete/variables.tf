@@ -146,3 +146,27 @@ variable "rehearsal_omits" {
     error_message = "rehearsal_omits names only efs_backup_policy, sqs_redrive_allow_policy and s3_tls_only_policy."
   }
 }
+
+variable "webhook_secret_arn" {
+  type        = string
+  default     = null
+  description = "A Secrets Manager secret of yours (plain text, a long random string) that signs the completion notices sent to the webhooks jobs name; null: no webhooks (the EventBridge bus still hears every job's end)."
+}
+
+variable "console_oidc" {
+  type = object({
+    issuer                 = string
+    authorization_endpoint = string
+    token_endpoint         = string
+    user_info_endpoint     = string
+    client_id              = string
+    client_secret          = string
+    scope                  = optional(string, "openid email groups")
+    group_claim            = optional(string, "groups")
+    operator_groups        = optional(list(string), [])
+    team_groups            = optional(map(list(string)), {})
+  })
+  default     = null
+  sensitive   = true
+  description = "Single sign-on for the console through the load balancer (the service module's console_oidc); null: token login."
+}

@@ -64,6 +64,13 @@ data "aws_iam_policy_document" "control_plane" {
     resources = [var.video_objects_arn]
   }
   statement {
+    # orchestrator/notices/eventbridge.py: each job's end (and interruptions, resumes) on the
+    # deployment's bus.
+    sid       = "CompletionNotices"
+    actions   = ["events:PutEvents"]
+    resources = [var.notice_bus_arn]
+  }
+  statement {
     # orchestrator/aws/model_registry.py: the model registry and each published model's
     # manifest (its weights' sizes), read at the model door.
     sid       = "ReadTheModelRegistry"
@@ -243,4 +250,31 @@ resource "aws_iam_role_policy" "ship_metrics" {
   name   = "${var.name}-${each.key}-metrics"
   role   = each.value
   policy = data.aws_iam_policy_document.ship_metrics[0].json
+}
+
+# ECS Exec (`aws ecs execute-command`): the SSM agent ECS puts in each task opens its channels
+# with the task's role. Operators need ecs:ExecuteCommand on the cluster in their own policy.
+data "aws_iam_policy_document" "ecs_exec" {
+  # checkov:skip=CKV_AWS_356: the SSM message channels take no resource-level permissions
+  # checkov:skip=CKV_AWS_111: the SSM message channels take no resource-level permissions
+  statement {
+    sid = "EcsExecChannels"
+    actions = [
+      "ssmmessages:CreateControlChannel",
+      "ssmmessages:CreateDataChannel",
+      "ssmmessages:OpenControlChannel",
+      "ssmmessages:OpenDataChannel",
+    ]
+    resources = ["*"]
+  }
+}
+
+resource "aws_iam_role_policy" "ecs_exec" {
+  for_each = var.ecs_exec ? {
+    control-plane = aws_iam_role.control_plane.id
+    autoscaler    = aws_iam_role.autoscaler.id
+  } : {}
+  name   = "${var.name}-${each.key}-ecs-exec"
+  role   = each.value
+  policy = data.aws_iam_policy_document.ecs_exec.json
 }

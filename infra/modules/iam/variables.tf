@@ -77,3 +77,14 @@ variable "tags" {
   default     = {}
   description = "Tags on every resource."
 }
+
+variable "notice_bus_arn" {
+  type        = string
+  description = "The EventBridge bus the control plane puts completion notices on."
+}
+
+variable "ecs_exec" {
+  type        = bool
+  default     = true
+  description = "Let operators open a shell in the services' tasks with ECS Exec (aws ecs execute-command): the SSM channels the task role needs."
+}

@@ -98,3 +98,11 @@ resource "aws_sqs_queue_policy" "interruptions" {
   queue_url = aws_sqs_queue.interruptions.id
   policy    = data.aws_iam_policy_document.interruptions.json
 }
+
+# Completion notices (README, "Completion notices"): the control plane puts every job's end,
+# interruption and resume here (source `framefleet`); a rule of the operator's routes them on
+# (a queue, a Lambda, an SNS topic).
+resource "aws_cloudwatch_event_bus" "notices" {
+  name = "${var.name}-notices"
+  tags = var.tags
+}

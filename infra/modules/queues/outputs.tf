@@ -37,3 +37,13 @@ output "interruptions_queue_arn" {
   value       = aws_sqs_queue.interruptions.arn
   description = "The EC2 events queue's ARN, for IAM policies."
 }
+
+output "notice_bus_name" {
+  value       = aws_cloudwatch_event_bus.notices.name
+  description = "The EventBridge bus of completion notices (notices.event_bus)."
+}
+
+output "notice_bus_arn" {
+  value       = aws_cloudwatch_event_bus.notices.arn
+  description = "The bus's ARN, for the control plane's events:PutEvents and the rules that route notices."
+}

@@ -94,3 +94,47 @@ resource "aws_lb_listener" "api" {
   }
   tags = var.tags
 }
+
+# Single sign-on (README, "Single sign-on"): the console's pages need a person signed on with
+# the organisation's identity provider; the API's routes pass a person's session on when there
+# is one (the console's own calls) and let token clients through untouched. The API verifies
+# the load balancer's signed claims itself (orchestrator/api/alb_identity.py).
+locals {
+  sso = local.api_load_balancer && var.console_oidc != null
+  sso_paths = {
+    console = { priority = 10, paths = ["/console*", "/static/*", "/"], on_unauthenticated = "authenticate" }
+    api     = { priority = 20, paths = ["/v1/*"], on_unauthenticated = "allow" }
+  }
+}
+
+resource "aws_lb_listener_rule" "sso" {
+  for_each     = local.sso ? local.sso_paths : {}
+  listener_arn = aws_lb_listener.api[0].arn
+  priority     = each.value.priority
+  condition {
+    path_pattern {
+      values = each.value.paths
+    }
+  }
+  action {
+    type  = "authenticate-oidc"
+    order = 1
+    authenticate_oidc {
+      issuer                     = var.console_oidc.issuer
+      authorization_endpoint     = var.console_oidc.authorization_endpoint
+      token_endpoint             = var.console_oidc.token_endpoint
+      user_info_endpoint         = var.console_oidc.user_info_endpoint
+      client_id                  = var.console_oidc.client_id
+      client_secret              = var.console_oidc.client_secret
+      scope                      = var.console_oidc.scope
+      on_unauthenticated_request = each.value.on_unauthenticated
+      session_timeout            = 43200 # 12 hours, as the console's token cookie
+    }
+  }
+  action {
+    type             = "forward"
+    order            = 2
+    target_group_arn = aws_lb_target_group.api[0].arn
+  }
+  tags = var.tags
+}

@@ -90,9 +90,12 @@ resource "aws_iam_role_policy_attachment" "execution" {
 
 data "aws_iam_policy_document" "secrets" {
   statement {
-    sid       = "DatabaseAndBrokerPasswords"
-    actions   = ["secretsmanager:GetSecretValue"]
-    resources = [var.database_secret_arn, var.broker_admin_secret_arn, var.control_plane_broker_secret_arn]
+    sid     = "DatabaseAndBrokerPasswords"
+    actions = ["secretsmanager:GetSecretValue"]
+    resources = compact([
+      var.database_secret_arn, var.broker_admin_secret_arn, var.control_plane_broker_secret_arn,
+      var.webhook_secret_arn,
+    ])
   }
 }
 
@@ -108,9 +111,12 @@ locals {
       command   = ["serve"]
       task_role = var.control_plane_role_arn
       port_env  = "FRAMEFLEET_METRICS_PORT"
-      secrets   = { FRAMEFLEET_MQTT__PASSWORD = var.control_plane_broker_secret_arn }
-      ports     = [var.api_port]
-      env = {
+      secrets = merge(
+        { FRAMEFLEET_MQTT__PASSWORD = var.control_plane_broker_secret_arn },
+        var.webhook_secret_arn == null ? {} : { FRAMEFLEET_NOTICES__WEBHOOK_SECRET = var.webhook_secret_arn },
+      )
+      ports = [var.api_port]
+      env = merge({
         FRAMEFLEET_MQTT__HOST = var.broker_host
         FRAMEFLEET_MQTT__PORT = tostring(var.broker_port)
         FRAMEFLEET_MQTT__TLS  = "true"
@@ -123,7 +129,9 @@ locals {
         FRAMEFLEET_API__TRUSTED_PROXIES = jsonencode(
           local.api_load_balancer ? coalesce(var.api_load_balancer_cidrs, [var.vpc_cidr]) : []
         )
-      }
+        # Completion notices: every job's end on the bus (empty: none).
+        FRAMEFLEET_NOTICES__EVENT_BUS = coalesce(var.notice_bus_name, "")
+      }, local.sso_env)
     }
     # The broker's admin: it makes each worker's account, and keeps the control plane's.
     autoscaler = {
@@ -144,6 +152,24 @@ locals {
 }
 
 locals {
+  # Single sign-on: the claims the API believes, from this load balancer only.
+  sso_env = local.sso ? {
+    FRAMEFLEET_API__SSO__LOAD_BALANCER_ARN = aws_lb.api[0].arn
+    FRAMEFLEET_API__SSO__REGION            = var.region
+    FRAMEFLEET_API__SSO__GROUP_CLAIM       = nonsensitive(var.console_oidc.group_claim)
+    FRAMEFLEET_API__SSO__OPERATOR_GROUPS   = jsonencode(nonsensitive(var.console_oidc.operator_groups))
+    FRAMEFLEET_API__SSO__TEAM_GROUPS       = jsonencode(nonsensitive(var.console_oidc.team_groups))
+  } : {}
+  # ECS Exec's SSM agent writes where these point; with a read-only root file system they are
+  # volumes of the task's own (Fargate's storage), as AWS's containers-roadmap#1359 describes.
+  exec_volumes = var.ecs_exec ? {
+    ssm-agent-state   = "/var/lib/amazon/ssm"
+    ssm-agent-logs    = "/var/log/amazon/ssm"
+    ssm-managed-agent = "/managed-agents"
+  } : {}
+}
+
+locals {
   # The root file system is read-only; the task's scratch volume (Fargate's own storage) is the
   # one place the processes write: temp files, matplotlib's cache, the finance reports' files.
   scratch = "/var/lib/framefleet"
@@ -154,8 +180,11 @@ locals {
       command                = spec.command
       essential              = true
       readonlyRootFilesystem = true
-      mountPoints            = [{ sourceVolume = "scratch", containerPath = local.scratch, readOnly = false }]
-      portMappings           = [for port in spec.ports : { containerPort = port, protocol = "tcp" }]
+      mountPoints = concat(
+        [{ sourceVolume = "scratch", containerPath = local.scratch, readOnly = false }],
+        [for volume, path in local.exec_volumes : { sourceVolume = volume, containerPath = path, readOnly = false }],
+      )
+      portMappings = [for port in spec.ports : { containerPort = port, protocol = "tcp" }]
       environment = [for name, value in merge(var.settings, spec.env, {
         (spec.port_env)              = tostring(var.metrics_port)
         FRAMEFLEET_HEALTH_PORT       = tostring(var.metrics_port)
@@ -256,6 +285,12 @@ resource "aws_ecs_task_definition" "this" {
   volume {
     name = "scratch"
   }
+  dynamic "volume" {
+    for_each = local.exec_volumes
+    content {
+      name = volume.key
+    }
+  }
   tags = var.tags
 }
 
@@ -268,6 +303,7 @@ resource "aws_ecs_service" "this" {
   launch_type     = "FARGATE"
   # Replicas share the database; the leases decide which one schedules and which one buys, so
   # a rolling deployment may start the new tasks before it stops the old ones.
+  enable_execute_command             = var.ecs_exec
   deployment_maximum_percent         = 200
   deployment_minimum_healthy_percent = 100
   network_configuration {

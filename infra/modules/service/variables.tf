@@ -179,3 +179,39 @@ variable "tags" {
   default     = {}
   description = "Tags on every resource."
 }
+
+variable "notice_bus_name" {
+  type        = string
+  default     = null
+  description = "The EventBridge bus completion notices go to (the queues module's); null: none."
+}
+
+variable "webhook_secret_arn" {
+  type        = string
+  default     = null
+  description = "A Secrets Manager secret (plain text) that signs the webhooks jobs name in `notify` (HMAC-SHA256); null: this deployment sends no webhooks and refuses a job that names one."
+}
+
+variable "ecs_exec" {
+  type        = bool
+  default     = true
+  description = "ECS Exec into the services' tasks (aws ecs execute-command); the root file system stays read-only, the SSM agent writing to volumes of the task's own."
+}
+
+variable "console_oidc" {
+  type = object({
+    issuer                 = string
+    authorization_endpoint = string
+    token_endpoint         = string
+    user_info_endpoint     = string
+    client_id              = string
+    client_secret          = string
+    scope                  = optional(string, "openid email groups")
+    group_claim            = optional(string, "groups")
+    operator_groups        = optional(list(string), [])
+    team_groups            = optional(map(list(string)), {})
+  })
+  default     = null
+  sensitive   = true
+  description = "Single sign-on for the console: the load balancer authenticates people with this OIDC identity provider (authenticate-oidc) and the API maps the group claim to teams (team_groups) or to every team (operator_groups). Needs api_certificate_arn. API tokens keep working; null: the console logs in with a token."
+}
