@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import aioboto3
 import boto3
-import pytest
 from prometheus_client import CollectorRegistry
 
 from kernel.clock import FakeClock
@@ -19,20 +16,9 @@ from kernel.job_spec import parse_job
 from kernel.job_state import JobState
 from orchestrator.notices.eventbridge import EventBridgeSender
 from orchestrator.notices.service import EVENTBRIDGE, NoticeService
-from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
-from orchestrator.store.migrate import upgrade_to_head
 from tests.support.jobs import job_dict
 from tests.support.local_services import REGION
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[JobStore]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'bus.db'}")
-    upgrade_to_head(engine)
-    store = JobStore(engine, clock)
-    yield store
-    store.dispose()
 
 
 def _subscribed_queue(moto_endpoint: str, bus: str) -> str:

@@ -6,8 +6,6 @@ next leader sends it again under the same key (at least once, never a different 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from framefleet_client.notices import BadSignature, verify
@@ -20,24 +18,13 @@ from kernel.job_state import JobState
 from kernel.notify_spec import WebhookRule
 from orchestrator.notices.service import WEBHOOK, NoticeService, NoticeSettings
 from orchestrator.notices.webhook import WebhookSender
-from orchestrator.store.engine import make_engine
 from orchestrator.store.job_store import JobStore
-from orchestrator.store.migrate import upgrade_to_head
 from tests.support.jobs import job_dict
 from tests.support.webhook_receiver import HANG, webhook_receiver
 
 SECRET = b"whsec-test"
 LOOPBACK = WebhookRule.of(["127.0.0.0/8"], allow_http=True)
 TRIES = NoticeSettings(max_attempts=3, first_retry_seconds=5, settle_seconds=5)
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[JobStore]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'notices.db'}")
-    upgrade_to_head(engine)
-    store = JobStore(engine, clock)
-    yield store
-    store.dispose()
 
 
 def _ended(store: JobStore, url: str, state: JobState = JobState.FAILED) -> str:
