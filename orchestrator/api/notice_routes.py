@@ -73,7 +73,7 @@ def list_notices(
     summary="Deliver a dead notice again, from its first try",
 )
 def redeliver(
-    row_id: Annotated[int, Path(ge=1, le=2**62)], _: Administrator, services: Services
+    row_id: Annotated[int, Path(ge=1, le=2**31 - 1)], _: Administrator, services: Services
 ) -> dict[str, int]:
     if not services.store.notices.redeliver(row_id):
         raise HTTPException(404, f"no dead notice {row_id}")

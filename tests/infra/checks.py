@@ -180,13 +180,14 @@ def ecs_exec_has_its_volumes(launches: dict[str, TaskLaunch]) -> None:
 def the_console_signs_people_on(aws: dict[str, Any], control_plane: TaskLaunch) -> None:
     """The console's pages need a person signed on at the load balancer; the API's routes pass
     a session on and let tokens through; the API believes that load balancer only."""
-    [balancer] = aws["elbv2"].describe_load_balancers()["LoadBalancers"]
+    balancers = aws["elbv2"].describe_load_balancers()["LoadBalancers"]
+    [balancer] = [b for b in balancers if b["Type"] == "application"]  # the broker's is not
     [listener] = aws["elbv2"].describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])[
         "Listeners"
     ]
     rules = aws["elbv2"].describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]
     signing = {
-        tuple(rule["Conditions"][0]["Values"]): rule["Actions"][0]
+        _paths(rule["Conditions"][0]): rule["Actions"][0]
         for rule in rules
         if rule["Actions"] and rule["Actions"][0]["Type"] == "authenticate-oidc"
     }
@@ -194,7 +195,15 @@ def the_console_signs_people_on(aws: dict[str, Any], control_plane: TaskLaunch) 
         paths: action["AuthenticateOidcConfig"]["OnUnauthenticatedRequest"]
         for paths, action in signing.items()
     }
-    assert allowed == {("/console*", "/static/*", "/"): "authenticate", ("/v1/*",): "allow"}
+    expected = {
+        frozenset({"/console*", "/static/*", "/"}): "authenticate",
+        frozenset({"/v1/*"}): "allow",
+    }
+    assert allowed == expected, rules
     env = control_plane.environment
     assert env["FRAMEFLEET_API__SSO__LOAD_BALANCER_ARN"] == balancer["LoadBalancerArn"]
     assert json.loads(env["FRAMEFLEET_API__SSO__TEAM_GROUPS"]) == {"video-research": ["research"]}
+
+
+def _paths(condition: dict[str, Any]) -> frozenset[str]:
+    return frozenset(condition.get("PathPatternConfig", {}).get("Values") or condition["Values"])

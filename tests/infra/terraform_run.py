@@ -100,7 +100,6 @@ CONSOLE_OIDC = {
     "token_endpoint": "https://idp.rehearsal.example/token",
     "user_info_endpoint": "https://idp.rehearsal.example/userinfo",
     "client_id": "framefleet-console",
-    "client_secret": "rehearsal-client-secret",
     "operator_groups": ["platform"],
     "team_groups": {"video-research": ["research"]},
 }
@@ -131,6 +130,7 @@ class Deployment:
             "api_certificate_arn": user.api_certificate_arn,
             "api_allowed_cidrs": ["10.30.0.0/16"],
             "console_oidc": CONSOLE_OIDC,
+            "console_oidc_client_secret": "rehearsal-client-secret",
         }
 
     def _run(self, *args: str) -> str:

@@ -186,6 +186,7 @@ module "service" {
   notice_bus_name                 = module.queues.notice_bus_name
   webhook_secret_arn              = var.webhook_secret_arn
   console_oidc                    = var.console_oidc
+  console_oidc_client_secret      = var.console_oidc_client_secret
   settings = {
     FRAMEFLEET_REGION                       = var.region
     FRAMEFLEET_MODEL_REGISTRY               = "s3://${module.storage.bucket}/models/registry.json"

@@ -160,13 +160,18 @@ variable "console_oidc" {
     token_endpoint         = string
     user_info_endpoint     = string
     client_id              = string
-    client_secret          = string
     scope                  = optional(string, "openid email groups")
     group_claim            = optional(string, "groups")
     operator_groups        = optional(list(string), [])
     team_groups            = optional(map(list(string)), {})
   })
   default     = null
-  sensitive   = true
   description = "Single sign-on for the console through the load balancer (the service module's console_oidc); null: token login."
+}
+
+variable "console_oidc_client_secret" {
+  type        = string
+  default     = null
+  sensitive   = true
+  description = "The identity provider's client secret for console_oidc (the load balancer keeps it)."
 }

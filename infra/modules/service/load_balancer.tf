@@ -125,7 +125,7 @@ resource "aws_lb_listener_rule" "sso" {
       token_endpoint             = var.console_oidc.token_endpoint
       user_info_endpoint         = var.console_oidc.user_info_endpoint
       client_id                  = var.console_oidc.client_id
-      client_secret              = var.console_oidc.client_secret
+      client_secret              = var.console_oidc_client_secret
       scope                      = var.console_oidc.scope
       on_unauthenticated_request = each.value.on_unauthenticated
       session_timeout            = 43200 # 12 hours, as the console's token cookie

@@ -156,9 +156,9 @@ locals {
   sso_env = local.sso ? {
     FRAMEFLEET_API__SSO__LOAD_BALANCER_ARN = aws_lb.api[0].arn
     FRAMEFLEET_API__SSO__REGION            = var.region
-    FRAMEFLEET_API__SSO__GROUP_CLAIM       = nonsensitive(var.console_oidc.group_claim)
-    FRAMEFLEET_API__SSO__OPERATOR_GROUPS   = jsonencode(nonsensitive(var.console_oidc.operator_groups))
-    FRAMEFLEET_API__SSO__TEAM_GROUPS       = jsonencode(nonsensitive(var.console_oidc.team_groups))
+    FRAMEFLEET_API__SSO__GROUP_CLAIM       = var.console_oidc.group_claim
+    FRAMEFLEET_API__SSO__OPERATOR_GROUPS   = jsonencode(var.console_oidc.operator_groups)
+    FRAMEFLEET_API__SSO__TEAM_GROUPS       = jsonencode(var.console_oidc.team_groups)
   } : {}
   # ECS Exec's SSM agent writes where these point; with a read-only root file system they are
   # volumes of the task's own (Fargate's storage), as AWS's containers-roadmap#1359 describes.

@@ -205,13 +205,18 @@ variable "console_oidc" {
     token_endpoint         = string
     user_info_endpoint     = string
     client_id              = string
-    client_secret          = string
     scope                  = optional(string, "openid email groups")
     group_claim            = optional(string, "groups")
     operator_groups        = optional(list(string), [])
     team_groups            = optional(map(list(string)), {})
   })
   default     = null
-  sensitive   = true
   description = "Single sign-on for the console: the load balancer authenticates people with this OIDC identity provider (authenticate-oidc) and the API maps the group claim to teams (team_groups) or to every team (operator_groups). Needs api_certificate_arn. API tokens keep working; null: the console logs in with a token."
+}
+
+variable "console_oidc_client_secret" {
+  type        = string
+  default     = null
+  sensitive   = true
+  description = "The identity provider's client secret for console_oidc (the load balancer keeps it)."
 }
