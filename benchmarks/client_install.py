@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from benchmarks.common import write_result
 
@@ -96,9 +97,8 @@ def main() -> None:
     for row in installs:
         packages = row["packages"]
         assert isinstance(packages, list)
-        table.add_row(
-            str(row["extra"]), str(row["seconds"]), str(row["added_mib"]), ", ".join(packages)
-        )
+        shown = [str(row["extra"]), str(row["seconds"]), str(row["added_mib"]), ", ".join(packages)]
+        table.add_row(*(Text(cell) for cell in shown))  # "[sqs]" is not markup
     console = Console()
     console.print(table)
     result: dict[str, object] = {"installs": installs}
