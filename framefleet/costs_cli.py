@@ -40,6 +40,11 @@ def add_commands(commands: Any) -> None:
     report.add_argument("--until", type=utc_moment, help="UTC; with --since, a period of your own")
     report.add_argument("--force", action="store_true", help="send even if sent before")
     report.add_argument("--no-email", action="store_true", help="write the files only")
+    report.add_argument(
+        "--by",
+        choices=["team", "project", "customer", "model", "pool", "market", "day"],
+        help="through the API: the period's spend by this grouping (the console's Money page)",
+    )
 
 
 def run_command(

@@ -260,6 +260,11 @@ def _report(api: Transport, args: argparse.Namespace, console: Console) -> None:
         query = {"since": _iso(args.since), "until": _iso(args.until)}
     else:
         query = {"period": args.period}
+    if args.by:
+        groups = api.request("GET", "/v1/costs/groups", query={**query, "by": args.by})
+        title = f"spend by {args.by}: ${groups['total_usd']}"
+        show(console, args.output, groups, rows_table(title, groups["groups"], ("group", "usd")))
+        return
     costs = api.request("GET", "/v1/costs", query=query)
     by_category = [{"category": k, "usd": v} for k, v in costs["by_category"].items()]
     tables = [

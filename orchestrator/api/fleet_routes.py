@@ -1,5 +1,5 @@
 """/v1/fleet (the instances alive, their price and jobs) and /v1/costs (the ledger's money
-for a period, by category and tag)."""
+for a period, by category and tag; /v1/costs/groups: by any grouping of the Money page)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
-from pydantic import AwareDatetime
+from pydantic import AwareDatetime, BaseModel
 
 from orchestrator.api.jobs_routes import ERRORS
 from orchestrator.api.models import CostsView, FleetView
+from orchestrator.api.money_groups import Grouping, grouped
 from orchestrator.api.ports import ApiServices, ApiStore
 from orchestrator.api.security import Operator, Reader, Services
-from orchestrator.api.views import costs_view, fleet_instances, fleet_usd_per_hour
+from orchestrator.api.views import costs_view, fleet_instances, fleet_usd_per_hour, money
 from orchestrator.costs.periods import period_containing
 from orchestrator.store.cost_facts import InstanceLife
 
@@ -88,3 +89,44 @@ def costs(
     if tag is not None:
         view = view.model_copy(update={"by_tag": [t for t in view.by_tag if t.tag == tag]})
     return view
+
+
+class MoneyGroup(BaseModel):
+    group: str
+    usd: str  # cents, allocated once at the line items (a decimal string)
+
+
+class MoneyGroups(BaseModel):
+    since: datetime
+    until: datetime
+    by: str
+    total_usd: str
+    groups: list[MoneyGroup]  # largest first (by day: in order); they add up to the total
+    incomplete: list[str]
+
+
+@router.get(
+    "/costs/groups",
+    response_model=MoneyGroups,
+    responses=ERRORS,
+    summary="Spend for a period by team, project, customer, model, pool, market or day "
+    "(the console's Money page)",
+)
+def cost_groups(
+    caller: Reader,
+    services: Services,
+    by: Grouping = "team",
+    period: Literal["day", "week", "month"] = "day",
+    since: AwareDatetime | None = None,
+    until: AwareDatetime | None = None,
+) -> MoneyGroups:
+    start, end = period_bounds(services, period, since, until)
+    summary, incomplete = services.period_costs(start, end, caller.team_list())
+    return MoneyGroups(
+        since=start,
+        until=end,
+        by=by,
+        total_usd=money(summary.total),
+        groups=[MoneyGroup(group=name, usd=money(usd)) for name, usd in grouped(summary, by)],
+        incomplete=incomplete,
+    )

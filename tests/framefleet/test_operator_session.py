@@ -99,6 +99,7 @@ def test_an_operators_session_goes_through_the_api(
 
     assert len(cli.json("history")["points"]) == 48
     assert "total_usd" in cli.json("report", "--period", "day")
+    assert "groups" in cli.json("report", "--by", "model")
     assert "quarantined" in cli.json("gpus")
     focus = tmp_path / "focus.csv"
     cli.run("costs", "export", "--output", str(focus))

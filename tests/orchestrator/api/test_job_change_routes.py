@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from kernel.fleet_facts import GpuFault, GpuFaultKind
 from kernel.job_state import JobState
@@ -147,3 +148,14 @@ def test_the_history_view_is_json_for_an_operator(api: ServedApi) -> None:
     assert team.call("GET", "/v1/history", "red").status == 403
     backwards = "/v1/history?since=2026-12-07T10:00:00Z&until=2026-12-07T09:00:00Z"
     assert api.call("GET", backwards, "reader").status == 400
+
+
+def test_the_money_page_groupings_are_json_and_add_up(api: ServedApi) -> None:
+    total = api.call("GET", "/v1/costs?period=week", "reader").json()["total_usd"]
+    for by in ("team", "model", "pool", "day"):
+        answer = api.call("GET", f"/v1/costs/groups?by={by}&period=week", "reader")
+        assert answer.status == 200, answer.body
+        groups = answer.json()
+        assert groups["total_usd"] == total
+        assert sum(Decimal(g["usd"]) for g in groups["groups"]) == Decimal(total)
+    assert api.call("GET", "/v1/costs/groups?by=colour", "reader").status == 422
