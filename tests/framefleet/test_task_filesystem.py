@@ -40,12 +40,19 @@ def containers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
 def test_each_task_writes_only_to_its_scratch_volume(
     containers: dict[str, dict[str, object]],
 ) -> None:
+    """Its process writes to the scratch volume alone; ECS Exec's agent (not our process) to
+    three volumes of its own, so that the root stays read-only."""
     assert set(containers) == {"control-plane", "autoscaler"}
     for container in containers.values():
         assert container["readonlyRootFilesystem"] is True
-        assert container["mountPoints"] == [
-            {"sourceVolume": "scratch", "containerPath": SCRATCH, "readOnly": False}
-        ]
+        mounts = container["mountPoints"]
+        assert isinstance(mounts, list)
+        assert mounts[0] == {"sourceVolume": "scratch", "containerPath": SCRATCH, "readOnly": False}
+        assert {m["containerPath"] for m in mounts[1:]} == {
+            "/managed-agents",
+            "/var/lib/amazon/ssm",
+            "/var/log/amazon/ssm",
+        }
         health = container["healthCheck"]
         assert isinstance(health, dict)
         assert "/healthz" in " ".join(health["command"])

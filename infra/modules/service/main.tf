@@ -130,7 +130,7 @@ locals {
           local.api_load_balancer ? coalesce(var.api_load_balancer_cidrs, [var.vpc_cidr]) : []
         )
         # Completion notices: every job's end on the bus (empty: none).
-        FRAMEFLEET_NOTICES__EVENT_BUS = coalesce(var.notice_bus_name, "")
+        FRAMEFLEET_NOTICES__EVENT_BUS = var.notice_bus_name == null ? "" : var.notice_bus_name
       }, local.sso_env)
     }
     # The broker's admin: it makes each worker's account, and keeps the control plane's.
