@@ -12,16 +12,15 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Response
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from kernel.errors import ConcurrentModification, InvalidTransition, JobValidationError
+from kernel.errors import ConcurrentModification, InvalidTransition
 from kernel.job_record import AcceptOutcome, JobRecord, Submission
-from kernel.job_spec import JOB_ID_PATTERN, JobSpec, parse_job
+from kernel.job_spec import JOB_ID_PATTERN, JobSpec
 from kernel.job_state import JobState
 from orchestrator.api.auth import Caller
-from orchestrator.api.jobs_routes import ERRORS, JobId, job_summary
+from orchestrator.api.jobs_routes import ERRORS, JobId, at_the_door, job_summary
 from orchestrator.api.models import JobSummary, Problem
 from orchestrator.api.ports import ApiServices
 from orchestrator.api.security import Administrator, Services, visible_job
-from orchestrator.intake.model_door import DoorRefusal
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 CHANGE_ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": Problem}, **ERRORS}
@@ -41,22 +40,7 @@ def changed_spec(services: ApiServices, spec: JobSpec, change: JobChange, job_id
     the future, an output where the workers may write, a model the registry admits)."""
     data: dict[str, Any] = {**spec.model_dump(mode="json", by_alias=True), "job_id": job_id}
     data.update(change.model_dump(mode="json", include=change.model_fields_set))
-    try:
-        settings = services.settings
-        new = parse_job(
-            data,
-            now=services.clock.now(),
-            outputs=settings.output_prefixes,
-            webhooks=settings.webhooks,
-        )
-    except JobValidationError as error:
-        raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
-    if services.admit is not None:
-        admitted = services.admit(new)
-        if isinstance(admitted, DoorRefusal):
-            raise HTTPException(422, {"detail": admitted.reason.value, "errors": [admitted.error]})
-        new = admitted
-    return new
+    return at_the_door(services, data)
 
 
 def _words(change: JobChange, job: JobRecord) -> str:

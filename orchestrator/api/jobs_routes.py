@@ -14,7 +14,7 @@ from pydantic import AwareDatetime, BaseModel, Field
 
 from kernel.errors import JobNotFound, JobValidationError
 from kernel.job_record import AcceptOutcome, JobRecord, Submission
-from kernel.job_spec import JOB_ID_PATTERN, parse_job
+from kernel.job_spec import JOB_ID_PATTERN, JobSpec, parse_job
 from kernel.job_state import ACTIVE_STATES, JobState
 from orchestrator.api.auth import Caller
 from orchestrator.api.models import JobDetail, JobPage, JobSummary, OutputLink, Problem
@@ -75,6 +75,28 @@ async def _body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
+def at_the_door(services: ApiServices, job: bytes | dict[str, Any]) -> JobSpec:
+    """A new job's spec as the door admits it (the intake's parser, with a deadline in the
+    future, an output where the workers may write, a webhook it may call, a model the
+    registry holds), or 422 with each problem: a submission's, a retry's, a change's."""
+    settings = services.settings
+    try:
+        spec = parse_job(
+            job,
+            now=services.clock.now(),
+            outputs=settings.output_prefixes,
+            webhooks=settings.webhooks,
+        )
+    except JobValidationError as error:
+        raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
+    if services.admit is None:
+        return spec
+    admitted = services.admit(spec)
+    if isinstance(admitted, DoorRefusal):
+        raise HTTPException(422, {"detail": admitted.reason.value, "errors": [admitted.error]})
+    return admitted
+
+
 def job_summary(services: ApiServices, job: JobRecord) -> JobSummary:
     (shown,) = job_summaries(services, [job])
     return shown
@@ -110,21 +132,7 @@ async def submit(
     request: Request, response: Response, caller: Submitter, services: Services
 ) -> JobSummary:
     body = await _body(request, services.settings.max_body_bytes)
-    try:
-        spec = parse_job(
-            body,
-            now=services.clock.now(),
-            outputs=services.settings.output_prefixes,
-            webhooks=services.settings.webhooks,
-        )
-    except JobValidationError as error:
-        raise HTTPException(422, {"detail": "invalid job", "errors": list(error.errors)}) from None
-    if services.admit is not None:
-        admitted = services.admit(spec)
-        if isinstance(admitted, DoorRefusal):
-            detail = {"detail": admitted.reason.value, "errors": [admitted.error]}
-            raise HTTPException(422, detail)
-        spec = admitted
+    spec = at_the_door(services, body)
     if not caller.sees(spec.tags.team):
         teams = ", ".join(caller.team_list() or ())
         raise HTTPException(403, f"this token submits for its teams only ({teams}): set tags.team")

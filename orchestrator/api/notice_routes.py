@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Path, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from kernel.job_spec import JOB_ID_PATTERN
 from orchestrator.api.jobs_routes import ERRORS
@@ -18,6 +18,8 @@ router = APIRouter(prefix="/v1", tags=["operations"])
 
 
 class NoticeOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)  # made from the store's StoredNotice
+
     id: int
     notice_id: str  # the key a receiver deduplicates by
     target: str  # webhook | eventbridge
@@ -47,23 +49,7 @@ def list_notices(
     job_id: Annotated[str | None, Query(pattern=JOB_ID_PATTERN)] = None,
 ) -> NoticeList:
     found = services.store.notices.notices(state, job_id)
-    return NoticeList(
-        notices=[
-            NoticeOut(
-                id=n.id,
-                notice_id=n.notice_id,
-                target=n.target,
-                job_id=n.job_id,
-                kind=n.kind,
-                state=n.state,
-                attempts=n.attempts,
-                next_at=n.next_at,
-                last_error=n.last_error,
-                delivered_at=n.delivered_at,
-            )
-            for n in found
-        ]
-    )
+    return NoticeList(notices=[NoticeOut.model_validate(n) for n in found])
 
 
 @router.post(

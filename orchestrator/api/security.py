@@ -122,16 +122,7 @@ def signed_on(request: Request) -> Caller | None:
     if identity is None or not header:
         return None
     caller = identity(header)
-    if caller is None:
-        return None
-    if request.method not in SAFE_METHODS and request.headers.get(CONSOLE_HEADER) != "1":
-        raise HTTPException(403, f"a change made in the console needs the {CONSOLE_HEADER} header")
-    limit: RateLimit = request.app.state.rate_limit
-    wait = limit.retry_after(caller.token_id)
-    if wait is not None:
-        raise HTTPException(429, "too many requests", headers={"Retry-After": str(wait)})
-    request.state.caller = caller
-    return caller
+    return admitted(request, caller, "the console's sign-on") if caller is not None else None
 
 
 def check_token(request: Request, token: str | None, from_cookie: bool) -> Caller:
@@ -150,18 +141,26 @@ def check_token(request: Request, token: str | None, from_cookie: bool) -> Calle
         raise HTTPException(
             401, "the token is unknown or revoked", headers={"WWW-Authenticate": challenge}
         )
-    unsafe = request.method not in SAFE_METHODS
-    if from_cookie and unsafe and request.headers.get(CONSOLE_HEADER) != "1":
-        raise HTTPException(
-            403, f"a change made with the console's cookie needs the {CONSOLE_HEADER} header"
-        )
+    return admitted(request, caller, "the console's cookie" if from_cookie else None)
+
+
+def admitted(request: Request, caller: Caller, browser: str | None) -> Caller:
+    """A known caller let in: a change made from a browser (`browser`: by what it was
+    recognised) carries the console's own header, which another site cannot send (CSRF); the
+    caller's rate limit holds; the access log names it (never its token)."""
+    if (
+        browser
+        and request.method not in SAFE_METHODS
+        and request.headers.get(CONSOLE_HEADER) != "1"
+    ):
+        raise HTTPException(403, f"a change made with {browser} needs the {CONSOLE_HEADER} header")
     limit: RateLimit = request.app.state.rate_limit
     wait = limit.retry_after(caller.token_id)
     if wait is not None:
         raise HTTPException(
             429, "too many requests for this token", headers={"Retry-After": str(wait)}
         )
-    request.state.caller = caller  # for the access log: the token's id, never the token
+    request.state.caller = caller
     return caller
 
 

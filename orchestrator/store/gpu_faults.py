@@ -51,13 +51,13 @@ class GpuFaultBook(StoreBase):
         """Lift a quarantine (an operator judged the GPU sound): the release is recorded as
         a fault row, so the GPU's record keeps both; its faults before it no longer count.
         None when the GPU is not quarantined."""
-        if (worker_id, gpu_index) not in self.quarantined_gpus():
+        marks = (GpuFaultKind.QUARANTINE, GpuFaultKind.RELEASE)
+        found = [
+            f for f in self.gpu_faults(worker_id) if f.gpu_index == gpu_index and f.kind in marks
+        ]
+        if not found or found[-1].kind is not GpuFaultKind.QUARANTINE:
             return None
-        quarantine = [
-            f
-            for f in self.gpu_faults(worker_id)
-            if f.gpu_index == gpu_index and f.kind is GpuFaultKind.QUARANTINE
-        ][-1]
+        quarantine = found[-1]
         release = GpuFault(
             worker_id,
             quarantine.instance_id,
