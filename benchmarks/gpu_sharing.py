@@ -60,7 +60,8 @@ def _worker(
     import torch
 
     from benchmarks.wan_shapes import BF16, build_wan, job, recipe, sync
-    from worker_ami.agent.renderer import Renderer, configure_torch
+    from worker_ami.agent.families.wan import WanRenderer
+    from worker_ami.agent.renderer import configure_torch
 
     device = "cuda" if torch.cuda.is_available() and not dry else "cpu"
     configure_torch(device)
@@ -68,7 +69,7 @@ def _worker(
         torch.cuda.set_per_process_memory_fraction(MEMORY_FRACTION, torch.device(device))
     pipe = build_wan("wan2.1-t2v-1.3b", device, BF16, dry=dry)
     on_gpu = recipe(BF16, "bench", "batched", "flash")
-    renderer = Renderer(
+    renderer = WanRenderer(
         pipe, device, on_gpu if device == "cuda" else recipe(BF16, "bench", "sequential", "default")
     )
     begun = []

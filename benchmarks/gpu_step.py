@@ -49,8 +49,10 @@ from benchmarks.wan_shapes import (
     time_renderer,
 )
 from kernel.job_spec import JobSpec
+from worker_ami.agent.families import load_renderer
+from worker_ami.agent.families.wan import WanRenderer as Renderer
 from worker_ami.agent.recipe import RenderRecipe
-from worker_ami.agent.renderer import Renderer, configure_torch, load_pipeline
+from worker_ami.agent.renderer import configure_torch
 
 RESULTS = Path(__file__).parent / "results" / "gpu-step.json"
 WARMUP = 1  # steps run before the timed ones (reported apart: a compile's cost is there)
@@ -243,11 +245,12 @@ def run(out: Path, budget_s: float, only: list[str] | None, dry: bool = False) -
         print(f"{name}: building")
         started = time.monotonic()
         if name == "wan2.1-t2v-1.3b":
-            # Through the product's own loader: saved, then loaded by `load_pipeline`.
+            # Through the product's own loader: saved, then loaded by `load_renderer`.
             build_wan(name, device, BF16, dry).save_pretrained(str(folder))
             torch.cuda.empty_cache()
             loaded_at = time.monotonic()
-            pipe = load_pipeline(folder, device, BF16)
+            loaded = recipe(BF16, bench.family, "batched", "flash")
+            pipe = load_renderer(folder, device, loaded).pipe
             bench.checks["1.3b load_pipeline from disk (s)"] = round(
                 time.monotonic() - loaded_at, 2
             )

@@ -11,7 +11,8 @@ from typing import Any
 
 from kernel.job_spec import JobSpec
 from worker_ami.agent.recipe import RenderRecipe
-from worker_ami.agent.render_process import ChildRenders, RenderLimits
+from worker_ami.agent.render_limits import RenderLimits
+from worker_ami.agent.render_process import ChildRenders
 from worker_ami.agent.state_codec import LATENTS, decode_state
 
 

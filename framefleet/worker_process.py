@@ -32,7 +32,8 @@ from worker_ami.agent.model_cache import LiveRegistry, ModelCache
 from worker_ami.agent.object_store import S3ObjectStore, s3_client
 from worker_ami.agent.parts import WorkerParts
 from worker_ami.agent.preflight import GIB
-from worker_ami.agent.render_process import ChildRenders, host_memory_bytes, limits_for
+from worker_ami.agent.render_limits import host_memory_bytes, limits_for
+from worker_ami.agent.render_process import ChildRenders
 from worker_ami.agent.render_session import RenderFactory
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings

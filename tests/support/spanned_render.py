@@ -13,7 +13,7 @@ from safetensors.torch import save_file
 from kernel.job_spec import JobSpec
 from tests.support.renders import CPU_RECIPE
 from worker_ami.agent.context_parallel import Span, join, leave, span_transformer
-from worker_ami.agent.renderer import Renderer, load_pipeline
+from worker_ami.agent.families import load_renderer
 from worker_ami.agent.state_codec import decode_state, encode_state
 
 CHECKPOINT_AT = 2  # of the job's steps
@@ -37,9 +37,8 @@ def _render(
 ) -> None:
     join(span, "cpu")  # every process of the group meets here: the last render is written
     try:
-        pipe = load_pipeline(model_dir, "cpu", CPU_RECIPE.dtypes)
-        span_transformer(pipe, span, "cpu")
-        renderer = Renderer(pipe, "cpu", CPU_RECIPE)
+        renderer = load_renderer(model_dir, "cpu", CPU_RECIPE)
+        span_transformer(renderer.pipe, span, "cpu")
         resume = None
         if resume_from is not None:
             resume = decode_state({p.name: p.read_bytes() for p in resume_from.iterdir()})

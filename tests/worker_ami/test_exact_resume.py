@@ -15,8 +15,8 @@ from kernel.precision import Precision
 from tests.support.jobs import job_dict
 from tests.support.renders import MODEL, Buckets, read_object, video_job
 from tests.support.worker_process import run_worker, worker_env
+from worker_ami.agent.families import load_renderer
 from worker_ami.agent.recipe import recipe_for
-from worker_ami.agent.renderer import Renderer, load_pipeline
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
@@ -31,7 +31,7 @@ CPU = recipe_for(Precision(), "cpu", "cpu")
 
 def test_every_step_resumes_to_identical_latents(tiny_model_dir: Path) -> None:
     spec = parse_job(job_dict("exact", model=MODEL, steps=6), now=None)
-    renderer = Renderer(load_pipeline(tiny_model_dir, "cpu", CPU.dtypes), "cpu", CPU)
+    renderer = load_renderer(tiny_model_dir, "cpu", CPU)
     prompt = renderer.encode(spec)
     states = [renderer.initial_state(spec)]
     while not states[-1].done:
@@ -41,7 +41,7 @@ def test_every_step_resumes_to_identical_latents(tiny_model_dir: Path) -> None:
     for saved in states:
         # Through bytes and into a freshly loaded pipeline, as on another worker.
         restored = decode_state(encode_state(saved))
-        fresh = Renderer(load_pipeline(tiny_model_dir, "cpu", CPU.dtypes), "cpu", CPU)
+        fresh = load_renderer(tiny_model_dir, "cpu", CPU)
         fresh.prepare_resume(restored)
         fresh_prompt = fresh.encode(spec)
         state = restored

@@ -17,11 +17,12 @@ from kernel.precision import ComponentDtypes, Dtype, Precision, resolve_dtypes
 from tests.support.jobs import job_dict
 from tests.support.renders import MODEL, Buckets, make_runner, video_job
 from worker_ami.agent.checkpoint import CheckpointIdentity, CheckpointStore, ResumeRule
+from worker_ami.agent.families import load_renderer
 from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.recipe import RenderRecipe, recipe_for
-from worker_ami.agent.render_process import ChildRenders, RenderLimits
-from worker_ami.agent.renderer import Renderer, load_pipeline
+from worker_ami.agent.render_limits import RenderLimits
+from worker_ami.agent.render_process import ChildRenders
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.settings import WorkerSettings
 
@@ -44,12 +45,12 @@ def test_the_registry_precision_resolves_per_device_and_family() -> None:
 
 def test_each_dtype_reaches_its_component(tiny_model_dir: Path) -> None:
     recipe = recipe_for(BF16_CPU, "cpu", "cpu")
-    pipe = load_pipeline(tiny_model_dir, "cpu", recipe.dtypes)
+    renderer = load_renderer(tiny_model_dir, "cpu", recipe)
+    pipe = renderer.pipe
     assert pipe.transformer.dtype == torch.bfloat16
     assert pipe.text_encoder.dtype == torch.bfloat16
     assert pipe.vae.dtype == torch.float32
     spec = parse_job(job_dict("bf16", model=MODEL, steps=2), now=None)
-    renderer = Renderer(pipe, "cpu", recipe)
     prompt, state = renderer.begin(spec, None)
     assert prompt.positive.dtype == torch.bfloat16
     stepped = renderer.step(state, prompt, spec.guidance)
@@ -60,8 +61,7 @@ def test_each_dtype_reaches_its_component(tiny_model_dir: Path) -> None:
 def test_a_compiled_recipe_compiles_the_transformer_blocks(tiny_model_dir: Path) -> None:
     """Regional compilation: each repeated block wrapped (lazily: the first step compiles)."""
     recipe = recipe_for(Precision(), "cpu", "cpu", compiled=True)
-    pipe = load_pipeline(tiny_model_dir, "cpu", recipe.dtypes)
-    Renderer(pipe, "cpu", recipe)
+    pipe = load_renderer(tiny_model_dir, "cpu", recipe).pipe
     blocks = list(pipe.transformer.blocks)
     assert blocks
     assert all(getattr(b, "_compiled_call_impl", None) is not None for b in blocks)
@@ -104,7 +104,7 @@ async def runner_checkpoint(
 ) -> tuple[CheckpointStore, CheckpointIdentity, str]:
     recipe = recipe_for(BF16_CPU, "cpu", "cpu")
     spec = parse_job(job_dict("crossing", model=MODEL, steps=3), now=None)
-    renderer = Renderer(load_pipeline(tiny_model_dir, "cpu", recipe.dtypes), "cpu", recipe)
+    renderer = load_renderer(tiny_model_dir, "cpu", recipe)
     prompt, state = renderer.begin(spec, None)
     state = renderer.step(state, prompt, spec.guidance)
     store = CheckpointStore(object_store, buckets.checkpoints)

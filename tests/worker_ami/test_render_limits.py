@@ -16,13 +16,8 @@ from worker_ami.agent.job_cgroup import JobCgroup, delegated_root, own_group
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.render_child import failure
-from worker_ami.agent.render_process import (
-    GIB,
-    ChildRenders,
-    RenderLimits,
-    child_environment,
-    limits_for,
-)
+from worker_ami.agent.render_limits import GIB, RenderLimits, limits_for
+from worker_ami.agent.render_process import ChildRenders, child_environment
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings
 

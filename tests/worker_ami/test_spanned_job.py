@@ -17,7 +17,7 @@ from tests.support.renders import Buckets, published, video_job
 from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
-from worker_ami.agent.render_process import RenderLimits
+from worker_ami.agent.render_limits import RenderLimits
 from worker_ami.agent.report import RunStatus
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings

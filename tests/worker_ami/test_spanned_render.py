@@ -14,7 +14,7 @@ from kernel.job_spec import JobSpec, parse_job
 from tests.support.jobs import job_dict
 from tests.support.renders import CPU_RECIPE
 from worker_ami.agent.errors import WorkerError
-from worker_ami.agent.render_process import RenderLimits
+from worker_ami.agent.render_limits import RenderLimits
 from worker_ami.agent.render_session import RenderSession
 from worker_ami.agent.spanned_render import SpannedRender
 from worker_ami.agent.state_codec import decode_state

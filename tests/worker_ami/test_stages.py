@@ -14,9 +14,10 @@ from kernel.render_stage import RenderStage
 from tests.support.jobs import job_dict
 from tests.support.renders import CPU_RECIPE
 from worker_ami.agent.errors import CheckpointRejected
-from worker_ami.agent.renderer import Renderer, load_pipeline
+from worker_ami.agent.families import load_renderer
+from worker_ami.agent.families.wan import WanRenderer
+from worker_ami.agent.renderer import Renderer
 from worker_ami.agent.stages import (
-    STAGE_COMPONENTS,
     decode_embeddings,
     decode_stage,
     denoise_stage,
@@ -28,18 +29,19 @@ from worker_ami.agent.video import encode_mp4
 
 def test_a_staged_render_makes_the_unstaged_video(tiny_model_dir: Path) -> None:
     spec = parse_job(job_dict("staged", steps=4), now=None)
-    whole = Renderer(load_pipeline(tiny_model_dir, "cpu", CPU_RECIPE.dtypes), "cpu", CPU_RECIPE)
+    whole = load_renderer(tiny_model_dir, "cpu", CPU_RECIPE)
     prompt, state = whole.begin(spec, None)
     while state.step < spec.steps:
         state = whole.step(state, prompt, spec.guidance)
     unstaged = whole.decode(state)
 
     def stage_renderer(stage: RenderStage) -> Renderer:
-        components = STAGE_COMPONENTS[stage]
-        pipe = load_pipeline(tiny_model_dir, "cpu", CPU_RECIPE.dtypes, components)
-        loaded = {name for name in ("transformer", "text_encoder", "vae") if getattr(pipe, name)}
-        assert loaded == set(components)
-        return Renderer(pipe, "cpu", CPU_RECIPE)
+        renderer = load_renderer(tiny_model_dir, "cpu", CPU_RECIPE, stage)
+        components = {"transformer", "transformer_2", "text_encoder", "vae"}
+        loaded = {name for name in components if getattr(renderer.pipe, name, None)}
+        # Wan 2.1 has no second expert: the denoising stage loads the one it has.
+        assert loaded == set(WanRenderer.stage_components[stage]) - {"transformer_2"}
+        return renderer
 
     embeddings = encode_stage(stage_renderer(RenderStage.ENCODE), spec)
     final = denoise_stage(stage_renderer(RenderStage.DENOISE), spec, embeddings)
@@ -59,8 +61,8 @@ def test_embeddings_that_are_not_safetensors_are_refused() -> None:
 def test_frames_past_720p_decode_tiled_and_smaller_ones_whole(tiny_model_dir: Path) -> None:
     """Tiling follows the frame size alone, so a render decodes to the same bits whole or as a
     decoding stage on a smaller GPU; a tiled frame stays close to the untiled one."""
-    pipe = load_pipeline(tiny_model_dir, "cpu", CPU_RECIPE.dtypes)
-    renderer = Renderer(pipe, "cpu", CPU_RECIPE)
+    renderer = load_renderer(tiny_model_dir, "cpu", CPU_RECIPE)
+    pipe = renderer.pipe
     small = parse_job(job_dict("small", steps=1), now=None)
     renderer.decode(renderer.initial_state(small))
     assert not pipe.vae.use_tiling

@@ -16,6 +16,9 @@ class DenoiseState:
     generator_state: torch.Tensor  # torch.Generator.get_state(), a uint8 tensor
     sigmas: torch.Tensor  # the scheduler's schedule, checked on resume
     timesteps: torch.Tensor
+    # The expert that denoises the next step (Wan 2.2's high-noise 0, low-noise 1; 0 for a
+    # family of one transformer): recorded so that a resume across the switch is checked.
+    expert: int = 0
 
     @property
     def done(self) -> bool:

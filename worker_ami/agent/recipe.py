@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernel.model_family import ModelFamily
 from kernel.precision import ComponentDtypes, Precision, resolve_dtypes
 
 # "batched": the conditional and unconditional passes as one forward of batch 2, "sequential":
@@ -37,12 +38,20 @@ class RenderRecipe(BaseModel):
     # round differently from eager ones, so it is part of the recipe. Off unless the worker's
     # `render_compile` says so (benchmarks/gpu_step.py measures it, its warm-up counted).
     compiled: bool = False
+    # The model's family (the registry's): which renderer steps it. A checkpoint made before
+    # families were recorded was made by Wan 2.1 text-to-video, the only one then.
+    model_family: ModelFamily = ModelFamily.WAN21_T2V
 
     def resume_refusal(
         self, made_with: RenderRecipe, exact: bool, boundary: bool = False
     ) -> str | None:
         """Why a checkpoint made with `made_with` may not be resumed under this recipe, if so.
         `boundary`: it holds nothing mid-denoising (embeddings alone, or every step done)."""
+        if made_with.model_family is not self.model_family:
+            return (
+                f"checkpoint made by a {made_with.model_family} model, "
+                f"this one is {self.model_family}"
+            )
         if made_with.dtypes.compute is not self.dtypes.compute and not boundary:
             return (
                 f"checkpoint computed in {made_with.dtypes.compute}, this worker computes in "
@@ -84,6 +93,7 @@ def recipe_for(
     cfg: CfgLayout | None = None,
     attention: AttentionKernel | None = None,
     compiled: bool = False,
+    model_family: ModelFamily = ModelFamily.WAN21_T2V,
 ) -> RenderRecipe:
     """The recipe a worker uses for a model: the registry's precision resolved on this device;
     on a GPU batched guidance and flash attention (benchmarks/gpu_step.py measured them), on a
@@ -95,4 +105,5 @@ def recipe_for(
         cfg=cfg or ("batched" if on_gpu else "sequential"),
         attention=attention or ("flash" if on_gpu else "default"),
         compiled=compiled,
+        model_family=model_family,
     )

@@ -110,6 +110,7 @@ class RenderWork:
     def _open(self, request: dict[str, Any]) -> dict[str, Any]:
         from kernel.job_spec import parse_job
         from kernel.render_stage import RenderStage
+        from worker_ami.agent.job_inputs import JobInputs
         from worker_ami.agent.stages import open_stage
         from worker_ami.agent.state_codec import EMBEDDINGS, decode_state
 
@@ -122,8 +123,9 @@ class RenderWork:
         blobs = {p.name: p.read_bytes() for p in Path(resume_dir).iterdir()} if resume_dir else {}
         embeddings = {EMBEDDINGS: blobs.pop(EMBEDDINGS)} if EMBEDDINGS in blobs else None
         resume = decode_state(blobs) if blobs else None
+        inputs = JobInputs.from_wire(request.get("inputs"))
         self._prompt, self._state = open_stage(
-            self._renderer, self._spec, self._stage, resume, embeddings
+            self._renderer, self._spec, self._stage, resume, embeddings, inputs
         )
         step = self._state.step if self._state is not None else 0
         return {"ok": True, "step": step, "loaded": loaded}
@@ -131,22 +133,23 @@ class RenderWork:
     def _load(self, model_dir: str, recipe_json: str, stage: Any) -> bool:
         """The pipeline for this model, recipe and stage (None: whole): the one held (False),
         or loaded (True) after the one held, if any, is freed."""
+        from worker_ami.agent.families import renderer_class
         from worker_ami.agent.recipe import RenderRecipe
-        from worker_ami.agent.renderer import Renderer, load_pipeline
-        from worker_ami.agent.stages import components_of
 
         if self._loaded == (model_dir, recipe_json, stage):
             return False
         recipe = RenderRecipe.model_validate_json(recipe_json)
         self._renderer, self._loaded = None, None
         self._free_device_memory()
-        pipe = load_pipeline(Path(model_dir), self._device, recipe.dtypes, components_of(stage))
+        renderer = renderer_class(recipe.model_family).load(
+            Path(model_dir), self._device, recipe, stage
+        )
         if self._span is not None:
             from worker_ami.agent.context_parallel import join, span_transformer
 
             join(self._span, self._device)
-            span_transformer(pipe, self._span, self._device)
-        self._renderer = Renderer(pipe, self._device, recipe)
+            span_transformer(renderer.pipe, self._span, self._device)
+        self._renderer = renderer
         self._loaded = (model_dir, recipe_json, stage)
         return True
 

@@ -21,7 +21,6 @@ import shutil
 import signal
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,9 @@ from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, WorkerError
 from worker_ami.agent.gpus import process_device
 from worker_ami.agent.job_cgroup import JobCgroup
+from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
 from worker_ami.agent.recipe import RenderRecipe
+from worker_ami.agent.render_limits import RenderLimits
 from worker_ami.agent.render_session import Opened, RenderDied, RenderSession, RenderStalled
 from worker_ami.agent.state_codec import encode_state
 
@@ -58,44 +59,9 @@ KEPT_ENVIRONMENT = (
 MAX_REPLY_BYTES = 64 * 1024
 STOP_GRACE_S = 5.0
 RESET_BOUND_S = 30.0
-GIB = 1024**3
 # A warm render process serves at most this many jobs, then a fresh one replaces it (whatever
 # a long-lived process accumulates, fragmentation or a leak in a library, stays bounded).
 DEFAULT_REUSE_JOBS = 20
-
-
-@dataclass(frozen=True)
-class RenderLimits:
-    memory_bytes: int | None = None
-    threads: int | None = None
-    gpu_memory_fraction: float | None = None
-    cpu_weight: int = 100  # cgroup v2 cpu.weight: equal shares between jobs
-
-
-def limits_for(
-    memory_gib: float | None,
-    threads: int | None,
-    gpu_fraction: float,
-    slots: int,
-    host_memory_bytes: int,
-    host_cpus: int,
-) -> RenderLimits:
-    """A job's share of the host: what the settings say, else an even split between its GPUs
-    of 90% of the memory (the rest is the agent's and the system's) and of the cores."""
-    memory = (
-        int(memory_gib * GIB)
-        if memory_gib is not None
-        else int(host_memory_bytes * 0.9 / max(1, slots))
-    )
-    return RenderLimits(
-        memory_bytes=memory,
-        threads=threads or max(1, host_cpus // max(1, slots)),
-        gpu_memory_fraction=gpu_fraction,
-    )
-
-
-def host_memory_bytes() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def child_environment(scratch: Path) -> dict[str, str]:
@@ -206,6 +172,7 @@ class ChildRender:
         bound_s: float,
         stage: RenderStage | None = None,
         embeddings: dict[str, bytes] | None = None,
+        inputs: JobInputs = NO_INPUTS,
     ) -> Opened:
         self.jobs_opened += 1
         resume_dir = None
@@ -225,6 +192,7 @@ class ChildRender:
             "resume_dir": resume_dir,
             "stage": stage.value if stage is not None else None,
             "hooks": self.hooks,
+            "inputs": inputs.to_wire(),
         }
         reply = await self._call(request, "model load", bound_s)
         return Opened(step=int(reply["step"]), loaded=bool(reply.get("loaded", True)))

@@ -21,6 +21,7 @@ from kernel.job_spec import JobSpec
 from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import WorkerError
+from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
 from worker_ami.agent.recipe import RenderRecipe
 
 T = TypeVar("T")
@@ -54,10 +55,12 @@ class RenderSession(Protocol):
         bound_s: float,
         stage: RenderStage | None = None,
         embeddings: dict[str, bytes] | None = None,
+        inputs: JobInputs = NO_INPUTS,
     ) -> Opened:
         """Load the pipeline (unless held), encode the prompt, start (or resume) the state.
         For a stage of a split render (`stages.open_stage`): only that stage's components,
-        and the prompt's stored `embeddings` where it reads them."""
+        and the stored conditioning (`embeddings`) where it reads it. `inputs`: the job's
+        input image and adapters, on local disk."""
         ...
 
     async def smoke(self, bound_s: float) -> None:

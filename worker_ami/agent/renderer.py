@@ -1,32 +1,32 @@
-"""Drives a diffusers Wan text-to-video pipeline one denoising step at a time, so the agent can
-stop, checkpoint and resume at any step boundary.
+"""Drives a diffusers video pipeline one denoising step at a time, so the agent can stop,
+checkpoint and resume at any step boundary: what every model family shares (the loop's frame,
+the schedule's check, the preflight's tiny step, the recipe's kernels). Each family
+(`worker_ami/agent/families/`) says how its pipeline encodes, predicts noise and decodes.
 
-The loop mirrors `WanPipeline.__call__` (Wan 2.1: one transformer, classifier-free guidance,
-flow-matching scheduler) but keeps every piece of state in a `DenoiseState`. The transformer,
-text encoder and VAE run in the dtypes of the job's `RenderRecipe`; between steps the latents are
-what diffusers' scheduler returns (the transformer's dtype after the first step), kept bit for
-bit in the checkpoint.
+The loop mirrors the family's diffusers `__call__` but keeps every piece of state in a
+`DenoiseState`. The components run in the dtypes of the job's `RenderRecipe`; between steps the
+latents are what diffusers' scheduler returns, kept bit for bit in the checkpoint.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from diffusers import WanPipeline
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernel.job_spec import JobSpec
-from kernel.precision import COMPONENTS, ComponentDtypes, Dtype
-from kernel.stage_cost import decode_tiled
+from kernel.precision import ComponentDtypes, Dtype
+from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, NonFiniteLatents
+from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
 from worker_ami.agent.recipe import AttentionKernel, RenderRecipe
 
 MAX_SEQUENCE_LENGTH = 512
@@ -43,9 +43,14 @@ _KERNELS = {
 
 
 @dataclass(frozen=True)
-class PromptEmbeddings:
+class Conditioning:
+    """What the encoding stage produces and every denoising step reads: the prompt's
+    embeddings and, per family, more (an input image's latents and embeddings, the prompt's
+    attention masks), each by name in `extras`, kept in the checkpoint of a split render."""
+
     positive: torch.Tensor
     negative: torch.Tensor | None
+    extras: Mapping[str, torch.Tensor] = field(default_factory=dict)
 
 
 def configure_torch(device: str) -> None:
@@ -60,32 +65,6 @@ def configure_torch(device: str) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
-
-
-def load_pipeline(
-    model_dir: Path,
-    device: str,
-    dtypes: ComponentDtypes,
-    components: Sequence[str] = COMPONENTS,
-) -> WanPipeline:
-    """Load from a local folder only (the model cache), never from a hub, each component
-    straight into its dtype (no fp32 copy of a bf16 model on the way). `components`: the ones
-    a stage of a split render runs (the others are left out, not loaded)."""
-    configure_torch(device)
-    left_out = {name: None for name in COMPONENTS if name not in components}
-    per_component: dict[str, torch.dtype] = {
-        name: TORCH_DTYPES[dtypes.of(name)] for name in COMPONENTS
-    }
-    # safetensors only: a pickled .bin would run its publisher's code on load.
-    pipe = WanPipeline.from_pretrained(
-        str(model_dir),
-        local_files_only=True,
-        use_safetensors=True,
-        dtype=per_component | {"default": torch.float32},
-        **left_out,
-    )
-    pipe.set_progress_bar_config(disable=True)
-    return pipe.to(device)
 
 
 @contextlib.contextmanager
@@ -107,8 +86,52 @@ def _guide(noise: torch.Tensor, uncond: torch.Tensor, guidance: float) -> torch.
     return uncond + guidance * (noise - uncond)
 
 
+def load_pipeline(
+    pipeline_class: Any,
+    model_dir: Path,
+    device: str,
+    dtypes: ComponentDtypes,
+    components: Sequence[str],
+    every_component: Sequence[str],
+) -> Any:
+    """Load from a local folder only (the model cache), never from a hub, each component
+    straight into its dtype (no fp32 copy of a bf16 model on the way). `components`: the ones
+    a stage of a split render runs (the rest of `every_component` is left out, not loaded)."""
+    configure_torch(device)
+    left_out = {name: None for name in every_component if name not in components}
+    per_component: dict[str, torch.dtype] = {
+        name: TORCH_DTYPES[dtypes.of(DTYPE_OF.get(name, name))]
+        for name in every_component
+        if DTYPE_OF.get(name, name) in ("transformer", "text_encoder", "vae")
+    }
+    # safetensors only: a pickled .bin would run its publisher's code on load.
+    pipe = pipeline_class.from_pretrained(
+        str(model_dir),
+        local_files_only=True,
+        use_safetensors=True,
+        dtype=per_component | {"default": torch.float32},
+        **left_out,
+    )
+    pipe.set_progress_bar_config(disable=True)
+    return pipe.to(device)
+
+
+# The dtype each further component takes: a second expert its first's, an image encoder the
+# text encoder's (the recipe names three).
+DTYPE_OF = {"transformer_2": "transformer", "image_encoder": "text_encoder"}
+
+
 class Renderer:
-    def __init__(self, pipe: WanPipeline, device: str, recipe: RenderRecipe) -> None:
+    """One model family's pipeline, stepped: the loop's frame here, the family's arithmetic in
+    its subclass (`encode`, `_initial_latents`, `_guided_noise`, `decode`)."""
+
+    family: ClassVar[str]
+    pipeline_class: ClassVar[Any]
+    # The components each stage loads (`load_pipeline`), and every one the pipeline has.
+    stage_components: ClassVar[Mapping[RenderStage, tuple[str, ...]]]
+    every_component: ClassVar[tuple[str, ...]]
+
+    def __init__(self, pipe: Any, device: str, recipe: RenderRecipe) -> None:
         self._pipe = pipe
         self._device = torch.device(device)
         self.recipe = recipe
@@ -117,76 +140,110 @@ class Renderer:
             # them), minutes less than the whole model, the same speed. Inductor's cache
             # (TORCHINDUCTOR_CACHE_DIR, on the instance's disk) spares later processes the
             # compile; the first step of a process pays what is not cached.
-            pipe.transformer.compile_repeated_blocks(fullgraph=True)
+            for expert in self._experts():
+                expert.compile_repeated_blocks(fullgraph=True)
+
+    @classmethod
+    def components_of(cls, stage: RenderStage | None) -> tuple[str, ...]:
+        return cls.every_component if stage is None else cls.stage_components[stage]
+
+    @classmethod
+    def load(
+        cls, model_dir: Path, device: str, recipe: RenderRecipe, stage: RenderStage | None = None
+    ) -> Renderer:
+        pipe = load_pipeline(
+            cls.pipeline_class,
+            model_dir,
+            device,
+            recipe.dtypes,
+            cls.components_of(stage),
+            cls.every_component,
+        )
+        return cls(pipe, device, recipe)
+
+    @property
+    def pipe(self) -> Any:
+        return self._pipe
 
     @property
     def device(self) -> torch.device:
         return self._device
 
-    @property
-    def max_sequence_length(self) -> int:
-        limit = getattr(self._pipe.tokenizer, "model_max_length", MAX_SEQUENCE_LENGTH)
-        return int(min(limit, MAX_SEQUENCE_LENGTH))
+    def _experts(self) -> list[Any]:
+        return [t for t in (getattr(self._pipe, "transformer", None),) if t is not None]
 
-    def encode(self, spec: JobSpec) -> PromptEmbeddings:
-        with torch.inference_mode():
-            positive, negative = self._pipe.encode_prompt(
-                prompt=spec.prompt,
-                negative_prompt=spec.negative_prompt,
-                do_classifier_free_guidance=spec.guidance > 1.0,
-                num_videos_per_prompt=1,
-                max_sequence_length=self.max_sequence_length,
-                device=self._device,
-            )
-        # The transformer's dtype as the recipe gives it: a prompt-encoding stage has no
-        # transformer loaded.
-        dtype = TORCH_DTYPES[self.recipe.dtypes.transformer]
-        return PromptEmbeddings(
-            positive=positive.to(dtype), negative=None if negative is None else negative.to(dtype)
-        )
+    # The family's arithmetic.
+    def encode(self, spec: JobSpec, inputs: JobInputs = NO_INPUTS) -> Conditioning:
+        raise NotImplementedError
 
-    def _schedule(self, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _initial_latents(self, spec: JobSpec, generator: torch.Generator) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _guided_noise(
+        self, latents: torch.Tensor, t: torch.Tensor, cond: Conditioning, guidance: float
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+    def decode(
+        self, state: DenoiseState, tiled: bool | None = None
+    ) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        raise NotImplementedError
+
+    def _set_schedule(self, steps: int, latents: torch.Tensor) -> None:
+        self._pipe.scheduler.set_timesteps(steps, device=self._device)
+
+    def expert_at(self, t: torch.Tensor) -> int:
+        """Which expert denoises at timestep `t` (0 where the family has one)."""
+        return 0
+
+    def smoke_conditioning(self, tiny: JobSpec, stored: Conditioning | None) -> Conditioning:
+        """What the preflight's tiny step reads: the stored embeddings where the stage has no
+        encoder, else the tiny job's own."""
+        return stored or self.encode(tiny)
+
+    # The loop's frame.
+    def _schedule(self, steps: int, latents: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self._set_schedule(steps, latents)
         scheduler = self._pipe.scheduler
-        scheduler.set_timesteps(steps, device=self._device)
         return scheduler.sigmas.detach().cpu().clone(), scheduler.timesteps.detach().cpu().clone()
+
+    def _expert_of(self, state: DenoiseState, step: int) -> int:
+        return self.expert_at(state.timesteps[min(step, state.total_steps - 1)])
 
     def initial_state(self, spec: JobSpec) -> DenoiseState:
         # A CPU generator: the same seed gives the same noise on every device.
         generator = torch.Generator(device="cpu").manual_seed(spec.seed)
-        sigmas, timesteps = self._schedule(spec.steps)
         with torch.inference_mode():
-            latents = self._pipe.prepare_latents(
-                1,
-                self._pipe.transformer.config.in_channels,
-                spec.height,
-                spec.width,
-                spec.num_frames,
-                torch.float32,
-                self._device,
-                generator,
-                None,
-            )
-        return DenoiseState(
+            latents = self._initial_latents(spec, generator).detach().cpu().clone()
+        sigmas, timesteps = self._schedule(spec.steps, latents)
+        state = DenoiseState(
             step=0,
             total_steps=spec.steps,
-            latents=latents.detach().cpu().clone(),
+            latents=latents,
             generator_state=generator.get_state(),
             sigmas=sigmas,
             timesteps=timesteps,
         )
+        return replace(state, expert=self._expert_of(state, 0))
 
     def prepare_resume(self, state: DenoiseState) -> None:
-        """Point the scheduler at the checkpoint's step; refuse a schedule that differs."""
-        sigmas, timesteps = self._schedule(state.total_steps)
+        """Point the scheduler at the checkpoint's step; refuse a schedule (or an expert at
+        this step) that differs from this pipeline's."""
+        sigmas, timesteps = self._schedule(state.total_steps, state.latents)
         if not (torch.equal(sigmas, state.sigmas) and torch.equal(timesteps, state.timesteps)):
             raise JobFault("checkpoint schedule does not match this pipeline's scheduler")
+        if state.expert != self._expert_of(state, state.step):
+            raise JobFault(
+                f"checkpoint's expert {state.expert} at step {state.step} is not this "
+                f"pipeline's ({self._expert_of(state, state.step)}): another switch step"
+            )
 
     def begin(
-        self, spec: JobSpec, resume: DenoiseState | None
-    ) -> tuple[PromptEmbeddings, DenoiseState]:
-        """The prompt's embeddings and the state to denoise from: `resume` (checked against
+        self, spec: JobSpec, resume: DenoiseState | None, inputs: JobInputs = NO_INPUTS
+    ) -> tuple[Conditioning, DenoiseState]:
+        """The job's conditioning and the state to denoise from: `resume` (checked against
         this pipeline's schedule), or the seed's initial noise."""
-        return self.encode(spec), self.start(spec, resume)
+        return self.encode(spec, inputs), self.start(spec, resume)
 
     def start(self, spec: JobSpec, resume: DenoiseState | None) -> DenoiseState:
         """The state to denoise from: `resume` (checked against this pipeline's schedule), or
@@ -196,33 +253,34 @@ class Renderer:
         self.prepare_resume(resume)
         return resume
 
-    def smoke(
-        self, spec: JobSpec, state: DenoiseState, prompt: PromptEmbeddings | None = None
-    ) -> None:
-        """One tiny step (16x16, one frame; 16 wider per GPU of a render across several, whose
-        tokens must divide among them): the preflight's proof that the pipeline runs on this
-        device; then the scheduler points at `state`'s schedule again. `prompt`: embeddings to
-        step on, for a pipeline without its text encoder (a denoising stage)."""
+    def smoke(self, spec: JobSpec, state: DenoiseState, cond: Conditioning | None = None) -> None:
+        """One tiny step (16x16, one frame, the family's smallest; 16 wider per GPU of a render
+        across several, whose tokens must divide among them): the preflight's proof that the
+        pipeline runs on this device; then the scheduler points at `state`'s schedule again.
+        `cond`: the stored conditioning, for a pipeline without its encoders (a denoising
+        stage)."""
         gpus = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+        side = self.smoke_side
         tiny = spec.model_copy(
-            update={"width": 16 * gpus, "height": 16, "num_frames": 1, "steps": 1}
+            update={"width": side * gpus, "height": side, "num_frames": 1, "steps": 1}
         )
-        self.step(self.initial_state(tiny), prompt or self.encode(tiny), tiny.guidance)
+        self.step(self.initial_state(tiny), self.smoke_conditioning(tiny, cond), tiny.guidance)
         self.prepare_resume(state)
 
-    def step(self, state: DenoiseState, prompt: PromptEmbeddings, guidance: float) -> DenoiseState:
-        """One denoising step: the transformer (twice with guidance), then the scheduler."""
-        pipe = self._pipe
-        scheduler = pipe.scheduler
+    smoke_side: ClassVar[int] = 16
+
+    def step(self, state: DenoiseState, cond: Conditioning, guidance: float) -> DenoiseState:
+        """One denoising step: the family's guided prediction, then the scheduler."""
+        scheduler = self._pipe.scheduler
         # set_timesteps clears the scheduler's position; begin_index then puts it at our step.
-        scheduler.set_timesteps(state.total_steps, device=self._device)
+        self._set_schedule(state.total_steps, state.latents)
         scheduler.set_begin_index(state.step)
         generator = torch.Generator(device="cpu")
         generator.set_state(state.generator_state)
         t = state.timesteps[state.step].to(self._device)
         latents = state.latents.to(self._device)
         with torch.inference_mode(), attention_kernel(self.recipe.attention):
-            noise = self._guided_noise(latents, t, prompt, guidance)
+            noise = self._guided_noise(latents, t, cond, guidance)
             latents = scheduler.step(noise, t, latents, generator=generator, return_dict=False)[0]
         if not bool(torch.isfinite(latents).all()):
             raise NonFiniteLatents(f"non-finite latents after step {state.step + 1}")
@@ -231,56 +289,33 @@ class Renderer:
             step=state.step + 1,
             latents=latents.detach().cpu().clone(),
             generator_state=generator.get_state(),
+            expert=self._expert_of(state, state.step + 1),
         )
 
-    def _guided_noise(
-        self, latents: torch.Tensor, t: torch.Tensor, prompt: PromptEmbeddings, guidance: float
+    def _cfg(
+        self,
+        forward: Any,
+        latents: torch.Tensor,
+        cond: Conditioning,
+        guidance: float,
+        masks: tuple[torch.Tensor, torch.Tensor | None] | None = None,
     ) -> torch.Tensor:
-        """The transformer's prediction with classifier-free guidance, as the recipe lays it
-        out: one forward of batch two, or two forwards (diffusers' order: cond, then uncond)."""
-        model_input = latents.to(self._pipe.transformer.dtype)
-        negative = prompt.negative if guidance > 1.0 else None
-        if negative is None:
-            return self._forward(model_input, t, prompt.positive)
+        """Classifier-free guidance as the recipe lays it out: one forward of batch two, or
+        two forwards (diffusers' order: cond, then uncond). `forward(latents, embeddings,
+        mask)`; `masks`: the prompts' attention masks where the family takes them."""
+        positive_mask, negative_mask = masks or (None, None)
+        if cond.negative is None or guidance <= 1.0:
+            result: torch.Tensor = forward(latents, cond.positive, positive_mask)
+            return result
         if self.recipe.cfg == "batched":
-            both = self._forward(
-                torch.cat([model_input, model_input]), t, torch.cat([prompt.positive, negative])
+            both_masks = None
+            if positive_mask is not None and negative_mask is not None:
+                both_masks = torch.cat([positive_mask, negative_mask])
+            both = forward(
+                torch.cat([latents, latents]), torch.cat([cond.positive, cond.negative]), both_masks
             )
-            noise, noise_uncond = both.chunk(2)
+            noise, uncond = both.chunk(2)
         else:
-            noise = self._forward(model_input, t, prompt.positive)
-            noise_uncond = self._forward(model_input, t, negative)
-        return _guide(noise, noise_uncond, guidance)
-
-    def _forward(
-        self, hidden: torch.Tensor, t: torch.Tensor, embeddings: torch.Tensor
-    ) -> torch.Tensor:
-        output: torch.Tensor = self._pipe.transformer(
-            hidden_states=hidden,
-            timestep=t.expand(hidden.shape[0]),
-            encoder_hidden_states=embeddings,
-            return_dict=False,
-        )[0]
-        return output
-
-    def decode(
-        self, state: DenoiseState, tiled: bool | None = None
-    ) -> np.ndarray[Any, np.dtype[np.uint8]]:
-        """Latents to frames, shape (frames, height, width, 3), uint8; in tiles where the
-        frame size says (`kernel.stage_cost.decode_tiled`), unless `tiled` says otherwise."""
-        pipe = self._pipe
-        vae = pipe.vae
-        ratio = int(vae.spatial_compression_ratio)
-        height, width = (int(side) * ratio for side in state.latents.shape[-2:])
-        if tiled if tiled is not None else decode_tiled(width, height):
-            vae.enable_tiling()
-        else:
-            vae.disable_tiling()
-        with torch.inference_mode(), attention_kernel(self.recipe.attention):
-            latents = state.latents.to(self._device, dtype=vae.dtype)
-            z_dim = vae.config.z_dim
-            mean = torch.tensor(vae.config.latents_mean).view(1, z_dim, 1, 1, 1).to(latents)
-            inv_std = 1.0 / torch.tensor(vae.config.latents_std).view(1, z_dim, 1, 1, 1).to(latents)
-            video = vae.decode(latents / inv_std + mean, return_dict=False)[0]
-            frames = pipe.video_processor.postprocess_video(video, output_type="np")[0]
-        return np.asarray(np.round(np.clip(frames, 0.0, 1.0) * 255.0), dtype=np.uint8)
+            noise = forward(latents, cond.positive, positive_mask)
+            uncond = forward(latents, cond.negative, negative_mask)
+        return _guide(noise, uncond, guidance)

@@ -16,8 +16,10 @@ from kernel.render_stage import RenderStage
 from worker_ami.agent.context_parallel import Span, SpanKind
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import WorkerError
+from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
 from worker_ami.agent.recipe import RenderRecipe
-from worker_ami.agent.render_process import ChildRender, RenderLimits
+from worker_ami.agent.render_limits import RenderLimits
+from worker_ami.agent.render_process import ChildRender
 from worker_ami.agent.render_session import Opened, RenderSession
 
 Reply = TypeVar("Reply")
@@ -73,10 +75,13 @@ class SpannedRender:
         bound_s: float,
         stage: RenderStage | None = None,
         embeddings: dict[str, bytes] | None = None,
+        inputs: JobInputs = NO_INPUTS,
     ) -> Opened:
         if stage is not None:  # the worker refuses such an assignment first (`slots.why_not`)
             raise WorkerError("a render across GPUs runs whole, not as a stage")
-        return await self._all(lambda p: p.open(model_dir, recipe, spec, resume, bound_s))
+        return await self._all(
+            lambda p: p.open(model_dir, recipe, spec, resume, bound_s, inputs=inputs)
+        )
 
     async def smoke(self, bound_s: float) -> None:
         await self._all(lambda p: p.smoke(bound_s))

@@ -22,37 +22,36 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
 from kernel.job_spec import JobSpec
-from kernel.precision import COMPONENTS
 from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import CheckpointRejected
-from worker_ami.agent.renderer import TORCH_DTYPES, PromptEmbeddings, Renderer
+from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
+from worker_ami.agent.renderer import TORCH_DTYPES, Conditioning, Renderer
 from worker_ami.agent.stage_input import stage_input_check
 from worker_ami.agent.state_codec import EMBEDDINGS, encode_state
 
-# The components each stage loads (`load_pipeline`'s `components`).
-STAGE_COMPONENTS: dict[RenderStage, tuple[str, ...]] = {
-    RenderStage.ENCODE: ("text_encoder",),
-    RenderStage.DENOISE: ("transformer",),
-    RenderStage.DECODE: ("vae",),
-}
+# A family's further conditioning is stored under its name with this prefix.
+_EXTRA = "extra."
 
 
-def components_of(stage: RenderStage | None) -> tuple[str, ...]:
-    return tuple(COMPONENTS) if stage is None else STAGE_COMPONENTS[stage]
-
-
-def encode_embeddings(prompt: PromptEmbeddings) -> dict[str, bytes]:
-    tensors = {"positive": prompt.positive.detach().cpu().contiguous()}
-    if prompt.negative is not None:
-        tensors["negative"] = prompt.negative.detach().cpu().contiguous()
+def encode_embeddings(cond: Conditioning) -> dict[str, bytes]:
+    tensors = {"positive": cond.positive.detach().cpu().contiguous()}
+    if cond.negative is not None:
+        tensors["negative"] = cond.negative.detach().cpu().contiguous()
+    for name, tensor in cond.extras.items():
+        tensors[_EXTRA + name] = tensor.detach().cpu().contiguous()
     return {EMBEDDINGS: save_tensors(tensors)}
 
 
-def decode_embeddings(blobs: dict[str, bytes]) -> PromptEmbeddings:
+def decode_embeddings(blobs: dict[str, bytes]) -> Conditioning:
     try:
         tensors = load_tensors(blobs[EMBEDDINGS])
-        return PromptEmbeddings(tensors["positive"], tensors.get("negative"))
+        extras = {
+            name.removeprefix(_EXTRA): tensor
+            for name, tensor in tensors.items()
+            if name.startswith(_EXTRA)
+        }
+        return Conditioning(tensors["positive"], tensors.get("negative"), extras)
     except (SafetensorError, KeyError, ValueError, TypeError, RuntimeError) as error:
         raise CheckpointRejected(f"unreadable embeddings: {error}") from None
 
@@ -63,15 +62,16 @@ def open_stage(
     stage: RenderStage | None,
     resume: DenoiseState | None,
     embeddings: dict[str, bytes] | None,
-) -> tuple[PromptEmbeddings | None, DenoiseState | None]:
+    inputs: JobInputs = NO_INPUTS,
+) -> tuple[Conditioning | None, DenoiseState | None]:
     """The prompt's embeddings and the state a session starts from, as its stage needs them:
     the whole render encodes and starts (or resumes); the encoding stage encodes only; the
     denoising stage reads the stored embeddings and starts (or resumes); the decoding stage
     takes the final state. JobFault where the checkpoint lacks what the stage needs."""
     if stage is None:
-        return renderer.begin(spec, resume)
+        return renderer.begin(spec, resume, inputs)
     if stage is RenderStage.ENCODE:
-        return renderer.encode(spec), None
+        return renderer.encode(spec, inputs), None
     stage_input_check(stage, resume, embeddings)
     if stage is RenderStage.DENOISE:
         assert embeddings is not None
@@ -80,9 +80,10 @@ def open_stage(
         # at the boundary, deliberately (the resume's notes say so); a no-op when they agree.
         dtype = TORCH_DTYPES[renderer.recipe.dtypes.transformer]
         device = renderer.device
-        prompt = PromptEmbeddings(
+        prompt = Conditioning(
             stored.positive.to(device, dtype=dtype),
             None if stored.negative is None else stored.negative.to(device, dtype=dtype),
+            {name: tensor.to(device) for name, tensor in stored.extras.items()},
         )
         return prompt, renderer.start(spec, resume)
     return None, resume
@@ -92,7 +93,7 @@ def smoke_stage(
     renderer: Renderer,
     spec: JobSpec,
     stage: RenderStage | None,
-    prompt: PromptEmbeddings | None,
+    prompt: Conditioning | None,
     state: DenoiseState | None,
 ) -> None:
     """The preflight's tiny step where the stage steps: the whole render, or the denoising
@@ -104,7 +105,7 @@ def smoke_stage(
 
 
 def stage_blobs(
-    stage: RenderStage | None, prompt: PromptEmbeddings | None, state: DenoiseState | None
+    stage: RenderStage | None, prompt: Conditioning | None, state: DenoiseState | None
 ) -> dict[str, bytes]:
     """A checkpoint's blobs: the state's, with the embeddings where a later stage (or this
     one, resumed) reads them."""
@@ -114,9 +115,11 @@ def stage_blobs(
     return blobs
 
 
-def encode_stage(renderer: Renderer, spec: JobSpec) -> dict[str, bytes]:
-    """The prompt's embeddings, as blobs for the denoising stage."""
-    return encode_embeddings(renderer.encode(spec))
+def encode_stage(
+    renderer: Renderer, spec: JobSpec, inputs: JobInputs = NO_INPUTS
+) -> dict[str, bytes]:
+    """The job's conditioning, as blobs for the denoising stage."""
+    return encode_embeddings(renderer.encode(spec, inputs))
 
 
 def denoise_stage(

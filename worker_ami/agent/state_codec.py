@@ -27,6 +27,7 @@ def encode_state(state: DenoiseState) -> dict[str, bytes]:
                 "total_steps": torch.tensor([state.total_steps], dtype=torch.int64),
                 "sigmas": state.sigmas.contiguous(),
                 "timesteps": state.timesteps.contiguous(),
+                "expert": torch.tensor([state.expert], dtype=torch.int64),
             }
         ),
         RNG: save_tensors({"generator_state": state.generator_state.contiguous()}),
@@ -40,8 +41,10 @@ def decode_state(blobs: dict[str, bytes]) -> DenoiseState:
         rng = load_tensors(blobs[RNG])["generator_state"]
         step, total = int(scheduler["step"][0]), int(scheduler["total_steps"][0])
         sigmas, timesteps = scheduler["sigmas"], scheduler["timesteps"]
+        # Absent from a checkpoint of a family of one transformer made before experts.
+        expert = int(scheduler["expert"][0]) if "expert" in scheduler else 0
     except (SafetensorError, KeyError, IndexError, ValueError, TypeError, RuntimeError) as error:
         raise CheckpointRejected(f"unreadable tensors: {error}") from None
-    if rng.dtype != torch.uint8 or not 0 <= step <= total:
+    if rng.dtype != torch.uint8 or not 0 <= step <= total or not 0 <= expert <= 1:
         raise CheckpointRejected("inconsistent scheduler or RNG state")
-    return DenoiseState(step, total, latents, rng, sigmas, timesteps)
+    return DenoiseState(step, total, latents, rng, sigmas, timesteps, expert)

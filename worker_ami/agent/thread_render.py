@@ -10,10 +10,12 @@ from pathlib import Path
 from kernel.job_spec import JobSpec
 from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
+from worker_ami.agent.families import renderer_class
+from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
 from worker_ami.agent.recipe import RenderRecipe
 from worker_ami.agent.render_session import Opened, RenderSession, bounded
-from worker_ami.agent.renderer import PromptEmbeddings, Renderer, load_pipeline
-from worker_ami.agent.stages import components_of, open_stage, smoke_stage, stage_blobs
+from worker_ami.agent.renderer import Conditioning, Renderer
+from worker_ami.agent.stages import open_stage, smoke_stage, stage_blobs
 
 # A pipeline kept loaded: its model folder, recipe, and the stage it serves (None: whole).
 PipelineKey = tuple[Path, RenderRecipe, RenderStage | None]
@@ -28,7 +30,7 @@ class ThreadRender:
         self._renderer: Renderer | None = None
         self._spec: JobSpec | None = None
         self._stage: RenderStage | None = None
-        self._prompt: PromptEmbeddings | None = None
+        self._prompt: Conditioning | None = None
         self._state: DenoiseState | None = None
 
     async def open(
@@ -40,9 +42,10 @@ class ThreadRender:
         bound_s: float,
         stage: RenderStage | None = None,
         embeddings: dict[str, bytes] | None = None,
+        inputs: JobInputs = NO_INPUTS,
     ) -> Opened:
         key = (model_dir, recipe, stage)
-        opening = asyncio.to_thread(self._open, key, spec, resume, embeddings)
+        opening = asyncio.to_thread(self._open, key, spec, resume, embeddings, inputs)
         return await bounded(opening, "model load", bound_s)
 
     def _open(
@@ -51,16 +54,18 @@ class ThreadRender:
         spec: JobSpec,
         resume: DenoiseState | None,
         embeddings: dict[str, bytes] | None,
+        inputs: JobInputs,
     ) -> Opened:
         model_dir, recipe, stage = key
         renderer = self._pipelines.get(key)
         loaded = renderer is None
         if renderer is None:
-            pipe = load_pipeline(model_dir, self._device, recipe.dtypes, components_of(stage))
-            renderer = Renderer(pipe, self._device, recipe)
+            renderer = renderer_class(recipe.model_family).load(
+                model_dir, self._device, recipe, stage
+            )
             self._pipelines[key] = renderer
         self._renderer, self._spec, self._stage = renderer, spec, stage
-        self._prompt, self._state = open_stage(renderer, spec, stage, resume, embeddings)
+        self._prompt, self._state = open_stage(renderer, spec, stage, resume, embeddings, inputs)
         return Opened(self._state.step if self._state is not None else 0, loaded)
 
     async def smoke(self, bound_s: float) -> None:
