@@ -117,6 +117,7 @@ def api_services(
         redrive_dead_letter=redrive,
         discard_dead_letter=discard,
         admit=door.admit if door is not None else None,
+        inputs_refusal=door.inputs_refusal if door is not None else None,
         focus_export=export,
         identity=identity.caller if identity is not None else None,
         settings=ApiSettings(

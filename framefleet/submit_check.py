@@ -33,6 +33,8 @@ async def check_at_the_door(settings: Settings, job: dict[str, Any]) -> None:
     async with s3_client(settings) as s3:
         door = ModelDoor(S3RegistryReader(s3, settings.model_registry), SystemClock())
         await door.refresh()
-    admitted = door.admit(spec)
+        admitted = door.admit(spec)
+        if not isinstance(admitted, DoorRefusal):
+            admitted = await door.inputs_refusal(spec) or spec
     if isinstance(admitted, DoorRefusal):
         raise JobValidationError((f"{admitted.reason}: {admitted.error}",))

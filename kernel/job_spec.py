@@ -23,6 +23,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError, to_json
 
 from kernel.errors import JobValidationError
+from kernel.input_spec import MAX_ADAPTERS, AdapterRef, s3_object_problem
 from kernel.market import GpuFamily
 from kernel.notify_spec import NotifySpec, WebhookRule
 from kernel.outside_text import printable
@@ -89,7 +90,7 @@ class CostTags(_Strict):
 
 
 class JobSpec(_Strict):
-    """One text-to-video job as a producer submits it (the SQS message body)."""
+    """One video job as a producer submits it (the SQS message body)."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -133,6 +134,19 @@ class JobSpec(_Strict):
         "that would cost more, and it is cancelled once its cost reaches this",
         exclude_if=lambda value: value is None,
     )
+    image: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="Image-to-video: s3://bucket/key of the first frame (PNG, JPEG or WebP); "
+        "only for a model of an image-to-video family",
+        exclude_if=lambda value: value is None,
+    )
+    adapters: tuple[AdapterRef, ...] = Field(
+        default=(),
+        max_length=MAX_ADAPTERS,
+        description="LoRA adapters applied to the model for this job only",
+        exclude_if=lambda value: not value,
+    )
     notify: NotifySpec | None = Field(
         default=None,
         description="A webhook told when the job ends (and, if asked, of its interruptions)",
@@ -151,6 +165,14 @@ class JobSpec(_Strict):
         problem = rule.url_refusal(value.webhook)
         if problem is not None:
             raise ValueError(f"webhook: {problem}")
+        return value
+
+    @field_validator("image")
+    @classmethod
+    def _image_object(cls, value: str | None) -> str | None:
+        problem = None if value is None else s3_object_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("prompt", "negative_prompt")

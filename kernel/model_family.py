@@ -84,3 +84,16 @@ def family_tokens(family: ModelFamily, width: int, height: int, frames: int) -> 
     latent_frames = (max(frames, 1) - 1) // traits.temporal_compression + 1
     side = traits.spatial_compression * traits.patch
     return latent_frames * max(1, height // side) * max(1, width // side)
+
+
+def option_refusal(
+    family: ModelFamily, image: str | None, width: int, height: int, frames: int
+) -> str | None:
+    """Why a job cannot be rendered by a model of `family`: an image it does not take (or the
+    one it needs, missing), or a shape it cannot make."""
+    traits = TRAITS[family]
+    if image is not None and not traits.image_input:
+        return f"{family} is text-to-video: it takes no input image (an image-to-video model does)"
+    if image is None and traits.image_input:
+        return f"{family} is image-to-video: the job must name its input image (image)"
+    return traits.shape_refusal(family, width, height, frames)

@@ -16,6 +16,8 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kernel.errors import ConfigurationError
+from kernel.input_spec import s3_object_problem
+from kernel.model_family import ModelFamily
 from kernel.precision import Precision
 
 MODEL_MANIFEST = "framefleet-model.json"
@@ -27,6 +29,8 @@ class ModelEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     uri: str = Field(description="s3://bucket/prefix/ of the published model")
     revision: str = Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    # Which renderer steps it (`kernel/model_family.py`); Wan 2.1 text-to-video unless told.
+    family: ModelFamily = ModelFamily.WAN21_T2V
     # The dtype it computes in and the components kept in fp32 (bf16 with an fp32 VAE unless
     # the registry says otherwise).
     precision: Precision = Field(default_factory=Precision)
@@ -43,9 +47,27 @@ class ModelEntry(BaseModel):
         return memory
 
 
+class AdapterEntry(BaseModel):
+    """A LoRA adapter published for the teams to name (`adapters: [{"name": ...}]`): its
+    safetensors file and the model it was trained on (a job on another model is refused)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    uri: str = Field(description="s3://bucket/key.safetensors")
+    base: str = Field(description="the registry's name of the model it applies to")
+
+    @field_validator("uri")
+    @classmethod
+    def _object(cls, uri: str) -> str:
+        problem = s3_object_problem(uri)
+        if problem is not None or not uri.endswith(".safetensors"):
+            raise ValueError(problem or "must name a .safetensors file")
+        return uri
+
+
 class ModelRegistry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     models: dict[str, ModelEntry]
+    adapters: dict[str, AdapterEntry] = Field(default_factory=dict)
 
     @classmethod
     def parse(cls, raw: bytes | str, where: str) -> ModelRegistry:

@@ -133,6 +133,10 @@ async def submit(
 ) -> JobSummary:
     body = await _body(request, services.settings.max_body_bytes)
     spec = at_the_door(services, body)
+    if services.inputs_refusal is not None and (spec.image or spec.adapters):
+        refused = await services.inputs_refusal(spec)
+        if refused is not None:
+            raise HTTPException(422, {"detail": refused.reason.value, "errors": [refused.error]})
     if not caller.sees(spec.tags.team):
         teams = ", ".join(caller.team_list() or ())
         raise HTTPException(403, f"this token submits for its teams only ({teams}): set tags.team")

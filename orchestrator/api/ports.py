@@ -3,7 +3,7 @@ composition root: the store's reads and writes, the cost ledger, and S3 links.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -226,6 +226,8 @@ class ApiServices:
     # The model registry's check at the door: the job as accepted, or why not (None: any
     # model is accepted)
     admit: Callable[[JobSpec], JobSpec | DoorRefusal] | None = None
+    # The door's read of a job's input objects (its image, its adapters' files) in S3.
+    inputs_refusal: Callable[[JobSpec], Awaitable[DoorRefusal | None]] | None = None
     # The load balancer's signed sign-on header -> the person it names (None: not believed);
     # None: no single sign-on (orchestrator/api/alb_identity.py)
     identity: Callable[[str], Caller | None] | None = None

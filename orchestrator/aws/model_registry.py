@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernel.aws_errors import translated
-from kernel.errors import ConfigurationError, NotFound
+from kernel.errors import ConfigurationError, FrameFleetError, NotFound
 from kernel.model_registry import MODEL_MANIFEST
+from orchestrator.intake.model_door import ObjectProbe
 
 if TYPE_CHECKING:
     from types_aiobotocore_s3.client import S3Client
@@ -42,6 +43,23 @@ class S3RegistryReader:
             return await self._get(bucket, prefix.rstrip("/") + "/" + MODEL_MANIFEST)
         except NotFound:
             return None
+
+    async def probe(self, uri: str, first: int) -> ObjectProbe | str:
+        bucket, key = split_s3(uri)
+        try:
+            with translated("GetObject"):
+                found = await self._s3.get_object(
+                    Bucket=bucket, Key=key, Range=f"bytes=0-{first - 1}"
+                )
+                async with found["Body"] as body:
+                    head: bytes = await body.read()
+        except NotFound:
+            return "no such object"
+        except FrameFleetError as error:
+            return f"not readable: {error}"
+        # A ranged read's Content-Range says the whole size ("bytes 0-15/48213").
+        total = str(found.get("ContentRange", "")).rpartition("/")[2]
+        return ObjectProbe(int(total) if total.isdigit() else len(head), head)
 
     async def _get(self, bucket: str, key: str) -> bytes:
         with translated("GetObject"):

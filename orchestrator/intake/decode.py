@@ -24,6 +24,9 @@ class RejectionReason(StrEnum):
     # Refused at the model door (`model_door.DoorReason`): no such model, or no GPU that big.
     UNKNOWN_MODEL = "unknown_model"
     IMPOSSIBLE_NEED = "impossible_need"
+    # An input the model does not take, or one that is missing, unreadable, too large or not
+    # of a type it reads (an image, an adapter).
+    BAD_INPUT = "bad_input"
     # The job claims a team its sender (SQS's SenderId) does not have (`sender_teams`).
     TEAM_NOT_ALLOWED = "team_not_allowed"
     # The message parsed but handling it failed for a reason of its own (the database refused

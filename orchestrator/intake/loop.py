@@ -134,6 +134,8 @@ class IntakeLoop:
         for message in batch:
             decoded = self._decode(message, now)
             if isinstance(decoded, Submission):
+                decoded = await self._inputs_checked(decoded, message)
+            if isinstance(decoded, Submission):
                 submissions.append(decoded)
             else:
                 rejections.append(decoded)
@@ -150,6 +152,20 @@ class IntakeLoop:
             await self._dead_letter(rejection)
 
         await self._queue.delete([message.receipt_handle for message in batch])
+
+    async def _inputs_checked(
+        self, submission: Submission, message: ReceivedMessage
+    ) -> Submission | Rejection:
+        """The job's input objects (image, adapter files) read at the door: a missing or
+        unusable one is refused before the job costs a boot."""
+        spec = submission.spec
+        if self._door is None or (spec.image is None and not spec.adapters):
+            return submission
+        refused = await self._door.inputs_refusal(spec)
+        if refused is None:
+            return submission
+        reason = RejectionReason(refused.reason.value)
+        return Rejection(message.message_id, reason, (refused.error,), message.body)
 
     def _decode(self, message: ReceivedMessage, now: datetime) -> Submission | Rejection:
         try:

@@ -20,14 +20,24 @@ from typing import Protocol
 
 from kernel.clock import Clock, sleep_unless_stopped
 from kernel.errors import FrameFleetError
+from kernel.input_spec import MAX_ADAPTER_BYTES, MAX_IMAGE_BYTES, image_type
 from kernel.instance_types import CATALOG
 from kernel.job_spec import JobSpec
+from kernel.model_family import option_refusal
 from kernel.model_memory import model_need_gib, resolution_class, span_share_gib
 from kernel.model_registry import ModelRegistry, weights_bytes
 
 log = logging.getLogger(__name__)
 
 LARGEST_GPU_GIB = max(kind.vram_gib for kind in CATALOG.values())  # what FrameFleet can buy
+
+
+@dataclass(frozen=True)
+class ObjectProbe:
+    """What the door reads of a job's input object: its size and first bytes."""
+
+    size: int
+    head: bytes
 
 
 class RegistryReader(Protocol):
@@ -37,10 +47,15 @@ class RegistryReader(Protocol):
         """The published model's `framefleet-model.json` at `uri`, None if there is none."""
         ...
 
+    async def probe(self, uri: str, first: int) -> ObjectProbe | str:
+        """The object at `uri` (its size and `first` bytes), or why it cannot be read."""
+        ...
+
 
 class DoorReason(StrEnum):  # on the wire: the dead letter's `framefleet-reason`
     UNKNOWN_MODEL = "unknown_model"
     IMPOSSIBLE_NEED = "impossible_need"
+    BAD_INPUT = "bad_input"
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,11 @@ class ModelDoor:
                 DoorReason.UNKNOWN_MODEL,
                 f"model {spec.model!r} is not in the model registry (known: {known})",
             )
+        problem = option_refusal(
+            entry.family, spec.image, spec.width, spec.height, spec.num_frames
+        ) or self._adapter_refusal(registry, spec)
+        if problem is not None:
+            return DoorRefusal(DoorReason.BAD_INPUT, f"{spec.model}: {problem}")
         dtype = entry.precision.compute
         weights = self._weights.get((spec.model, entry.revision))
         need = model_need_gib(spec.model, spec.width, spec.height, dtype, entry.memory_gib, weights)
@@ -107,3 +127,46 @@ class ModelDoor:
             return spec
         gpu = spec.gpu.model_copy(update={"min_vram_gib": per_gpu})
         return spec.model_copy(update={"gpu": gpu})
+
+    @staticmethod
+    def _adapter_refusal(registry: ModelRegistry, spec: JobSpec) -> str | None:
+        for adapter in spec.adapters:
+            if adapter.name is None:
+                continue
+            found = registry.adapters.get(adapter.name)
+            if found is None:
+                return f"adapter {adapter.name!r} is not in the model registry"
+            if found.base != spec.model:
+                return f"adapter {adapter.name!r} was made for {found.base}, not this model"
+        return None
+
+    async def inputs_refusal(self, spec: JobSpec) -> DoorRefusal | None:
+        """Why the job's input objects cannot be used, if so: an image that is missing,
+        unreadable, too large or not a PNG, JPEG or WebP; an adapter file that is missing or
+        too large. Read from S3 (a size and a few bytes each), so only for a job that has any;
+        checked after `admit`."""
+        if spec.image is not None:
+            found = await self._reader.probe(spec.image, 16)
+            problem = (
+                found
+                if isinstance(found, str)
+                else f"{found.size} bytes, more than {MAX_IMAGE_BYTES}"
+                if found.size > MAX_IMAGE_BYTES
+                else None
+                if image_type(found.head)
+                else "not a PNG, JPEG or WebP image"
+            )
+            if problem is not None:
+                return DoorRefusal(DoorReason.BAD_INPUT, f"image {spec.image}: {problem}")
+        registry = self._registry
+        for adapter in spec.adapters:
+            uri = adapter.uri
+            if uri is None and registry is not None and adapter.name in registry.adapters:
+                uri = registry.adapters[adapter.name].uri
+            if uri is None:
+                continue
+            probed = await self._reader.probe(uri, 8)
+            if isinstance(probed, str) or probed.size > MAX_ADAPTER_BYTES:
+                why = probed if isinstance(probed, str) else f"{probed.size} bytes, too large"
+                return DoorRefusal(DoorReason.BAD_INPUT, f"adapter {uri}: {why}")
+        return None
