@@ -4,20 +4,24 @@ and see what each policy would have paid (FrameFleet's policy against the baseli
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from autoscaler.market.trace import load_trace
+from autoscaler.market.trace import Trace, load_trace
 from kernel.errors import ConfigurationError
-from simulator.fleet import compare_fleet
+from kernel.step_time import KNOWN_MODELS
+from simulator.fleet import run_fleet
+from simulator.fleet_policies import BASELINES, FRAMEFLEET
+from simulator.fleet_setup import SIMULATED_VIDEO, setup_for_changeover
 from simulator.report import chart, fleet_table
 from simulator.results import FleetResult
-from simulator.workload import daily_poisson, load_jobs
+from simulator.workload import SimJob, daily_poisson, load_jobs
 
 TABLE_WIDTH = 130
 
@@ -31,6 +35,12 @@ def add_commands(commands: Any) -> None:
     simulate.add_argument("--seed", type=int, default=1)
     simulate.add_argument("--changeover-hours", type=float, default=0.2)
     simulate.add_argument("--start-hours", type=float, default=0.0, help="offset into the trace")
+    simulate.add_argument(
+        "--model",
+        default=SIMULATED_VIDEO.model,
+        choices=sorted(KNOWN_MODELS),
+        help="the model every job renders (832x480, 81 frames): its family sets the step time",
+    )
     simulate.add_argument("--json", type=Path, help="write the results here")
     simulate.add_argument("--chart", type=Path, help="write a PNG chart here")
 
@@ -43,6 +53,7 @@ def simulate_fleet(
     seed: int,
     changeover_hours: float,
     start_hours: float,
+    model: str = SIMULATED_VIDEO.model,
 ) -> list[FleetResult]:
     trace = load_trace(traces)
     jobs = load_jobs(jobs_file) if jobs_file else daily_poisson(count, days, seed)
@@ -53,7 +64,27 @@ def simulate_fleet(
             f"the workload needs {span:.0f} h from hour {start_hours:g}; the trace has "
             f"{trace.ticks * tick_hours:.0f} h"
         )
-    return compare_fleet(trace, jobs, changeover_hours, start_hours)
+    return compare_fleet(trace, jobs, changeover_hours, start_hours, model)
+
+
+def compare_fleet(
+    trace: Trace,
+    jobs: list[SimJob],
+    changeover_hours: float,
+    start_hours: float = 0.0,
+    model: str = SIMULATED_VIDEO.model,
+) -> list[FleetResult]:
+    """FrameFleet and every baseline on the same jobs and stretch of the trace, each run by the
+    product in the same simulator; cheapest first. `model`: what every job renders, its
+    family's step time setting the pace."""
+    start = round(start_hours * 3600 / trace.gap.total_seconds())
+    video = replace(SIMULATED_VIDEO, model=model)
+    setup = replace(setup_for_changeover(changeover_hours), video=video)
+    results = [
+        asyncio.run(run_fleet(trace, jobs, setup, start, policy))
+        for policy in (FRAMEFLEET, *BASELINES)
+    ]
+    return sorted(results, key=lambda r: r.cost)
 
 
 def run_command(args: argparse.Namespace, console: Console) -> None:
@@ -70,6 +101,7 @@ def run_command(args: argparse.Namespace, console: Console) -> None:
         args.seed,
         args.changeover_hours,
         args.start_hours,
+        args.model,
     )
     console.print(fleet_table(f"what the workload would have cost on {args.traces.name}", results))
     if args.json:

@@ -3,8 +3,10 @@ job costs a boot: its inputs (an image or not), the frame sizes and counts it ta
 experts, and the architecture its step time and memory need are estimated from.
 
 The worker's side of a family (how its pipeline loads, steps and decodes) is one module under
-`worker_ami/agent/families/`; adding a family adds that module and a row here. The model
-registry names each model's family (`ModelEntry.family`).
+`worker_ami/agent/families/`; adding a family adds that module and a row here (and, where its
+tokens or experts differ from Wan's, an `Architecture` in `kernel/step_time.py` that the step
+time and memory estimates read). The model registry names each model's family
+(`ModelEntry.family`).
 """
 
 from __future__ import annotations
@@ -29,9 +31,6 @@ class FamilyTraits:
     size_multiple: int  # width and height are multiples of it (the VAE's and patches' stride)
     frames_step: int  # num_frames is 1 + a multiple of it (the VAE's temporal compression)
     experts: int  # transformers that take turns over the steps (Wan 2.2: high, then low noise)
-    spatial_compression: int  # pixels per latent along a side
-    temporal_compression: int  # frames per latent frame
-    patch: int  # latents per token along a side
 
     def shape_refusal(
         self, family: ModelFamily, width: int, height: int, frames: int
@@ -52,9 +51,6 @@ _WAN = FamilyTraits(
     size_multiple=16,
     frames_step=4,
     experts=1,
-    spatial_compression=8,
-    temporal_compression=4,
-    patch=2,
 )
 TRAITS: dict[ModelFamily, FamilyTraits] = {
     ModelFamily.WAN21_T2V: _WAN,
@@ -63,27 +59,13 @@ TRAITS: dict[ModelFamily, FamilyTraits] = {
     ModelFamily.WAN22_I2V: FamilyTraits(**{**_WAN.__dict__, "image_input": True, "experts": 2}),
     # LTX-Video's VAE compresses 32x32 pixels and 8 frames into one latent, one token each.
     ModelFamily.LTX_VIDEO: FamilyTraits(
-        image_input=False,
-        size_multiple=32,
-        frames_step=8,
-        experts=1,
-        spatial_compression=32,
-        temporal_compression=8,
-        patch=1,
+        image_input=False, size_multiple=32, frames_step=8, experts=1
     ),
 }
 
 
 def traits_of(family: ModelFamily) -> FamilyTraits:
     return TRAITS[family]
-
-
-def family_tokens(family: ModelFamily, width: int, height: int, frames: int) -> int:
-    """The transformer's tokens for a video of this shape in this family."""
-    traits = TRAITS[family]
-    latent_frames = (max(frames, 1) - 1) // traits.temporal_compression + 1
-    side = traits.spatial_compression * traits.patch
-    return latent_frames * max(1, height // side) * max(1, width // side)
 
 
 def option_refusal(

@@ -20,8 +20,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kernel.job_spec import JobSpec
+from kernel.model_family import ModelFamily
 from kernel.precision import Dtype
-from kernel.step_time import WAN_14B, Architecture, architecture_of, tokens
+from kernel.step_time import (
+    KNOWN_MODELS,
+    LTX_2B,
+    WAN_14B,
+    WAN_A14B,
+    Architecture,
+    architecture_of,
+    tokens,
+)
 
 GIB = 2**30
 TEXT_ENCODER_PARAMETERS = 5.7e9  # UMT5-XXL's encoder
@@ -45,8 +54,11 @@ def resolution_class(width: int, height: int) -> str | None:
 def estimated_need_gib(
     arch: Architecture, width: int, height: int, frames: int, dtype: Dtype
 ) -> float:
-    weights = (arch.parameters + TEXT_ENCODER_PARAMETERS) * BYTES[dtype]
-    activations = ACTIVATION_COPIES * tokens(width, height, frames) * arch.width * BYTES[dtype]
+    # Every expert stays loaded (Wan 2.2 keeps both on the GPU), one runs at a time.
+    weights = (arch.parameters * arch.experts + TEXT_ENCODER_PARAMETERS) * BYTES[dtype]
+    activations = (
+        ACTIVATION_COPIES * tokens(width, height, frames, arch) * arch.width * BYTES[dtype]
+    )
     return round((weights + activations) / GIB + VAE_GIB + RUNTIME_GIB, 1)
 
 
@@ -58,8 +70,18 @@ def _class_needs(model: str, arch: Architecture) -> dict[tuple[str, Dtype, str],
     }
 
 
+# A family's token geometry and experts, for a model its name does not place.
+FAMILY_SHAPES: Mapping[ModelFamily, Architecture] = {
+    ModelFamily.WAN22_T2V: WAN_A14B,
+    ModelFamily.WAN22_I2V: WAN_A14B,
+    ModelFamily.LTX_VIDEO: LTX_2B,
+}
 # (model, compute dtype, resolution class) -> GiB of GPU memory its render needs.
-BUILT_IN: Mapping[tuple[str, Dtype, str], float] = _class_needs("wan/wan2.1-t2v-14b", WAN_14B)
+BUILT_IN: Mapping[tuple[str, Dtype, str], float] = {
+    **_class_needs("wan/wan2.1-t2v-14b", WAN_14B),
+    **_class_needs("wan/wan2.2-t2v-a14b", WAN_A14B),
+    **_class_needs("wan/wan2.2-i2v-a14b", WAN_A14B),
+}
 
 
 def model_need_gib(
@@ -69,9 +91,10 @@ def model_need_gib(
     dtype: Dtype,
     measured: Mapping[str, float] | None = None,
     weights: int | None = None,
+    family: ModelFamily = ModelFamily.WAN21_T2V,
 ) -> float | None:
-    """What a render of `model` needs at this frame size (its resolution class, up to 81
-    frames) in `dtype`: the registry's measured figure, else the built-in one, else an
+    """What a render of `model` (of `family`) needs at this frame size (its resolution class,
+    up to 81 frames) in `dtype`: the registry's measured figure, else the built-in one, else an
     estimate from the published weights' size (`weights`, bytes; cast up where the dtype is
     wider than half precision, never below the weights) plus the activations; None when
     nothing is known (only the producer's figure counts then)."""
@@ -84,12 +107,14 @@ def model_need_gib(
     if found is not None or weights is None:
         return found
     arch = architecture_of(model)
-    if weights / 2 > 1.5 * (arch.parameters + TEXT_ENCODER_PARAMETERS):
+    if model not in KNOWN_MODELS and family in FAMILY_SHAPES:
+        arch = FAMILY_SHAPES[family]  # a fine-tune under a name of its own: its family's
+    if weights / 2 > 1.5 * (arch.parameters * arch.experts + TEXT_ENCODER_PARAMETERS):
         arch = WAN_14B  # weights far past its name's size: taken for the largest known
     _, class_width, class_height = next(c for c in RESOLUTION_CLASSES if c[0] == resolution)
     held = weights * max(1.0, BYTES[dtype] / 2)
     activations = (
-        ACTIVATION_COPIES * tokens(class_width, class_height, CLASS_FRAMES) * arch.width
+        ACTIVATION_COPIES * tokens(class_width, class_height, CLASS_FRAMES, arch) * arch.width
     ) * BYTES[dtype]
     return round((held + activations) / GIB + VAE_GIB + RUNTIME_GIB, 1)
 
@@ -114,7 +139,7 @@ def span_share_gib(whole_gib: float, spec: JobSpec, dtype: Dtype) -> float:
     every GPU, the activations divided among them (context parallelism splits the tokens)."""
     arch = architecture_of(spec.model)
     activations = (
-        (ACTIVATION_COPIES * tokens(spec.width, spec.height, spec.num_frames) * arch.width)
+        (ACTIVATION_COPIES * tokens(spec.width, spec.height, spec.num_frames, arch) * arch.width)
         * BYTES[dtype]
         / GIB
     )

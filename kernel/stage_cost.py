@@ -56,7 +56,7 @@ class Video:
 
     @property
     def tokens(self) -> int:
-        return tokens(self.width, self.height, self.frames)
+        return tokens(self.width, self.height, self.frames, self.arch)
 
     @property
     def pixel_frames(self) -> int:
@@ -100,7 +100,9 @@ def denoise_need_gib(
 ) -> float:
     """GPU memory per GPU of the denoising loop: the transformer whole on each GPU, its share
     of the activations, the VAE, and the text encoder unless encoding is a stage of its own."""
-    weights = video.arch.parameters + (TEXT_ENCODER_PARAMETERS if with_text_encoder else 0.0)
+    weights = video.arch.parameters * video.arch.experts + (
+        TEXT_ENCODER_PARAMETERS if with_text_encoder else 0.0
+    )
     activations = ACTIVATION_COPIES * video.tokens * video.arch.width / max(gpus, 1)
     return (weights + activations) * BYTES[dtype] / GIB + VAE_GIB + RUNTIME_GIB
 

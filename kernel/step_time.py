@@ -29,18 +29,39 @@ HALF_EFFICIENCY, FP32_EFFICIENCY = 0.42, 0.70
 
 @dataclass(frozen=True)
 class Architecture:
-    """What sets a video transformer's cost: parameters, layers and width."""
+    """What sets a video transformer's cost: parameters, layers and width (of the expert
+    that runs a step), and its family's geometry: pixels and frames per token, prompt tokens,
+    and how many experts (each of `parameters`) it holds in memory."""
 
     parameters: float
     layers: int
     width: int
+    pixels_per_token: int = 16  # Wan: the VAE's 8x8, then 2x2 patches
+    frames_per_token: int = 4
+    text_tokens: int = TEXT_TOKENS
+    experts: int = 1
 
 
 WAN_1_3B = Architecture(parameters=1.42e9, layers=30, width=1536)
 WAN_14B = Architecture(parameters=14.3e9, layers=40, width=5120)
+# Wan 2.2 A14B: two 14B experts (high noise, then low noise), one running at a time.
+WAN_A14B = Architecture(parameters=14.3e9, layers=40, width=5120, experts=2)
+# LTX-Video 2B: its VAE makes one token of 32x32 pixels and 8 frames; 128 prompt tokens.
+LTX_2B = Architecture(
+    parameters=1.9e9,
+    layers=28,
+    width=2048,
+    pixels_per_token=32,
+    frames_per_token=8,
+    text_tokens=128,
+)
 KNOWN_MODELS: Mapping[str, Architecture] = {
     "wan/wan2.1-t2v-1.3b": WAN_1_3B,
     "wan/wan2.1-t2v-14b": WAN_14B,
+    "wan/wan2.1-i2v-14b": WAN_14B,
+    "wan/wan2.2-t2v-a14b": WAN_A14B,
+    "wan/wan2.2-i2v-a14b": WAN_A14B,
+    "lightricks/ltx-video": LTX_2B,
 }
 _SIZE_IN_NAME = re.compile(r"(\d+(?:\.\d+)?)b(?![a-z])")
 
@@ -63,25 +84,32 @@ def architecture_of(model: str, known: Mapping[str, Architecture] = KNOWN_MODELS
     else the small Wan's; the first finished jobs correct the guess."""
     if model in known:
         return known[model]
-    match = _SIZE_IN_NAME.search(model.lower())
+    name = model.lower()
+    if "ltx" in name:
+        return LTX_2B
+    if "a14b" in name:
+        return WAN_A14B
+    match = _SIZE_IN_NAME.search(name)
     if match is None:
         return WAN_1_3B
     billions = float(match.group(1))
     return WAN_14B if billions >= 5 else Architecture(billions * 1e9, 30, 1536)
 
 
-def tokens(width: int, height: int, frames: int) -> int:
-    """Transformer tokens of a video: latent frames x latent rows x latent columns / 2x2."""
-    latent_frames = (max(frames, 1) - 1) // 4 + 1
-    return latent_frames * max(1, height // 16) * max(1, width // 16)
+def tokens(width: int, height: int, frames: int, arch: Architecture = WAN_1_3B) -> int:
+    """Transformer tokens of a video: latent frames x latent rows x latent columns (Wan: the
+    VAE's 8x8 then 2x2 patches, 4 frames a latent; LTX-Video 32x32 and 8)."""
+    latent_frames = (max(frames, 1) - 1) // arch.frames_per_token + 1
+    side = arch.pixels_per_token
+    return latent_frames * max(1, height // side) * max(1, width // side)
 
 
 def step_flops(arch: Architecture, width: int, height: int, frames: int, guided: bool) -> float:
-    n = tokens(width, height, frames)
+    n = tokens(width, height, frames, arch)
     forward = (
         2 * arch.parameters * n
         + 4 * arch.layers * arch.width * n * n
-        + 4 * arch.layers * arch.width * n * TEXT_TOKENS
+        + 4 * arch.layers * arch.width * n * arch.text_tokens
     )
     return forward * (2 if guided else 1)
 

@@ -1,10 +1,9 @@
 """Setting (b): a fleet of video jobs over days of a real trace, all zones at once, run by the
 product itself on a simulated cloud, on an injected clock.
 
-What runs is the production object graph:
-- the job store (SQLite, migrated by alembic), which jobs enter as the intake accepts them;
-- the control plane (`ControlPlaneService`: worker registry, scheduler, job events, command
-  re-sends), with an in-memory link in place of MQTT;
+What runs is the production object graph: the job store (SQLite, migrated by alembic), which
+jobs enter as the intake accepts them; the control plane (`ControlPlaneService`), with an
+in-memory link in place of MQTT;
 - the interruptions loop (`InterruptionsLoop.handle`), fed the EventBridge spot warnings;
 - the autoscaler (`AutoscalerLoop`: reconcile, capacity memory, the purchase policy,
   actuation) over the trace-driven market and the simulated EC2.
@@ -16,7 +15,6 @@ and finishing jobs.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import tempfile
 from collections.abc import Sequence
@@ -56,13 +54,12 @@ from simulator.companions import WithCompanions, companions_for, no_companions
 from simulator.fakes import HandledQueue, HomeZones, KeptDeadLetters, MemoryLink, PricesOnly
 from simulator.fleet_faults import FaultWaste, faults_for
 from simulator.fleet_policies import (
-    BASELINES,
     FRAMEFLEET,
     ROUND_SECONDS,
     FleetPolicy,
     seen_before,
 )
-from simulator.fleet_setup import FleetSetup, fleet_pace, purchase_settings, setup_for_changeover
+from simulator.fleet_setup import FleetSetup, fleet_pace, purchase_settings
 from simulator.idle_watch import IdleWatch
 from simulator.message_bus import MessageBus
 from simulator.on_demand_answers import OnDemandAnswers
@@ -382,17 +379,3 @@ async def run_fleet(
             return await simulation.run()
         finally:
             simulation.store.dispose()
-
-
-def compare_fleet(
-    trace: Trace, jobs: list[SimJob], changeover_hours: float, start_hours: float = 0.0
-) -> list[FleetResult]:
-    """FrameFleet and every baseline on the same jobs and stretch of the trace, each run by the
-    product in the same simulator; cheapest first."""
-    start = round(start_hours * 3600 / trace.gap.total_seconds())
-    setup = setup_for_changeover(changeover_hours)
-    results = [
-        asyncio.run(run_fleet(trace, jobs, setup, start, policy))
-        for policy in (FRAMEFLEET, *BASELINES)
-    ]
-    return sorted(results, key=lambda r: r.cost)

@@ -111,7 +111,9 @@ class ModelDoor:
             return DoorRefusal(DoorReason.BAD_INPUT, f"{spec.model}: {problem}")
         dtype = entry.precision.compute
         weights = self._weights.get((spec.model, entry.revision))
-        need = model_need_gib(spec.model, spec.width, spec.height, dtype, entry.memory_gib, weights)
+        need = model_need_gib(
+            spec.model, spec.width, spec.height, dtype, entry.memory_gib, weights, entry.family
+        )
         if need is not None and spec.gpu.count > 1:
             need = span_share_gib(need, spec, dtype)
         per_gpu = max(need or 0.0, spec.gpu.min_vram_gib)

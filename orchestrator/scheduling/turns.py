@@ -88,7 +88,7 @@ def _tenant(on: _OnGpu, family: str) -> Tenant:
     assert work is not None  # checked by the caller
     arch = architecture_of(work.model)
     pace = step_seconds(arch, work.width, work.height, work.frames, family)
-    video_tokens = tokens(work.width, work.height, work.frames)
+    video_tokens = tokens(work.width, work.height, work.frames, arch)
     return Tenant(on.job_id, 0.0, pace, max(1, work.steps_left), on.deadline, video_tokens)
 
 

@@ -42,6 +42,9 @@ class CheckpointIdentity(BaseModel):
     model_revision: str
     pipeline_config_sha256: str
     total_steps: int
+    # The LoRA adapters applied, "<sha256 of the file>@<weight>" each, in the job's order: a
+    # resume under another file or weight is refused (empty: none, as before adapters).
+    adapters: tuple[str, ...] = ()
 
 
 class CheckpointManifest(BaseModel):
@@ -214,6 +217,10 @@ class CheckpointStore:
             raise CheckpointRejected("manifest missing") from None
         manifest = parse_checkpoint_manifest(raw)
         if manifest.identity != expected:
+            if manifest.identity.model_copy(update={"adapters": expected.adapters}) == expected:
+                raise CheckpointRejected(
+                    "checkpoint made with other LoRA adapters (file or weight)"
+                )
             raise CheckpointRejected("checkpoint belongs to another job, model or pipeline")
         names = frozenset(manifest.blobs)
         boundary = names == {EMBEDDINGS} or manifest.step == expected.total_steps

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernel.clock import Clock
 from kernel.job_spec import MODEL_NAME_PATTERN
-from kernel.model_registry import MODEL_MANIFEST, ModelEntry
+from kernel.model_registry import MODEL_MANIFEST, AdapterEntry, ModelEntry
 from kernel.model_registry import ModelRegistry as RegistryDocument
 from worker_ami.agent.digest import Digest
 from worker_ami.agent.errors import ModelCacheError, ObjectNotFound, UnknownModel, WorkerError
@@ -46,6 +46,12 @@ class ModelRegistry(RegistryDocument):
     async def lookup(self, name: str) -> ModelEntry:
         return self.resolve(name)
 
+    async def adapter(self, name: str) -> AdapterEntry:
+        found = self.adapters.get(name)
+        if found is None:
+            raise UnknownModel(f"adapter {name!r} is not in the registry")
+        return found
+
     @classmethod
     def from_file(cls, path: Path) -> ModelRegistry:
         try:
@@ -57,6 +63,10 @@ class ModelRegistry(RegistryDocument):
 class ModelLookup(Protocol):
     async def lookup(self, name: str) -> ModelEntry:
         """The model's entry; UnknownModel (the job's fault) when the registry lacks it."""
+        ...
+
+    async def adapter(self, name: str) -> AdapterEntry:
+        """The published adapter's entry; UnknownModel when the registry lacks it."""
         ...
 
 
@@ -75,6 +85,11 @@ class LiveRegistry:
             return found
         await self._reload()
         return self._current.resolve(name)
+
+    async def adapter(self, name: str) -> AdapterEntry:
+        if name not in self._current.adapters:
+            await self._reload()
+        return await self._current.adapter(name)
 
     async def _reload(self) -> None:
         if self._objects is not None and self._uri:

@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernel.job_spec import JobSpec
@@ -26,7 +28,7 @@ from kernel.precision import ComponentDtypes, Dtype
 from kernel.render_stage import RenderStage
 from worker_ami.agent.denoise_state import DenoiseState
 from worker_ami.agent.errors import JobFault, NonFiniteLatents
-from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
+from worker_ami.agent.job_inputs import NO_INPUTS, AdapterFile, JobInputs
 from worker_ami.agent.recipe import AttentionKernel, RenderRecipe
 
 MAX_SEQUENCE_LENGTH = 512
@@ -135,6 +137,7 @@ class Renderer:
         self._pipe = pipe
         self._device = torch.device(device)
         self.recipe = recipe
+        self._adapters: tuple[AdapterFile, ...] = ()  # the LoRA adapters loaded now
         if recipe.compiled:
             # Regional compilation: each repeated transformer block once (diffusers lists
             # them), minutes less than the whole model, the same speed. Inductor's cache
@@ -171,6 +174,39 @@ class Renderer:
 
     def _experts(self) -> list[Any]:
         return [t for t in (getattr(self._pipe, "transformer", None),) if t is not None]
+
+    @property
+    def adapters(self) -> tuple[AdapterFile, ...]:
+        return self._adapters
+
+    def use_adapters(self, adapters: tuple[AdapterFile, ...]) -> None:
+        """The job's LoRA adapters on the warm base pipeline (diffusers' adapter API, on PEFT),
+        each into every expert, at its weight; those of the job before are unloaded first, so
+        a job without adapters runs on the base weights alone (unloading restores the base
+        modules, bit for bit). An adapter that does not fit the model is the job's fault."""
+        if adapters == self._adapters or not self._experts():
+            return
+        pipe = self._pipe
+        if self._adapters:
+            pipe.unload_lora_weights()
+            self._adapters = ()
+        if not adapters:
+            return
+        two = getattr(pipe, "transformer_2", None) is not None
+        try:
+            for adapter in adapters:
+                # Read as safetensors here, handed over as tensors: nothing is unpickled.
+                weights = load_file(str(adapter.path))
+                pipe.load_lora_weights(dict(weights), adapter_name=adapter.name)
+                if two:
+                    pipe.load_lora_weights(
+                        dict(weights), adapter_name=adapter.name, load_into_transformer_2=True
+                    )
+            pipe.set_adapters([a.name for a in adapters], [a.weight for a in adapters])
+        except (ValueError, RuntimeError, KeyError, OSError, SafetensorError) as error:
+            pipe.unload_lora_weights()
+            raise JobFault(f"adapter does not fit {self.family}: {str(error)[:300]}") from None
+        self._adapters = adapters
 
     # The family's arithmetic.
     def encode(self, spec: JobSpec, inputs: JobInputs = NO_INPUTS) -> Conditioning:

@@ -33,6 +33,8 @@ from worker_ami.agent.checkpoint_policy import (
     smoothed,
 )
 from worker_ami.agent.errors import JobFault, WorkerError
+from worker_ami.agent.input_fetch import InputFetcher
+from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
 from worker_ami.agent.model_cache import CachedModel, ModelCache, ModelLookup
 from worker_ami.agent.object_store import ObjectStore
 from worker_ami.agent.output import VideoOutput
@@ -67,8 +69,11 @@ class RunnerSettings:
     load_timeout_s: float = 900.0
 
 
-def checkpoint_identity(spec: JobSpec, model: CachedModel) -> CheckpointIdentity:
+def checkpoint_identity(
+    spec: JobSpec, model: CachedModel, inputs: JobInputs = NO_INPUTS
+) -> CheckpointIdentity:
     return CheckpointIdentity(
+        adapters=tuple(f"{a.sha256}@{a.weight!r}" for a in inputs.adapters),
         job_id=spec.job_id,
         job_spec_sha256=spec.fingerprint(),
         model=spec.model,
@@ -117,13 +122,13 @@ class JobRunner:
         self._clock = clock
         self._settings = settings
         if renders is None:
-            # Here, not at the top: the in-thread renderer imports diffusers, which an agent
-            # whose renders run in child processes never needs.
+            # Imported here: an agent rendering in child processes never loads diffusers.
             from worker_ami.agent.thread_render import ThreadRenders
 
             renders = ThreadRenders(settings.device)
         self._renders: RenderFactory = renders
         self._output = VideoOutput(objects, checkpoints, clock, settings.load_timeout_s)
+        self._inputs = InputFetcher(objects, registry)
         self._owns_renders = owns_renders
         self._prepared: _Prepared | None = None
         self._warm_stage: RenderStage | None = None
@@ -162,11 +167,13 @@ class JobRunner:
         settings = self._settings
         try:
             entry = await self._registry.lookup(spec.model)
-            recipe = recipe_for(
-                entry.precision, settings.device, settings.gpu_family, compiled=settings.compiled
+            recipe = recipe_for(entry.precision, settings.device, settings.gpu_family)
+            recipe = recipe.model_copy(
+                update={"compiled": settings.compiled, "model_family": entry.family}
             )
             model = await self._models.ensure(spec.model, entry)
-            identity = checkpoint_identity(spec, model)
+            inputs = await self._inputs.fetch(spec)
+            identity = checkpoint_identity(spec, model, inputs)
             rule = ResumeRule(recipe, exact=spec.exact)
             resume = await self._checkpoints.resume_point(identity, resume_from, rule)
             stage_input_check(stage, resume.state, resume.embeddings)
@@ -177,10 +184,12 @@ class JobRunner:
             return str(error), None
         try:
             opened = await session.open(
-                model.path, recipe, spec, resume.state, limit, stage, resume.embeddings
+                model.path, recipe, spec, resume.state, limit, stage, resume.embeddings, inputs
             )
-        except WorkerError as error:
+        except WorkerError as error:  # a JobFault too (an input the model cannot take)
             await session.close()
+            if isinstance(error, JobFault):
+                raise
             return str(error), None
         try:
             await session.smoke(limit)
@@ -227,6 +236,7 @@ class JobRunner:
         """Give back the render session a preflight opened (the job ended, or will not run
         here): kept warm for the next job of its model when healthy and `keep_warm` (not
         after a refused preflight: that machine is in doubt), else ended."""
+        self._inputs.clear()
         if self._prepared is not None:
             prepared, self._prepared = self._prepared, None
             if keep_warm:
@@ -244,11 +254,10 @@ class JobRunner:
         expected_step_seconds: float | None = None,
         stage: RenderStage | None = None,
     ) -> JobReport:
-        """`mtbi_seconds`: the pool's measured mean time between interruptions, which sets
-        the Young/Daly checkpoint interval of this run (else the worker's setting).
-        `expected_step_seconds`: the throughput model's estimate, which sets the watchdog's
-        bound until this run has measured its own steps. `stage`: the stage of a split
-        render this run does, which ends with the checkpoint the next stage starts from."""
+        """`mtbi_seconds`: the pool's mean time between interruptions, which sets the run's
+        Young/Daly checkpoint interval (else the worker's setting). `expected_step_seconds`:
+        the throughput model's estimate, the watchdog's bound until steps are measured.
+        `stage`: the split render's stage it does, ending with the next stage's checkpoint."""
         self._mtbi_s = mtbi_seconds
         report = JobReport(
             job_id=spec.job_id,

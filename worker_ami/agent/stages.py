@@ -68,6 +68,8 @@ def open_stage(
     the whole render encodes and starts (or resumes); the encoding stage encodes only; the
     denoising stage reads the stored embeddings and starts (or resumes); the decoding stage
     takes the final state. JobFault where the checkpoint lacks what the stage needs."""
+    # Every stage: one that has no transformer loaded ignores them.
+    renderer.use_adapters(inputs.adapters)
     if stage is None:
         return renderer.begin(spec, resume, inputs)
     if stage is RenderStage.ENCODE:
