@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from botocore.exceptions import BotoCoreError
+
 from kernel.aws_errors import translated
 from kernel.errors import ConfigurationError, FrameFleetError, NotFound
 from kernel.model_registry import MODEL_MANIFEST
@@ -55,7 +57,7 @@ class S3RegistryReader:
                     head: bytes = await body.read()
         except NotFound:
             return "no such object"
-        except FrameFleetError as error:
+        except (FrameFleetError, BotoCoreError) as error:  # a refusal, never a 500
             return f"not readable: {error}"
         # A ranged read's Content-Range says the whole size ("bytes 0-15/48213").
         total = str(found.get("ContentRange", "")).rpartition("/")[2]

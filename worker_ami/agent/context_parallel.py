@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 import torch.distributed as dist
@@ -71,11 +71,17 @@ def leave() -> None:
 
 
 def span_transformer(pipe: WanPipeline, span: Span, device: str) -> None:
-    """Split the transformer's attention across the group (after `join`)."""
+    """Split each expert's attention across the group (after `join`): the transformer, and
+    Wan 2.2's second where the pipeline has one."""
+    for transformer in (pipe.transformer, getattr(pipe, "transformer_2", None)):
+        if transformer is not None:
+            _span_one(transformer, span, device)
+
+
+def _span_one(transformer: Any, span: Span, device: str) -> None:
     # Here, not at the top: the agent reads `Span` from this module and never loads diffusers.
     from diffusers.models._modeling_parallel import ContextParallelConfig, ParallelConfig
 
-    transformer = pipe.transformer
     why = why_not_span(int(transformer.config.num_attention_heads), span.processes, span.kind)
     if why is not None:
         raise JobFault(why)

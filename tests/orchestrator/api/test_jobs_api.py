@@ -62,6 +62,15 @@ def test_a_job_naming_a_model_the_registry_lacks_gets_422_and_costs_nothing(
     assert api.store.find(job["job_id"]) is None
 
 
+def test_an_input_the_models_family_does_not_take_gets_422(api: ServedApi) -> None:
+    job = job_dict(new_id("img"), model="wan/tiny-test", image="s3://inputs-x/first.png")
+    answer = api.call("POST", "/v1/jobs", "submitter", body=job)
+    assert answer.status == 422
+    assert answer.json()["detail"] == "bad_input"
+    assert "takes no input image" in answer.json()["errors"][0]
+    assert api.store.find(job["job_id"]) is None
+
+
 def test_an_oversized_body_gets_413_declared_or_streamed(api: ServedApi) -> None:
     job = job_dict(new_id("big"), prompt="x" * 5000)  # the served limit is 4096 bytes
     assert api.call("POST", "/v1/jobs", "submitter", body=job).status == 413

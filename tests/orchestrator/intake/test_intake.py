@@ -175,9 +175,25 @@ async def test_a_job_naming_an_unknown_model_is_dead_lettered_at_the_door(
 ) -> None:
     registry = tmp_path / "models.json"
     registry.write_text(
-        json.dumps({"models": {"wan/tiny-test": {"uri": "s3://no-models/t/", "revision": "r1"}}})
+        json.dumps(
+            {
+                "models": {
+                    "wan/tiny-test": {"uri": "s3://no-models/t/", "revision": "r1"},
+                    "wan/tiny-i2v": {
+                        "uri": "s3://no-models/i/",
+                        "revision": "r1",
+                        "family": "wan2.2-i2v",
+                    },
+                }
+            }
+        )
     )
-    bodies = [json.dumps(job_dict("known")), json.dumps(job_dict("typo", model="wan/tiny-tset"))]
+    gone = job_dict("gone-image", model="wan/tiny-i2v", image="s3://no-models/in/first.png")
+    bodies = [
+        json.dumps(job_dict("known")),
+        json.dumps(job_dict("typo", model="wan/tiny-tset")),
+        json.dumps(gone),
+    ]
     message_ids = send(sqs, queues.jobs_url, bodies)
     settings = settings_for(moto_endpoint, queues, database_url, model_registry=str(registry))
 
@@ -196,6 +212,9 @@ async def test_a_job_naming_an_unknown_model_is_dead_lettered_at_the_door(
     }
     assert letters[message_ids[1]].reason == "unknown_model"
     assert "'wan/tiny-tset' is not in the model registry" in letters[message_ids[1]].errors
+    # Its input image is read at the door: not there, so refused before it costs a boot.
+    assert letters[message_ids[2]].reason == "bad_input"
+    assert "s3://no-models/in/first.png" in letters[message_ids[2]].errors
 
 
 async def test_an_sqs_jobs_team_comes_from_its_sender(
