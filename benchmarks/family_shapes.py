@@ -16,10 +16,9 @@ from diffusers import (
     FlowMatchEulerDiscreteScheduler,
     LTXPipeline,
     LTXVideoTransformer3DModel,
-    WanImageToVideoPipeline,
-    WanPipeline,
     WanTransformer3DModel,
 )
+from PIL import Image
 from transformers import (
     CLIPImageProcessor,
     CLIPVisionConfig,
@@ -31,10 +30,12 @@ from transformers import (
 )
 
 from benchmarks.wan_shapes import BF16, WAN, WAN_COMMON
-from kernel.model_family import ModelFamily
+from kernel.job_spec import JobSpec
+from kernel.model_family import ModelFamily, traits_of
 from worker_ami.agent.families import renderer_class
+from worker_ami.agent.families.ltx import MAX_PROMPT_TOKENS
 from worker_ami.agent.renderer import TORCH_DTYPES
-from worker_ami.agent.tiny_families import I2V_BOUNDARY, T2V_BOUNDARY, build_tiny
+from worker_ami.agent.tiny_families import build_tiny, compose_wan
 from worker_ami.agent.tiny_model import word_tokenizer
 
 # (height, width, frames) each family is timed at: Wan's 480p of 81 frames, LTX-Video's
@@ -51,7 +52,7 @@ def _umt5() -> UMT5EncoderModel:
     return UMT5EncoderModel(config)
 
 
-def _wan_14b(in_channels: int = 16, image_dim: int | None = None) -> WanTransformer3DModel:
+def _wan_14b(in_channels: int, image_dim: int | None) -> WanTransformer3DModel:
     config = WAN_COMMON | WAN["wan2.1-t2v-14b"] | {"in_channels": in_channels}
     if image_dim is not None:
         config |= {"image_dim": image_dim, "added_kv_proj_dim": 5120}
@@ -74,15 +75,9 @@ def _real(family: ModelFamily) -> Any:
         "vae": AutoencoderKLWan(),
         "scheduler": FlowMatchEulerDiscreteScheduler(shift=3.0),
     }
-    if family is ModelFamily.WAN22_T2V:
-        return WanPipeline(
-            **common,
-            transformer=_wan_14b(),
-            transformer_2=_wan_14b(),
-            boundary_ratio=T2V_BOUNDARY,
-        )
-    if family is ModelFamily.WAN21_I2V:
-        clip = CLIPVisionConfig(
+
+    def clip() -> tuple[CLIPVisionModel, CLIPImageProcessor]:
+        config = CLIPVisionConfig(
             hidden_size=1280,
             intermediate_size=5120,
             num_hidden_layers=2,
@@ -90,20 +85,10 @@ def _real(family: ModelFamily) -> Any:
             image_size=224,
             patch_size=14,
         )
-        return WanImageToVideoPipeline(
-            **common,
-            transformer=_wan_14b(36, image_dim=1280),
-            image_encoder=CLIPVisionModel(clip),
-            image_processor=CLIPImageProcessor(crop_size=224, size={"shortest_edge": 224}),
-        )
-    if family is ModelFamily.WAN22_I2V:
-        return WanImageToVideoPipeline(
-            **common,
-            transformer=_wan_14b(36),
-            transformer_2=_wan_14b(36),
-            boundary_ratio=I2V_BOUNDARY,
-        )
-    raise ValueError(f"{family}: timed by benchmarks/gpu_step.py")
+        processor = CLIPImageProcessor(crop_size=224, size={"shortest_edge": 224})
+        return CLIPVisionModel(config), processor
+
+    return compose_wan(family, common, _wan_14b, clip)
 
 
 def build_family(family: ModelFamily, device: str, dry: bool) -> Any:
@@ -124,3 +109,25 @@ def build_family(family: ModelFamily, device: str, dry: bool) -> Any:
     pipe.vae.to(TORCH_DTYPES[BF16.vae]).eval()
     pipe.set_progress_bar_config(disable=True)
     return pipe.to(device)
+
+
+def diffusers_call(pipe: Any, family: ModelFamily, spec: JobSpec, image: Path) -> dict[str, Any]:
+    """The arguments of the family's own diffusers pipeline for `spec` (latents out): what a
+    plain diffusers user would pass for the job FrameFleet renders."""
+    call: dict[str, Any] = {
+        "prompt": spec.prompt,
+        "negative_prompt": spec.negative_prompt,
+        "height": spec.height,
+        "width": spec.width,
+        "num_frames": spec.num_frames,
+        "num_inference_steps": spec.steps,
+        "guidance_scale": spec.guidance,
+        "generator": torch.Generator("cpu").manual_seed(spec.seed),
+        "output_type": "latent",
+    }
+    if traits_of(family).image_input:
+        call["image"] = Image.open(image).convert("RGB")
+    if family is ModelFamily.LTX_VIDEO:
+        return call | {"frame_rate": spec.fps, "max_sequence_length": MAX_PROMPT_TOKENS}
+    # FrameFleet encodes at most the tokenizer's length (and 512): the same embeddings.
+    return call | {"max_sequence_length": int(min(pipe.tokenizer.model_max_length, 512))}

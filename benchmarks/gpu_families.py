@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import itertools
 import json
 import platform
 import statistics
@@ -33,14 +32,14 @@ from typing import Any
 import torch
 from PIL import Image
 
-from benchmarks.family_shapes import SHAPES, build_family
-from benchmarks.wan_shapes import BF16, recipe, sync
+from benchmarks.family_shapes import SHAPES, build_family, diffusers_call
+from benchmarks.wan_shapes import BF16, StepStamps, recipe, time_renderer
 from kernel.job_spec import JobSpec, parse_job
 from kernel.model_family import ModelFamily, traits_of
 from worker_ami.agent.families import renderer_class
 from worker_ami.agent.job_inputs import JobInputs
 from worker_ami.agent.recipe import AttentionKernel, CfgLayout
-from worker_ami.agent.renderer import Renderer, configure_torch
+from worker_ami.agent.renderer import configure_torch
 
 RESULTS = Path(__file__).parent / "results" / "gpu-families.json"
 WARMUP, TIMED = 1, 3
@@ -84,55 +83,14 @@ def first_frame(spec: JobSpec, folder: Path) -> Path:
     return path
 
 
-def time_ours(
-    renderer: Renderer, spec: JobSpec, inputs: JobInputs, device: str
-) -> tuple[list[float], torch.Tensor]:
-    cond, state = renderer.begin(spec, None, inputs)
-    seconds = []
-    for _ in range(WARMUP + TIMED):
-        sync(device)
-        started = time.perf_counter()
-        state = renderer.step(state, cond, spec.guidance)
-        sync(device)
-        seconds.append(time.perf_counter() - started)
-    return seconds, state.latents.float().cpu()
-
-
 def time_diffusers(
     pipe: Any, family: ModelFamily, spec: JobSpec, image: Path, device: str
 ) -> tuple[list[float], torch.Tensor]:
-    stamps: list[float] = []
-
-    def on_step(pipeline: Any, i: int, t: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-        sync(device)
-        stamps.append(time.perf_counter())
-        if len(stamps) > WARMUP + TIMED:
-            pipeline._interrupt = True
-        return kwargs
-
-    call: dict[str, Any] = {
-        "prompt": spec.prompt,
-        "negative_prompt": spec.negative_prompt,
-        "height": spec.height,
-        "width": spec.width,
-        "num_frames": spec.num_frames,
-        "num_inference_steps": spec.steps,
-        "guidance_scale": spec.guidance,
-        "generator": torch.Generator("cpu").manual_seed(spec.seed),
-        "output_type": "latent",
-        "callback_on_step_end": on_step,
-    }
-    if traits_of(family).image_input:
-        call["image"] = Image.open(image).convert("RGB")
-    if family is ModelFamily.LTX_VIDEO:
-        call |= {"frame_rate": spec.fps, "max_sequence_length": 128}
-    else:
-        call["max_sequence_length"] = int(min(pipe.tokenizer.model_max_length, 512))
-    sync(device)
-    stamps.append(time.perf_counter())
+    stamps = StepStamps(device, WARMUP + TIMED)
+    call = diffusers_call(pipe, family, spec, image) | {"callback_on_step_end": stamps}
+    stamps.start()
     latents = pipe(**call).frames
-    seconds = [b - a for a, b in itertools.pairwise(stamps)]
-    return seconds[: WARMUP + TIMED], latents.detach().float().cpu()
+    return stamps.seconds(), latents.detach().float().cpu()
 
 
 def run(out: Path, families: list[ModelFamily], dry: bool) -> dict[str, Any]:
@@ -165,7 +123,7 @@ def run(out: Path, families: list[ModelFamily], dry: bool) -> dict[str, Any]:
                     update={"model_family": family}
                 )
                 renderer = renderer_class(family)(pipe, device, chosen)
-                seconds, made[config] = time_ours(renderer, spec, inputs, device)
+                seconds, made[config] = time_renderer(renderer, spec, device, WARMUP, TIMED, inputs)
             step = statistics.median(seconds[WARMUP:])
             rows.append(
                 {

@@ -19,6 +19,7 @@ from transformers import UMT5Config, UMT5EncoderModel
 
 from kernel.job_spec import JobSpec, parse_job
 from kernel.precision import ComponentDtypes, Dtype
+from worker_ami.agent.job_inputs import NO_INPUTS, JobInputs
 from worker_ami.agent.recipe import AttentionKernel, CfgLayout, RenderRecipe
 from worker_ami.agent.renderer import TORCH_DTYPES, Renderer
 from worker_ami.agent.tiny_model import word_tokenizer
@@ -116,9 +117,14 @@ def sync(device: str) -> None:
 
 
 def time_renderer(
-    renderer: Renderer, spec: JobSpec, device: str, warmup: int, timed: int
+    renderer: Renderer,
+    spec: JobSpec,
+    device: str,
+    warmup: int,
+    timed: int,
+    inputs: JobInputs = NO_INPUTS,
 ) -> tuple[list[float], torch.Tensor]:
-    prompt, state = renderer.begin(spec, None)
+    prompt, state = renderer.begin(spec, None, inputs)
     seconds = []
     for _ in range(warmup + timed):
         sync(device)
@@ -129,23 +135,36 @@ def time_renderer(
     return seconds, state.latents  # the warm-up steps first
 
 
+class StepStamps:
+    """diffusers' step callback: the time at each step's end, the pipeline stopped (its
+    interrupt) after `steps` of them; `start()` before the call."""
+
+    def __init__(self, device: str, steps: int) -> None:
+        self.device, self.steps = device, steps
+        self.stamps: list[float] = []
+
+    def start(self) -> None:
+        sync(self.device)
+        self.stamps.append(time.perf_counter())
+
+    def __call__(self, pipeline: Any, i: int, t: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        self.start()
+        if len(self.stamps) > self.steps:
+            pipeline._interrupt = True
+        return kwargs
+
+    def seconds(self) -> list[float]:
+        return [b - a for a, b in itertools.pairwise(self.stamps)][: self.steps]
+
+
 def time_diffusers(
     pipe: WanPipeline, renderer: Renderer, spec: JobSpec, device: str, warmup: int, timed: int
 ) -> tuple[list[float], torch.Tensor]:
     """Plain `WanPipeline.__call__` from the same noise and embeddings, stopped (diffusers'
     interrupt) after the steps it is timed for."""
     prompt, state = renderer.begin(spec, None)
-    stamps: list[float] = []
-
-    def on_step(pipeline: WanPipeline, i: int, t: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-        sync(device)
-        stamps.append(time.perf_counter())
-        if len(stamps) > warmup + timed:
-            pipeline._interrupt = True
-        return kwargs
-
-    sync(device)
-    stamps.append(time.perf_counter())
+    stamps = StepStamps(device, warmup + timed)
+    stamps.start()
     latents = pipe(
         prompt_embeds=prompt.positive,
         negative_prompt_embeds=prompt.negative,
@@ -156,7 +175,6 @@ def time_diffusers(
         guidance_scale=spec.guidance,
         latents=state.latents.to(device),
         output_type="latent",
-        callback_on_step_end=on_step,
+        callback_on_step_end=stamps,
     ).frames
-    seconds = [b - a for a, b in itertools.pairwise(stamps)]
-    return seconds[: warmup + timed], latents.detach().float().cpu()
+    return stamps.seconds(), latents.detach().float().cpu()

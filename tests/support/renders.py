@@ -16,6 +16,8 @@ from worker_ami.agent.checkpoint import CheckpointStore
 from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore
 from worker_ami.agent.recipe import recipe_for
+from worker_ami.agent.render_limits import RenderLimits
+from worker_ami.agent.render_process import ChildRenders
 from worker_ami.agent.runner import JobRunner, RunnerSettings
 from worker_ami.agent.settings import WorkerSettings
 
@@ -53,6 +55,27 @@ def make_runner(
         settings=RunnerSettings(
             device="cpu", **({"mean_time_between_interruptions_s": float("inf")} | runner_settings)
         ),
+    )
+
+
+def process_runner(
+    objects: S3ObjectStore,
+    registry: ModelRegistry,
+    settings: WorkerSettings,
+    processes: Path | None,
+    gpu_family: str = "cpu",
+) -> JobRunner:
+    """A runner as a worker builds it, rendering in processes under `processes` (one thread
+    each), or in its own thread where None; `gpu_family`: the GPU family it says it has."""
+    renders = ChildRenders("cpu", RenderLimits(threads=1), processes) if processes else None
+    return JobRunner(
+        objects,
+        CheckpointStore(objects, settings.require_checkpoint_bucket()),
+        ModelCache(objects, settings.cache_dir, 10**10, SystemClock()),
+        registry,
+        SystemClock(),
+        RunnerSettings(mean_time_between_interruptions_s=float("inf"), gpu_family=gpu_family),
+        renders,
     )
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from diffusers import LTXPipeline, WanImageToVideoPipeline, WanPipeline
-from PIL import Image
+from diffusers import LTXPipeline
 
+from benchmarks.family_shapes import diffusers_call
 from kernel.job_spec import JobSpec, parse_job
 from kernel.model_family import ModelFamily, traits_of
 from kernel.precision import Precision
@@ -23,7 +23,7 @@ from kernel.render_stage import RenderStage
 from tests.support.jobs import job_dict
 from tests.support.tiny_inputs import png_bytes
 from worker_ami.agent.errors import JobFault
-from worker_ami.agent.families import load_renderer
+from worker_ami.agent.families import load_renderer, renderer_class
 from worker_ami.agent.job_inputs import JobInputs
 from worker_ami.agent.recipe import RenderRecipe, recipe_for
 from worker_ami.agent.renderer import Conditioning, Renderer
@@ -109,28 +109,10 @@ def test_each_family_steps_as_its_diffusers_pipeline(
     family, folder = family_model
     spec = spec_for(family)
     final = render(load_renderer(folder, "cpu", recipe(family)), spec, JobInputs(image=image))[-1]
-    kind = {"ltx": LTXPipeline, "i2v": WanImageToVideoPipeline}
-    cls = next((c for k, c in kind.items() if k in family.value), WanPipeline)
-    pipe = cls.from_pretrained(str(folder))
+    pipe = renderer_class(family).pipeline_class.from_pretrained(str(folder))
     pipe.set_progress_bar_config(disable=True)
-    call = {
-        "prompt": spec.prompt,
-        "negative_prompt": spec.negative_prompt,
-        "height": spec.height,
-        "width": spec.width,
-        "num_frames": spec.num_frames,
-        "num_inference_steps": spec.steps,
-        "guidance_scale": spec.guidance,
-        "generator": torch.Generator().manual_seed(spec.seed),
-        "output_type": "latent",
-        "max_sequence_length": 128 if cls is LTXPipeline else 32,
-    }
-    if cls is WanImageToVideoPipeline:
-        call["image"] = Image.open(image).convert("RGB")
-    if cls is LTXPipeline:
-        call["frame_rate"] = spec.fps
-    latents = pipe(**call).frames
-    if cls is LTXPipeline:
+    latents = pipe(**diffusers_call(pipe, family, spec, image)).frames
+    if family is ModelFamily.LTX_VIDEO:
         # LTXPipeline batches its two guidance passes (unconditional first); a CPU worker's
         # recipe runs them one after the other: the same arithmetic to the last bits or so.
         latents = LTXPipeline._unpack_latents(latents, *final.latents.shape[-3:], 1, 1)

@@ -13,21 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kernel.clock import SystemClock
 from kernel.job_spec import JobSpec
 from kernel.model_family import ModelFamily, traits_of
 from kernel.model_registry import AdapterEntry, ModelEntry
 from kernel.render_stage import RenderStage
 from kernel.worker_protocol import FailureKind
-from tests.support.renders import MODEL, REVISION, Buckets, video_job
+from tests.support.renders import MODEL, REVISION, Buckets, process_runner, video_job
 from tests.support.tiny_inputs import png_bytes, tiny_lora
-from worker_ami.agent.checkpoint import CheckpointStore
-from worker_ami.agent.model_cache import ModelCache, ModelRegistry, publish_model
+from worker_ami.agent.model_cache import ModelRegistry, publish_model
 from worker_ami.agent.object_store import S3ObjectStore
-from worker_ami.agent.render_limits import RenderLimits
-from worker_ami.agent.render_process import ChildRenders
 from worker_ami.agent.report import JobReport, RunStatus
-from worker_ami.agent.runner import JobRunner, RunnerSettings
+from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.tiny_families import build_tiny
 
@@ -43,25 +39,6 @@ async def registry_of(
     uri = f"s3://{buckets.models}/{family.value}/"
     await publish_model(objects, folder, uri, MODEL, REVISION)
     return ModelRegistry(models={MODEL: ModelEntry(uri=uri, revision=REVISION, family=family)})
-
-
-def runner_for(
-    objects: S3ObjectStore,
-    registry: ModelRegistry,
-    settings: WorkerSettings,
-    buckets: Buckets,
-    processes: Path | None,
-) -> JobRunner:
-    renders = ChildRenders("cpu", RenderLimits(threads=1), processes) if processes else None
-    return JobRunner(
-        objects,
-        CheckpointStore(objects, buckets.checkpoints),
-        ModelCache(objects, settings.cache_dir, 10**10, SystemClock()),
-        registry,
-        SystemClock(),
-        RunnerSettings(mean_time_between_interruptions_s=float("inf")),
-        renders,
-    )
 
 
 def cut_at(runner: JobRunner, at: int) -> None:
@@ -99,9 +76,9 @@ async def test_each_family_renders_stages_and_resumes_to_the_same_bytes(
     }
     if traits_of(family).image_input:
         fields["image"] = f"s3://{buckets.models}/inputs/first.png"
-    runner = runner_for(object_store, registry, worker_settings, buckets, tmp_path / "renders")
+    runner = process_runner(object_store, registry, worker_settings, tmp_path / "renders")
     # Another worker: a spot notice ends the first one's life, whatever it ran.
-    resumer = runner_for(object_store, registry, worker_settings, buckets, tmp_path / "other")
+    resumer = process_runner(object_store, registry, worker_settings, tmp_path / "other")
     try:
         whole = succeeded(await runner.run(video_job(buckets, "whole", **fields), attempt=1))
         staged = video_job(buckets, "staged", **fields)
@@ -116,7 +93,7 @@ async def test_each_family_renders_stages_and_resumes_to_the_same_bytes(
             spec = video_job(buckets, f"cut-{at}", **fields)
             # In a render process too: one thread, as the others (a CPU's sums differ by threads).
             processes = tmp_path / f"cut-{at}"
-            cutter = runner_for(object_store, registry, worker_settings, buckets, processes)
+            cutter = process_runner(object_store, registry, worker_settings, processes)
             cut_at(cutter, at)
             cut = await cutter.run(spec, attempt=1)
             await cutter.close()
@@ -148,12 +125,12 @@ async def test_lora_adapters_come_and_go_on_a_warm_model(
             )
         },
     )
-    runner = runner_for(object_store, registry, worker_settings, buckets, tmp_path / "renders")
+    runner = process_runner(object_store, registry, worker_settings, tmp_path / "renders")
     lora = {"adapters": [{"name": "acme/style", "weight": 0.8}]}
 
     async def cut_elsewhere(spec: JobSpec, at: int) -> JobReport:
         """A spot notice at step `at` on another (in-thread) worker."""
-        cutter = runner_for(object_store, registry, worker_settings, buckets, None)
+        cutter = process_runner(object_store, registry, worker_settings, None)
         cut_at(cutter, at)
         try:
             return await cutter.run(spec, attempt=1)

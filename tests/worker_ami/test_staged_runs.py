@@ -14,18 +14,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from kernel.clock import SystemClock
 from kernel.precision import Dtype, Precision
 from kernel.render_stage import RenderStage
 from kernel.worker_protocol import FailureKind
-from tests.support.renders import Buckets, read_object, video_job
-from worker_ami.agent.checkpoint import CheckpointStore
-from worker_ami.agent.model_cache import ModelCache, ModelRegistry
+from tests.support.renders import Buckets, process_runner, read_object, video_job
+from worker_ami.agent.model_cache import ModelRegistry
 from worker_ami.agent.object_store import S3ObjectStore
-from worker_ami.agent.render_limits import RenderLimits
-from worker_ami.agent.render_process import ChildRenders
 from worker_ami.agent.report import RunStatus
-from worker_ami.agent.runner import JobRunner, RunnerSettings
+from worker_ami.agent.runner import JobRunner
 from worker_ami.agent.settings import WorkerSettings
 from worker_ami.agent.state_codec import BLOB_NAMES, EMBEDDINGS
 
@@ -53,16 +49,7 @@ def _runner(
                 for name, entry in registry.models.items()
             }
         )
-    renders = ChildRenders("cpu", RenderLimits(threads=1), processes) if processes else None
-    return JobRunner(
-        objects,
-        CheckpointStore(objects, buckets.checkpoints),
-        ModelCache(objects, settings.cache_dir, 10**10, SystemClock()),
-        registry,
-        SystemClock(),
-        RunnerSettings(mean_time_between_interruptions_s=float("inf"), gpu_family=family),
-        renders,
-    )
+    return process_runner(objects, registry, settings, processes, family)
 
 
 def notice_at_step(runner: JobRunner, at: int) -> None:

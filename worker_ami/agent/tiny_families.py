@@ -6,19 +6,18 @@ saved with `save_pretrained` and loaded back through the worker's own loader.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from diffusers import (
     AutoencoderKLLTXVideo,
-    AutoencoderKLWan,
     FlowMatchEulerDiscreteScheduler,
     LTXPipeline,
     LTXVideoTransformer3DModel,
     WanImageToVideoPipeline,
     WanPipeline,
-    WanTransformer3DModel,
 )
 from transformers import (
     CLIPImageProcessor,
@@ -26,61 +25,21 @@ from transformers import (
     CLIPVisionModel,
     T5Config,
     T5EncoderModel,
-    UMT5Config,
-    UMT5EncoderModel,
 )
 
 from kernel.model_family import ModelFamily
-from worker_ami.agent.tiny_model import VOCABULARY, build_tiny_wan, word_tokenizer
+from worker_ami.agent.tiny_model import (
+    TINY_TEXT,
+    build_tiny_wan,
+    tiny_umt5,
+    tiny_wan_transformer,
+    tiny_wan_vae,
+    word_tokenizer,
+)
 
 TEXT_DIM = 16
 # Where Wan 2.2's 14B models hand over from the high-noise expert to the low-noise one.
 T2V_BOUNDARY, I2V_BOUNDARY = 0.875, 0.9
-
-
-def _umt5() -> UMT5EncoderModel:
-    return UMT5EncoderModel(
-        UMT5Config(
-            vocab_size=len(VOCABULARY),
-            d_model=TEXT_DIM,
-            d_kv=8,
-            d_ff=2 * TEXT_DIM,
-            num_layers=1,
-            num_heads=2,
-            relative_attention_num_buckets=8,
-            relative_attention_max_distance=16,
-        )
-    )
-
-
-def _wan_vae() -> AutoencoderKLWan:
-    return AutoencoderKLWan(
-        base_dim=3,
-        z_dim=16,
-        dim_mult=[1, 1, 1, 1],
-        num_res_blocks=1,
-        temperal_downsample=[False, True, True],
-    )
-
-
-def _wan_transformer(in_channels: int = 16, image_dim: int | None = None) -> WanTransformer3DModel:
-    heads, head_dim = 2, 12
-    return WanTransformer3DModel(
-        patch_size=(1, 2, 2),
-        num_attention_heads=heads,
-        attention_head_dim=head_dim,
-        in_channels=in_channels,
-        out_channels=16,
-        text_dim=TEXT_DIM,
-        freq_dim=256,
-        ffn_dim=2 * heads * head_dim,
-        num_layers=2,
-        cross_attn_norm=True,
-        qk_norm="rms_norm_across_heads",
-        rope_max_seq_len=32,
-        image_dim=image_dim,
-        added_kv_proj_dim=None if image_dim is None else heads * head_dim,
-    )
 
 
 def _clip() -> tuple[CLIPVisionModel, CLIPImageProcessor]:
@@ -119,17 +78,7 @@ def _ltx() -> LTXPipeline:
         num_layers=1,
         caption_channels=TEXT_DIM,
     )
-    text_encoder = T5EncoderModel(
-        T5Config(
-            vocab_size=len(VOCABULARY),
-            d_model=TEXT_DIM,
-            d_kv=8,
-            d_ff=2 * TEXT_DIM,
-            num_layers=1,
-            num_heads=2,
-            relative_attention_num_buckets=8,
-        )
-    )
+    text_encoder = T5EncoderModel(T5Config(**TINY_TEXT, d_model=TEXT_DIM, d_ff=2 * TEXT_DIM))
     scheduler = FlowMatchEulerDiscreteScheduler(
         use_dynamic_shifting=True, base_image_seq_len=1024, max_image_seq_len=4096
     )
@@ -142,34 +91,52 @@ def _ltx() -> LTXPipeline:
     )
 
 
-def _wan_pipeline(family: ModelFamily) -> Any:
-    common = {
-        "tokenizer": word_tokenizer(max_length=32),
-        "text_encoder": _umt5(),
-        "vae": _wan_vae(),
-        "scheduler": FlowMatchEulerDiscreteScheduler(shift=3.0),
-    }
+def compose_wan(
+    family: ModelFamily,
+    common: dict[str, Any],
+    expert: Callable[[int, int | None], Any],
+    clip: Callable[[], tuple[Any, Any]],
+) -> Any:
+    """A Wan pipeline of `family` (not 2.1 text-to-video) from its parts: `common` (tokenizer,
+    text encoder, VAE, scheduler), `expert(in_channels, image_dim)` making a transformer, and
+    `clip()` Wan 2.1 image-to-video's image encoder and processor."""
+    if family in (ModelFamily.WAN21_T2V, ModelFamily.LTX_VIDEO):
+        raise ValueError(f"{family} is not composed here")
     if family is ModelFamily.WAN22_T2V:
         return WanPipeline(
             **common,
-            transformer=_wan_transformer(),
-            transformer_2=_wan_transformer(),
+            transformer=expert(16, None),
+            transformer_2=expert(16, None),
             boundary_ratio=T2V_BOUNDARY,
         )
     if family is ModelFamily.WAN21_I2V:
-        encoder, processor = _clip()
+        encoder, processor = clip()
         return WanImageToVideoPipeline(
             **common,
-            transformer=_wan_transformer(in_channels=36, image_dim=TEXT_DIM),
+            transformer=expert(36, int(encoder.config.hidden_size)),
             image_encoder=encoder,
             image_processor=processor,
         )
     return WanImageToVideoPipeline(
         **common,
-        transformer=_wan_transformer(in_channels=36),
-        transformer_2=_wan_transformer(in_channels=36),
+        transformer=expert(36, None),
+        transformer_2=expert(36, None),
         boundary_ratio=I2V_BOUNDARY,
     )
+
+
+def _wan_pipeline(family: ModelFamily) -> Any:
+    common = {
+        "tokenizer": word_tokenizer(max_length=32),
+        "text_encoder": tiny_umt5(TEXT_DIM),
+        "vae": tiny_wan_vae(),
+        "scheduler": FlowMatchEulerDiscreteScheduler(shift=3.0),
+    }
+
+    def expert(in_channels: int, image_dim: int | None) -> Any:
+        return tiny_wan_transformer(in_channels=in_channels, image_dim=image_dim)
+
+    return compose_wan(family, common, expert, _clip)
 
 
 def build_tiny(family: ModelFamily, folder: Path, seed: int = 0) -> Path:
