@@ -132,6 +132,8 @@ class Renderer:
     # The components each stage loads (`load_pipeline`), and every one the pipeline has.
     stage_components: ClassVar[Mapping[RenderStage, tuple[str, ...]]]
     every_component: ClassVar[tuple[str, ...]]
+    # The side of the preflight's tiny video: the family's smallest frame.
+    smoke_side: ClassVar[int] = 16
 
     def __init__(self, pipe: Any, device: str, recipe: RenderRecipe) -> None:
         self._pipe = pipe
@@ -302,8 +304,6 @@ class Renderer:
         )
         self.step(self.initial_state(tiny), self.smoke_conditioning(tiny, cond), tiny.guidance)
         self.prepare_resume(state)
-
-    smoke_side: ClassVar[int] = 16
 
     def step(self, state: DenoiseState, cond: Conditioning, guidance: float) -> DenoiseState:
         """One denoising step: the family's guided prediction, then the scheduler."""
