@@ -209,6 +209,11 @@ resource "aws_ecs_service" "broker" {
   # One broker owns the accounts file at a time; clients reconnect across a replacement.
   deployment_maximum_percent         = 100
   deployment_minimum_healthy_percent = 0
+  # A deployment whose tasks never become healthy stops and rolls back to the last one that did.
+  deployment_circuit_breaker {
+    enable   = true
+    rollback = true
+  }
   network_configuration {
     subnets          = var.subnet_ids
     security_groups  = [aws_security_group.broker.id]

@@ -306,6 +306,11 @@ resource "aws_ecs_service" "this" {
   enable_execute_command             = var.ecs_exec
   deployment_maximum_percent         = 200
   deployment_minimum_healthy_percent = 100
+  # A deployment whose tasks never become healthy stops and rolls back to the last one that did.
+  deployment_circuit_breaker {
+    enable   = true
+    rollback = true
+  }
   network_configuration {
     subnets          = var.subnet_ids
     security_groups  = [aws_security_group.services.id]
