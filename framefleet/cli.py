@@ -125,9 +125,10 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--output", type=Path)
     schema.add_argument(
         "--of",
-        choices=["job", "trace", "openapi"],
+        choices=["job", "trace", "openapi", "settings"],
         default="job",
-        help="the job message, one zone file of a spot trace, or the HTTP API (OpenAPI 3.1)",
+        help="the job message, one zone file of a spot trace, the HTTP API (OpenAPI 3.1), or "
+        "every setting's kind (what the Terraform module checks its settings input against)",
     )
 
     db = commands.add_parser("db", help="database maintenance")
@@ -239,6 +240,10 @@ def _schema(of: str) -> dict[str, Any]:
         from orchestrator.api.app import openapi_document  # FastAPI: only this command needs it
 
         return openapi_document()
+    if of == "settings":
+        from framefleet.settings_table import settings_table
+
+        return settings_table()
     return job_json_schema() if of == "job" else trace_json_schema()
 
 

@@ -1,7 +1,8 @@
-"""`infra/examples/complete` applied to moto, as the README's deploy steps apply it to AWS: the
-user's part first (a VPC with two private subnets, the broker's two secrets and its ACM
-certificate), then `terraform apply` with the provider's endpoints pointed at moto by a Terraform
-override file (the example itself is not edited), and `terraform destroy` at the end."""
+"""`infra/examples/complete` (its call of the root module) applied to moto, as the README's
+deploy steps apply it to AWS: the user's part first (a VPC with two private subnets, the
+broker's two secrets and its ACM certificate), then `terraform apply` with the provider's
+endpoints pointed at moto and the further inputs of the module's call added by Terraform
+override files (the example itself is not edited), and `terraform destroy` at the end."""
 
 from __future__ import annotations
 
@@ -111,6 +112,7 @@ class Deployment:
     def __init__(self, folder: Path, endpoint: str, user: UserPart) -> None:
         self.folder = infra_copy(folder) / "examples" / "complete"
         (self.folder / "rehearsal_override.tf").write_text(override(endpoint))
+        # The example's own variables: what a deployment must choose.
         self.variables: dict[str, object] = {
             "name": "framefleet",
             "bucket_name": "framefleet-rehearsal",
@@ -126,8 +128,12 @@ class Deployment:
             "report_sender": "costs@rehearsal.example",
             "finance_recipients": ["finance@rehearsal.example"],
             "alarm_emails": ["oncall@rehearsal.example"],
-            "rehearsal_omits": MOTO_LACKS,
             "api_certificate_arn": user.api_certificate_arn,
+        }
+        # Further inputs of the root module, as a user adds them to the example's call (here
+        # through an override file, merged into the call by Terraform).
+        self.inputs: dict[str, object] = {
+            "rehearsal_omits": MOTO_LACKS,
             "api_allowed_cidrs": ["10.30.0.0/16"],
             "console_oidc": CONSOLE_OIDC,
             "console_oidc_client_secret": "rehearsal-client-secret",
@@ -135,6 +141,8 @@ class Deployment:
 
     def _run(self, *args: str) -> str:
         (self.folder / "terraform.tfvars.json").write_text(json.dumps(self.variables))
+        module = {"module": {"framefleet": self.inputs}}
+        (self.folder / "rehearsal_module_override.tf.json").write_text(json.dumps(module))
         done = terraform(self.folder, *args, timeout=600)
         assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
         return done.stdout
@@ -143,7 +151,8 @@ class Deployment:
         init(self.folder)
         self._run("apply", "-auto-approve", "-input=false", "-parallelism=30")
         outputs = json.loads(self._run("output", "-json"))
-        return {name: output["value"] for name, output in outputs.items()}
+        found: dict[str, Any] = outputs["framefleet"]["value"]  # the module's, all of them
+        return found
 
     def destroy(self, aws: dict[str, Any], bucket: str) -> None:
         """As the README's teardown: protection off, the bucket emptied, then destroy."""

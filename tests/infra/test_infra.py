@@ -11,7 +11,7 @@ import subprocess
 from typing import Any
 
 from tests.support.paths import INFRA
-from tests.support.terraform_support import parsed
+from tools.terraform_docs import parsed
 
 TF_FILES = sorted(INFRA.rglob("*.tf"))
 
@@ -35,6 +35,13 @@ def policy_statements() -> dict[str, dict[str, Any]]:
     }
 
 
+def wiring(root: dict[str, Any]) -> dict[str, Any]:
+    """The settings the root module gives both services itself."""
+    [found] = [block["wiring_settings"] for block in root["locals"] if "wiring_settings" in block]
+    assert isinstance(found, dict)
+    return found
+
+
 def test_every_terraform_file_parses_and_is_formatted() -> None:
     modules = {p.parent.name for p in TF_FILES}
     assert modules == {
@@ -46,6 +53,7 @@ def test_every_terraform_file_parses_and_is_formatted() -> None:
         "database",
         "service",
         "broker",
+        "framefleet",
         "complete",
     }
     for path in TF_FILES:
@@ -149,32 +157,30 @@ def test_the_control_plane_may_read_the_videos_it_presigns_links_to() -> None:
     links = statements["PresignedVideoLinks"]
     assert links["actions"] == ["s3:GetObject"]
     assert links["resources"] == ["${var.video_objects_arn}"]
-    example = parsed(INFRA / "examples" / "complete" / "main.tf")
-    (iam,) = [body for block in example["module"] for name, body in block.items() if name == "iam"]
+    root = parsed(INFRA / "modules" / "framefleet" / "main.tf")
+    (iam,) = [body for block in root["module"] for name, body in block.items() if name == "iam"]
     assert iam["video_objects_arn"] == "${module.storage.bucket_arn}/videos/*"
 
 
 def test_the_autoscaler_launches_into_the_deployments_subnets() -> None:
     """Without a subnet, CreateFleet and RunInstances launch into the default VPC, where the
-    launch template's security group does not exist: the example gives the autoscaler a
+    launch template's security group does not exist: the root module gives the autoscaler a
     private subnet a zone, and those zones."""
-    example = parsed(INFRA / "examples" / "complete" / "main.tf")
-    (service,) = [b for block in example["module"] for n, b in block.items() if n == "service"]
-    settings = service["settings"]
+    root = parsed(INFRA / "modules" / "framefleet" / "main.tf")
+    settings = wiring(root)
     assert settings["FRAMEFLEET_AUTOSCALER__SUBNETS"] == "${jsonencode(local.worker_subnets)}"
     assert settings["FRAMEFLEET_AUTOSCALER__ZONES"] == (
         "${jsonencode(sort(keys(local.worker_subnets)))}"
     )
-    subnets = [b for block in example["data"] for n, b in block.items() if n == "aws_subnet"]
+    subnets = [b for block in root["data"] for n, b in block.items() if n == "aws_subnet"]
     assert subnets[0]["private"]["for_each"] == "${toset(var.private_subnet_ids)}"
 
 
 def test_the_deployment_refuses_outputs_its_workers_cannot_write() -> None:
     """The workers may write the bucket's videos/ only: the control plane is told so, and
     refuses any other output at submit instead of failing the upload after the render."""
-    example = parsed(INFRA / "examples" / "complete" / "main.tf")
-    (service,) = [b for block in example["module"] for n, b in block.items() if n == "service"]
-    prefixes = service["settings"]["FRAMEFLEET_OUTPUT_PREFIXES"]
+    root = parsed(INFRA / "modules" / "framefleet" / "main.tf")
+    prefixes = wiring(root)["FRAMEFLEET_OUTPUT_PREFIXES"]
     assert prefixes == '${jsonencode(["s3://${module.storage.bucket}/videos/"])}'
 
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from tests.support.paths import INFRA
-from tests.support.terraform_support import parsed
+from tools.terraform_docs import parsed
 
 # Policy documents in infra/ and the role each belongs to.
 POLICIES = {

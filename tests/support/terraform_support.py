@@ -11,9 +11,6 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import hcl2
 
 from tests.support.paths import INFRA
 
@@ -33,7 +30,7 @@ def plugin_dir() -> Path:
 
 def terraform(folder: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("terraform")
-    assert binary, "terraform is needed (Terraform 1.5 or newer on the PATH)"
+    assert binary, "terraform is needed (Terraform 1.9 or newer on the PATH)"
     config = folder / ".terraformrc"
     config.touch()
     env = {
@@ -113,21 +110,3 @@ def console(folder: Path, expression: str, variables: Mapping[str, object]) -> o
     # but for the template sequences it doubles.
     text = json.loads(printed).replace("$${", "${").replace("%%{", "%{")
     return json.loads(text)
-
-
-def parsed(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as source:
-        tree = unquoted(hcl2.load(source))
-    assert isinstance(tree, dict)
-    return tree
-
-
-def unquoted(value: Any) -> Any:
-    """python-hcl2 keeps the quotes of labels and string literals; the checks read values."""
-    if isinstance(value, dict):
-        return {unquoted(k): unquoted(v) for k, v in value.items() if k != "__is_block__"}
-    if isinstance(value, list):
-        return [unquoted(v) for v in value]
-    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
-        return value[1:-1]
-    return value

@@ -3,175 +3,73 @@ variable "name" {
   default     = "framefleet"
   description = "The deployment's name: prefix of every resource and the fleet tag (autoscaler.fleet_id)."
 }
-
 variable "region" {
   type        = string
   default     = "us-east-1"
   description = "The AWS region to deploy to."
 }
-
 variable "bucket_name" {
   type        = string
   description = "A globally unique name for the models/checkpoints/outputs bucket."
 }
-
 variable "vpc_id" {
   type        = string
   description = "The VPC the workers, services and store run in."
 }
-
 variable "private_subnet_ids" {
   type        = list(string)
   description = "Private subnets (two zones at least) for the services and the store, with NAT or VPC endpoints."
 }
-
 variable "image" {
   type        = string
   description = "The control plane and autoscaler image: the repository's Dockerfile, pushed to ECR."
 }
-
+variable "worker_ami_id" {
+  type        = string
+  description = "The worker image (packer build worker_ami/packer)."
+}
+variable "broker_image" {
+  type        = string
+  description = "The broker image: infra/mosquitto's Dockerfile, pushed to ECR."
+}
+variable "broker_domain" {
+  type        = string
+  description = "The broker's host name (for example mqtt.framefleet.example.com): its certificate's name."
+}
+variable "broker_certificate_arn" {
+  type        = string
+  description = "An ACM certificate for broker_domain (the load balancer ends TLS with it)."
+}
+variable "broker_admin_secret_arn" {
+  type        = string
+  description = "Secrets Manager secret with the broker admin's (the autoscaler's) password (create it first)."
+}
+variable "control_plane_broker_secret_arn" {
+  type        = string
+  description = "Secrets Manager secret with the control plane's broker password (create it first)."
+}
+variable "report_sender" {
+  type        = string
+  description = "The address finance reports come from (SES verifies it: click the link it mails)."
+}
 variable "finance_recipients" {
   type        = list(string)
   default     = []
   description = "Who gets the daily and weekly cost reports."
 }
-
-variable "worker_ami_id" {
-  type        = string
-  description = "The worker image (packer build worker_ami/packer)."
-}
-
-variable "family_ami_ids" {
-  type        = map(string)
-  default     = {}
-  description = "GPU family to a worker image of its own; the other families use worker_ami_id."
-}
-
-variable "warm_models" {
-  type        = list(string)
-  default     = []
-  description = "Models each worker fetches into its cache at boot."
-}
-
-variable "broker_image" {
-  type        = string
-  description = "The broker image: infra/mosquitto's Dockerfile, pushed to ECR."
-}
-
-variable "broker_domain" {
-  type        = string
-  description = "The broker's host name (for example mqtt.framefleet.example.com): its certificate's name."
-}
-
-variable "broker_certificate_arn" {
-  type        = string
-  description = "An ACM certificate for broker_domain (the load balancer ends TLS with it)."
-}
-
-variable "broker_zone_id" {
-  type        = string
-  default     = null
-  description = "Route 53 zone for broker_domain's alias record (null: make the record yourself)."
-}
-
-variable "broker_admin_secret_arn" {
-  type        = string
-  description = "Secrets Manager secret with the broker admin's (the autoscaler's) password (create it first)."
-}
-
-variable "control_plane_broker_secret_arn" {
-  type        = string
-  description = "Secrets Manager secret with the control plane's broker password (create it first)."
-}
-
-variable "report_sender" {
-  type        = string
-  description = "The address finance reports come from (SES verifies it: click the link it mails)."
-}
-
 variable "alarm_emails" {
   type        = list(string)
   default     = []
   description = "Addresses the alarm topic mails."
 }
-
 variable "api_certificate_arn" {
   type        = string
   default     = null
   description = "An ACM certificate for the API's name: an HTTPS load balancer in front of the API and console (null: none)."
 }
 
-variable "api_allowed_cidrs" {
-  type        = list(string)
-  default     = []
-  description = "Who may reach the API: through the load balancer with api_certificate_arn, else the tasks directly."
-}
-
-variable "api_load_balancer_internal" {
-  type        = bool
-  default     = true
-  description = "The API load balancer stays inside the VPC (false: on the internet, in api_load_balancer_subnet_ids)."
-}
-
-variable "api_load_balancer_subnet_ids" {
-  type        = list(string)
-  default     = null
-  description = "The API load balancer's subnets (null: private_subnet_ids)."
-}
-
-variable "s3_gateway_endpoint" {
-  type        = bool
-  default     = true
-  description = "Add an S3 gateway endpoint to the VPC's route tables (false: the VPC has one already)."
-}
-
-variable "private_route_table_ids" {
-  type        = list(string)
-  default     = null
-  description = "The route tables the S3 gateway endpoint joins (null: every route table of the VPC)."
-}
-
 variable "deletion_protection" {
   type        = bool
   default     = true
   description = "The store and the broker's load balancer refuse deletion. To tear down: set false, apply, empty the bucket, then destroy."
-}
-
-variable "rehearsal_omits" {
-  type        = set(string)
-  default     = []
-  description = "For the deploy rehearsal against moto only (tests/infra/): what the stand-in endpoint cannot create, left out. Leave empty in a real deployment."
-  validation {
-    condition     = length(setsubtract(var.rehearsal_omits, ["efs_backup_policy", "sqs_redrive_allow_policy", "s3_tls_only_policy"])) == 0
-    error_message = "rehearsal_omits names only efs_backup_policy, sqs_redrive_allow_policy and s3_tls_only_policy."
-  }
-}
-
-variable "webhook_secret_arn" {
-  type        = string
-  default     = null
-  description = "A Secrets Manager secret of yours (plain text, a long random string) that signs the completion notices sent to the webhooks jobs name; null: no webhooks (the EventBridge bus still hears every job's end)."
-}
-
-variable "console_oidc" {
-  type = object({
-    issuer                 = string
-    authorization_endpoint = string
-    token_endpoint         = string
-    user_info_endpoint     = string
-    client_id              = string
-    scope                  = optional(string, "openid email groups")
-    group_claim            = optional(string, "groups")
-    operator_groups        = optional(list(string), [])
-    team_groups            = optional(map(list(string)), {})
-  })
-  default     = null
-  description = "Single sign-on for the console through the load balancer (the service module's console_oidc); null: token login."
-}
-
-variable "console_oidc_client_secret" {
-  type        = string
-  default     = null
-  sensitive   = true
-  description = "The identity provider's client secret for console_oidc (the load balancer keeps it)."
 }
