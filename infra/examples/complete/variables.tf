@@ -1,75 +1,90 @@
 variable "name" {
   type        = string
   default     = "framefleet"
-  description = "The deployment's name: prefix of every resource and the fleet tag (autoscaler.fleet_id)."
+  description = "The root module's name (infra/modules/framefleet/README.md)."
 }
+
 variable "region" {
   type        = string
   default     = "us-east-1"
-  description = "The AWS region to deploy to."
+  description = "The root module's region (infra/modules/framefleet/README.md)."
 }
+
 variable "bucket_name" {
   type        = string
-  description = "A globally unique name for the models/checkpoints/outputs bucket."
+  description = "The root module's bucket_name (infra/modules/framefleet/README.md)."
 }
+
 variable "vpc_id" {
   type        = string
-  description = "The VPC the workers, services and store run in."
+  description = "The root module's vpc_id (infra/modules/framefleet/README.md)."
 }
+
 variable "private_subnet_ids" {
   type        = list(string)
-  description = "Private subnets (two zones at least) for the services and the store, with NAT or VPC endpoints."
+  description = "The root module's private_subnet_ids (infra/modules/framefleet/README.md)."
 }
+
 variable "image" {
   type        = string
-  description = "The control plane and autoscaler image: the repository's Dockerfile, pushed to ECR."
+  description = "The root module's image (infra/modules/framefleet/README.md)."
 }
+
 variable "worker_ami_id" {
   type        = string
-  description = "The worker image (packer build worker_ami/packer)."
+  description = "The root module's worker_ami_id (infra/modules/framefleet/README.md)."
 }
+
 variable "broker_image" {
   type        = string
-  description = "The broker image: infra/mosquitto's Dockerfile, pushed to ECR."
+  description = "The root module's broker_image (infra/modules/framefleet/README.md)."
 }
+
 variable "broker_domain" {
   type        = string
-  description = "The broker's host name (for example mqtt.framefleet.example.com): its certificate's name."
+  description = "The root module's broker_domain (infra/modules/framefleet/README.md)."
 }
+
 variable "broker_certificate_arn" {
   type        = string
-  description = "An ACM certificate for broker_domain (the load balancer ends TLS with it)."
+  description = "The root module's broker_certificate_arn (infra/modules/framefleet/README.md)."
 }
+
 variable "broker_admin_secret_arn" {
   type        = string
-  description = "Secrets Manager secret with the broker admin's (the autoscaler's) password (create it first)."
+  description = "The root module's broker_admin_secret_arn (infra/modules/framefleet/README.md)."
 }
+
 variable "control_plane_broker_secret_arn" {
   type        = string
-  description = "Secrets Manager secret with the control plane's broker password (create it first)."
+  description = "The root module's control_plane_broker_secret_arn (infra/modules/framefleet/README.md)."
 }
+
 variable "report_sender" {
   type        = string
-  description = "The address finance reports come from (SES verifies it: click the link it mails)."
+  description = "The root module's report_sender (infra/modules/framefleet/README.md)."
 }
+
 variable "finance_recipients" {
   type        = list(string)
   default     = []
-  description = "Who gets the daily and weekly cost reports."
+  description = "The root module's finance_recipients (infra/modules/framefleet/README.md)."
 }
+
 variable "alarm_emails" {
   type        = list(string)
   default     = []
-  description = "Addresses the alarm topic mails."
+  description = "The root module's alarm_emails (infra/modules/framefleet/README.md)."
 }
+
 variable "api_certificate_arn" {
   type        = string
   default     = null
-  description = "An ACM certificate for the API's name: an HTTPS load balancer in front of the API and console (null: none)."
+  description = "The root module's api_certificate_arn (infra/modules/framefleet/README.md)."
 }
 
 variable "deletion_protection" {
   type        = bool
   default     = true
-  description = "The store and the broker's load balancer refuse deletion. To tear down: set false, apply, empty the bucket, then destroy."
+  description = "The root module's deletion_protection (infra/modules/framefleet/README.md)."
 }
