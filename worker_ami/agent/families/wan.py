@@ -109,18 +109,23 @@ class WanRenderer(Renderer):
     def _guided_noise(
         self, latents: torch.Tensor, t: torch.Tensor, cond: Conditioning, guidance: float
     ) -> torch.Tensor:
-        expert = self._experts()[self.expert_at(t)] if self._experts() else None
-        if expert is None:
+        experts = self._experts()
+        if not experts:
             raise JobFault("no transformer loaded to denoise with")
+        expert = experts[self.expert_at(t)]
         model_input = self._model_input(latents, cond).to(expert.dtype)
         image = cond.extras.get(IMAGE_EMBEDS)
         if image is not None:  # made by an image encoder in another dtype, perhaps
             image = image.to(expert.dtype)
 
         def forward(hidden: torch.Tensor, embeddings: torch.Tensor, _: Any) -> torch.Tensor:
-            extra = {} if image is None else {"encoder_hidden_states_image": image}
-            if image is not None and hidden.shape[0] > 1:
-                extra["encoder_hidden_states_image"] = image.expand(hidden.shape[0], -1, -1)
+            # Wan 2.1's image embeddings, once per guidance pass of the batch.
+            batch = hidden.shape[0]
+            extra = (
+                {}
+                if image is None
+                else {"encoder_hidden_states_image": image.expand(batch, -1, -1)}
+            )
             output: torch.Tensor = expert(
                 hidden_states=hidden,
                 timestep=t.expand(hidden.shape[0]),
