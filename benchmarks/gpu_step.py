@@ -3,6 +3,7 @@ and 14B-shaped pipelines built from the real configs with random weights (no dow
 
     python -m benchmarks.gpu_step            # on a GPU: the table below, JSON in results/
     python -m benchmarks.gpu_step --smoke    # on a CPU: every model cut to one narrow layer
+    python -m benchmarks.gpu_step --family ltx-video   # another family: gpu_families.py
 
 What it measures, per model and video shape (480x832 and 720x1280, 33 and 81 frames):
 - `diffusers`: `WanPipeline.__call__` in bf16 (fp32 VAE), its default attention, guidance as two
@@ -49,6 +50,7 @@ from benchmarks.wan_shapes import (
     time_renderer,
 )
 from kernel.job_spec import JobSpec
+from kernel.model_family import ModelFamily
 from worker_ami.agent.families import load_renderer
 from worker_ami.agent.families.wan import WanRenderer as Renderer
 from worker_ami.agent.recipe import RenderRecipe
@@ -298,7 +300,20 @@ def main(
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--budget", type=float, default=480.0, help="seconds; then it stops")
     parser.add_argument("--only", nargs="*", help="model names to run")
+    parser.add_argument(
+        "--family",
+        choices=[f.value for f in ModelFamily],
+        default=ModelFamily.WAN21_T2V.value,
+        help="the model family to time: Wan 2.1 text-to-video here, the others in "
+        "benchmarks/gpu_families.py (each against its own diffusers pipeline)",
+    )
     args = parser.parse_args(argv)
+    if args.family != ModelFamily.WAN21_T2V:
+        from benchmarks import gpu_families
+
+        out = args.out if args.out != RESULTS else gpu_families.RESULTS
+        smoke = ["--smoke"] if args.smoke else []
+        return gpu_families.main([*smoke, "--out", str(out), "--family", args.family], printer)
     report = run(args.out, args.budget, args.only, args.smoke)
     printer(report)
     return report

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from benchmarks import gpu_families
+from benchmarks import gpu_families, gpu_step
 from benchmarks.family_shapes import _real
 from kernel.model_family import ModelFamily
 
@@ -26,6 +26,14 @@ def test_the_families_benchmark_runs_every_path_on_the_cpu(tmp_path: Path) -> No
     assert len(timed) == len(gpu_families.FAMILIES) * len(gpu_families.CONFIGS)
     for family in ("wan2.1-i2v", "wan2.2-t2v", "wan2.2-i2v"):
         assert report["checks"][f"{family} ff-sequential identical to diffusers"] is True
+
+
+def test_the_step_benchmark_takes_the_family(tmp_path: Path) -> None:
+    out = tmp_path / "ltx.json"
+    argv = ["--smoke", "--family", "ltx-video", "--out", str(out)]
+    report = gpu_step.main(argv, printer=lambda _: None)
+    assert {row["family"] for row in report["rows"]} == {"ltx-video"}
+    assert json.loads(out.read_text()) == report
 
 
 def test_the_real_shapes_construct() -> None:
