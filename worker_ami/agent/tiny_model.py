@@ -81,11 +81,6 @@ def word_tokenizer(max_length: int) -> PreTrainedTokenizerFast:
     )
 
 
-def tiny_umt5(text_dim: int = 16) -> UMT5EncoderModel:
-    """A one-layer UMT5 encoder over the tiny vocabulary (Wan's text encoder, at toy size)."""
-    return UMT5EncoderModel(UMT5Config(**TINY_TEXT, d_model=text_dim, d_ff=2 * text_dim))
-
-
 # What the tiny text encoders (UMT5 for Wan, T5 for LTX-Video) share.
 TINY_TEXT = {
     "vocab_size": len(VOCABULARY),
@@ -95,6 +90,11 @@ TINY_TEXT = {
     "relative_attention_num_buckets": 8,
     "relative_attention_max_distance": 16,
 }
+
+
+def tiny_umt5(text_dim: int = 16) -> UMT5EncoderModel:
+    """A one-layer UMT5 encoder over the tiny vocabulary (Wan's text encoder, at toy size)."""
+    return UMT5EncoderModel(UMT5Config(**TINY_TEXT, d_model=text_dim, d_ff=2 * text_dim))
 
 
 def tiny_wan_vae(base_dim: int = 3) -> AutoencoderKLWan:
